@@ -1,0 +1,1 @@
+"""The `eukhe` command: one module per command group, each with `register(subparsers)`."""

@@ -1,0 +1,37 @@
+"""The one place that says how the Local transport starts a kernel (S3 "Where the sandbox runs" 1, 7).
+
+The argv and environment come from `kernel_launch()` only; the installed kernel venv (issue 6) slots in here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+OWNER_PID_VARIABLE = "EUKHE_KERNEL_OWNER_PID"
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLaunch:
+    """The kernel's argv and its whole environment."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+
+
+def kernel_python() -> str:
+    """The interpreter the kernel runs on (until the kernel venv lands: the project's own)."""
+    return sys.executable
+
+
+def kernel_launch() -> KernelLaunch:
+    """Local transport: `<python> -m eukhe_kernel`, the host's environment plus the owner pid the stub watches."""
+    env = dict(os.environ)
+    env[OWNER_PID_VARIABLE] = str(os.getpid())
+    package_root = str(Path(__file__).resolve().parents[2])  # where eukhe_kernel lives, for an uninstalled tree
+    existing = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = package_root + (os.pathsep + existing if existing else "")
+    return KernelLaunch((kernel_python(), "-m", "eukhe_kernel"), env)

@@ -1,0 +1,490 @@
+"""The host side of the kernel (S3 "The protocol" 1-7, "Where the sandbox runs" 1, 7-8): `KernelManager`.
+
+Theory of operation: the manager starts the Local transport (a child in its own process group with the host's
+environment plus the owner pid), then one reader task per kernel reads stdout in chunks, the `FrameSplitter` cuts
+lines, and the pure gate (`eukhe.core.gate.admit`) decides each frame before anything acts on it. Accepted host
+requests run as their own tasks and reply when they end (a long one does not hold back a short one); refusals
+reply at once, in order. Events feed the cells in flight: output into each cell's `BoundedOutput`, then `done`
+ends the cell. A `ProtocolFault` is repaired loudly: the kernel is killed, everything in flight fails with the
+fault, and the next cell starts a fresh kernel. A kernel that dies mid-cell ends its cells with `KernelDiedError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import signal
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eukhe.core.gate import (
+    DEFAULT_LIMITS,
+    Admission,
+    Dropped,
+    Event,
+    GateLimits,
+    GateState,
+    ProtocolFault,
+    Refusal,
+    Verdict,
+    admit,
+)
+from eukhe.core.limits import DEFAULT_TRUNCATION, Truncation
+from eukhe.kernel._bounded import BoundedOutput, BoundedResult
+from eukhe.kernel.errors import KernelClosedError, KernelDiedError, KernelError, KernelProtocolError, KernelStartError
+from eukhe.kernel.launch import KernelLaunch, kernel_launch
+from eukhe.kernel.splitter import FrameSplitter
+from eukhe_kernel.protocol import PROTOCOL_VERSION
+
+log = logging.getLogger("eukhe.kernel")
+
+HostHandler = Callable[[Admission], Awaitable[Any]]
+"""Serves one accepted host request; its return value (JSON) or its exception is the one reply."""
+
+READ_CHUNK = 1 << 20
+STDERR_TAIL = 8192
+KILL_GRACE_S = 1.0
+"""After closing stdin, how long the stub has to kill its `bash()` groups and exit before its group is killed."""
+
+
+class KernelKilledError(KernelError):
+    """The kernel was killed on purpose (a kill, a cancel past its grace, or the manager's close)."""
+
+    code = "kernel_killed"
+
+
+@dataclass(frozen=True, slots=True)
+class CellOutcome:
+    """How a cell ended: status, its bounded output, the repr of its trailing expression, its error."""
+
+    id: str
+    status: str  # ok | error | interrupted | died | fault | killed
+    output: BoundedResult
+    result: str | None
+    error: Mapping[str, Any] | None
+    displays: tuple[Mapping[str, Any], ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        """`status`, the bounded-output keys, `result`, `error` (the `ipython --json` keys)."""
+        return {"status": self.status, **self.output.as_json(), "result": self.result, "error": self.error}
+
+
+class CellRun:
+    """A cell in flight: output goes to its `BoundedOutput` (and to listeners), `done` ends it exactly once."""
+
+    def __init__(self, cell_id: str, output: BoundedOutput) -> None:
+        self.id = cell_id
+        self.output = output
+        self.result: str | None = None
+        self.error: Mapping[str, Any] | None = None
+        self.displays: list[Mapping[str, Any]] = []
+        self._listeners: list[Callable[[bytes], None]] = []
+        self._end_listeners: list[Callable[[CellOutcome], None]] = []
+        self._done: asyncio.Future[CellOutcome] = asyncio.get_running_loop().create_future()
+
+    def write(self, data: bytes) -> None:
+        """Output of the cell, in arrival order."""
+        if self._done.done():
+            return
+        self.output.write(data)
+        for listener in self._listeners:
+            listener(data)
+
+    def add_listener(self, on_output: Callable[[bytes], None], on_end: Callable[[CellOutcome], None]) -> None:
+        """Get every later output byte and the end (a cell that became a job)."""
+        self._listeners.append(on_output)
+        self._end_listeners.append(on_end)
+        if self._done.done():
+            on_end(self._done.result())
+
+    def finish(self, status: str, error: Mapping[str, Any] | None = None) -> None:
+        """End the cell once; later calls are ignored."""
+        if self._done.done():
+            return
+        outcome = CellOutcome(
+            self.id, status, self.output.close(), self.result, error or self.error, tuple(self.displays)
+        )
+        self._done.set_result(outcome)
+        for listener in self._end_listeners:
+            listener(outcome)
+
+    @property
+    def done(self) -> bool:
+        """Whether the cell ended."""
+        return self._done.done()
+
+    def outcome(self) -> CellOutcome | None:
+        """The end, if the cell ended."""
+        return self._done.result() if self._done.done() else None
+
+    async def wait(self) -> CellOutcome:
+        """Wait for the end (cancelling the wait does not cancel the cell)."""
+        return await asyncio.shield(self._done)
+
+
+@dataclass(eq=False)
+class _Kernel:
+    """One kernel process and what is in flight on it."""
+
+    process: asyncio.subprocess.Process
+    splitter: FrameSplitter
+    ready: asyncio.Future[Mapping[str, Any]]
+    state: GateState = field(default_factory=GateState)
+    cells: dict[str, CellRun] = field(default_factory=dict)
+    controls: dict[str, asyncio.Future[Mapping[str, Any]]] = field(default_factory=dict)
+    host_tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    stderr_tail: bytearray = field(default_factory=bytearray)
+    end_reason: KernelError | None = None
+    gone: bool = False
+
+
+def _error_of(error: BaseException) -> dict[str, Any]:
+    return {"ename": type(error).__name__, "evalue": str(error), "traceback": []}
+
+
+def _text_bytes(text: str) -> bytes:
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")
+
+
+class KernelManager:
+    """Runs cells on a Python kernel it starts, repairs and replaces; one per session (an asyncio object)."""
+
+    def __init__(
+        self,
+        *,
+        truncation: Truncation = DEFAULT_TRUNCATION,
+        artifact_dir: Path | None = None,
+        handlers: Mapping[str, HostHandler] | None = None,
+        limits: GateLimits = DEFAULT_LIMITS,
+        launch: Callable[[], KernelLaunch] = kernel_launch,
+        cwd: Path | None = None,
+        start_timeout: float = 30.0,
+    ) -> None:
+        self.truncation = truncation
+        self.artifact_dir = artifact_dir
+        self.handlers: dict[str, HostHandler] = dict(handlers or {})
+        self.limits = limits
+        self._launch = launch
+        self._cwd = cwd
+        self._start_timeout = start_timeout
+        self._kernel: _Kernel | None = None
+        self._start_lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+        self._closed = False
+        self._ending: set[asyncio.Task[None]] = set()
+        self.diagnostics: list[str] = []
+        """Everything the host said loudly: repairs, refusals of used ids, dropped frames, kernel notices."""
+        self.faults: list[ProtocolFault] = []
+        self.kernels_started = 0
+        self.background = BoundedOutput(truncation, artifact_dir, artifact_prefix="kernel-background")
+        """Output of no cell in flight (a background task of an ended cell, a daemon subprocess)."""
+
+    # ---- lifecycle ----------------------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The running kernel's pid (also its process group id), if one runs."""
+        kernel = self._kernel
+        return kernel.process.pid if kernel is not None and not kernel.gone else None
+
+    async def start(self) -> None:
+        """Start a kernel now (else the first cell starts it)."""
+        await self._ensure()
+
+    async def __aenter__(self) -> KernelManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Kill the kernel and wait for everything this manager started to end."""
+        self._closed = True
+        await self.kill()
+        while self._ending:
+            await asyncio.gather(*list(self._ending), return_exceptions=True)
+        self.background.close()
+
+    async def kill(self) -> None:
+        """Kill the kernel: close its stdin, then signal its process group; its cells end as killed."""
+        kernel, self._kernel = self._kernel, None
+        if kernel is not None:
+            await self._terminate(
+                kernel, KernelKilledError("the Python kernel was killed; the next cell starts a fresh one")
+            )
+
+    async def _ensure(self) -> _Kernel:
+        if self._closed:
+            raise KernelClosedError("the kernel manager is closed")
+        async with self._start_lock:
+            if self._kernel is None or self._kernel.gone:
+                self._kernel = await self._spawn()
+            return self._kernel
+
+    async def _spawn(self) -> _Kernel:
+        launch = self._launch()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                env=dict(launch.env),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                process_group=0,
+                cwd=self._cwd,
+            )
+        except OSError as exc:
+            raise KernelStartError(f"the Python kernel could not start ({launch.argv[0]}): {exc}") from exc
+        kernel = _Kernel(process, FrameSplitter(self.limits), asyncio.get_running_loop().create_future())
+        kernel.tasks.append(asyncio.create_task(self._read(kernel)))
+        kernel.tasks.append(asyncio.create_task(self._read_stderr(kernel)))
+        self.kernels_started += 1
+        try:
+            ready = await asyncio.wait_for(asyncio.shield(kernel.ready), self._start_timeout)
+        except (TimeoutError, KernelError) as exc:
+            await self._terminate(kernel, KernelStartError("the Python kernel did not start"))
+            tail = kernel.stderr_tail.decode("utf-8", "replace").strip()
+            raise KernelStartError(f"the Python kernel did not start: {exc}" + (f"\n{tail}" if tail else "")) from exc
+        if ready.get("protocol") != PROTOCOL_VERSION:
+            await self._terminate(kernel, KernelStartError("protocol version mismatch"))
+            raise KernelStartError(
+                f"the Python kernel speaks protocol {ready.get('protocol')!r}, the host speaks {PROTOCOL_VERSION}"
+            )
+        return kernel
+
+    async def _terminate(self, kernel: _Kernel, reason: KernelError) -> None:
+        """Close stdin, give the stub a grace to reap its `bash()` groups, then kill its group; end its requests."""
+        if kernel.end_reason is None:
+            kernel.end_reason = reason
+        process = kernel.process
+        stdin = process.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.close()
+        if process.returncode is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), KILL_GRACE_S)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+        for task in kernel.host_tasks:
+            task.cancel()
+        await asyncio.gather(*kernel.tasks, *kernel.host_tasks, return_exceptions=True)
+        self._gone(kernel, KernelDiedError(process.returncode))
+        if stdin is not None:
+            with contextlib.suppress(Exception):
+                await stdin.wait_closed()
+
+    def _end_later(self, kernel: _Kernel, reason: KernelError) -> None:
+        task = asyncio.create_task(self._terminate(kernel, reason))
+        self._ending.add(task)
+        task.add_done_callback(self._ending.discard)
+
+    def _gone(self, kernel: _Kernel, died: KernelError) -> None:
+        """The kernel is gone: fail what is in flight (once) and let the next cell start a fresh kernel."""
+        if kernel.gone:
+            return
+        kernel.gone = True
+        if self._kernel is kernel:
+            self._kernel = None
+        reason = kernel.end_reason or died
+        status = (
+            "fault"
+            if isinstance(reason, KernelProtocolError)
+            else "killed"
+            if isinstance(reason, KernelKilledError)
+            else "died"
+        )
+        if not kernel.ready.done():
+            kernel.ready.set_exception(reason)
+            kernel.ready.exception()  # retrieved: nobody else may wait on it
+        for run in list(kernel.cells.values()):
+            run.finish(status, _error_of(reason))
+        kernel.cells.clear()
+        for future in kernel.controls.values():
+            if not future.done():
+                future.set_result({"status": "error", "reason": str(reason)})
+        kernel.controls.clear()
+
+    # ---- requests to the kernel ---------------------------------------------------------------------------
+
+    def _send(self, kernel: _Kernel, message: Mapping[str, Any]) -> bool:
+        stdin = kernel.process.stdin
+        if kernel.gone or stdin is None or stdin.is_closing():
+            return False
+        stdin.write(json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n")
+        return True
+
+    async def execute(self, code: str) -> CellRun:
+        """Send a cell; it runs after the cells sent before it. The run's `wait()` gives its outcome."""
+        kernel = await self._ensure()
+        cell_id = f"c{next(self._ids)}"
+        run = CellRun(cell_id, BoundedOutput(self.truncation, self.artifact_dir, artifact_prefix=f"cell-{cell_id}"))
+        kernel.cells[cell_id] = run
+        self._send(kernel, {"request": "execute", "id": cell_id, "code": code})
+        stdin = kernel.process.stdin
+        if stdin is not None:
+            with contextlib.suppress(ConnectionError):
+                await stdin.drain()
+        return run
+
+    async def run(self, code: str) -> CellOutcome:
+        """Run a cell to its end."""
+        return await (await self.execute(code)).wait()
+
+    async def interrupt(self, cell_id: str | None = None, timeout: float = 5.0) -> bool:
+        """Interrupt the running cell (or `cell_id`, also one not started yet); True if the kernel found it."""
+        kernel = self._kernel
+        if kernel is None or kernel.gone:
+            return False
+        request_id = f"i{next(self._ids)}"
+        future: asyncio.Future[Mapping[str, Any]] = asyncio.get_running_loop().create_future()
+        kernel.controls[request_id] = future
+        if not self._send(kernel, {"request": "interrupt", "id": request_id, "target": cell_id}):
+            kernel.controls.pop(request_id, None)
+            return False
+        try:
+            answer = await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            kernel.controls.pop(request_id, None)
+            return False
+        return bool(answer.get("found"))
+
+    # ---- frames from the kernel ---------------------------------------------------------------------------
+
+    async def _read(self, kernel: _Kernel) -> None:
+        stdout = kernel.process.stdout
+        assert stdout is not None
+        served = frozenset(self.handlers)
+        while True:
+            data = await stdout.read(READ_CHUNK)
+            if not data:
+                break
+            for piece in kernel.splitter.feed(data):
+                kernel.state, verdict = admit(kernel.state, piece, served, self.limits)
+                if isinstance(verdict, ProtocolFault):
+                    self._repair(kernel, verdict)
+                    return
+                self._act(kernel, verdict)
+        if kernel.end_reason is None:
+            kernel.end_reason = KernelDiedError(await kernel.process.wait())
+            self._end_later(kernel, kernel.end_reason)
+
+    async def _read_stderr(self, kernel: _Kernel) -> None:
+        """The stub's own stderr (start-up failures): kept as a tail and logged."""
+        stderr = kernel.process.stderr
+        assert stderr is not None
+        while data := await stderr.read(65536):
+            kernel.stderr_tail += data
+            del kernel.stderr_tail[:-STDERR_TAIL]
+            log.warning("python kernel stderr: %s", data.decode("utf-8", "replace").rstrip())
+
+    def _repair(self, kernel: _Kernel, fault: ProtocolFault) -> None:
+        """Protocol repair: loudly replace the kernel; what is in flight fails with the fault."""
+        self.faults.append(fault)
+        self._diagnose(
+            f"protocol repair: the Python kernel (pid {kernel.process.pid}) wrote a frame the host cannot answer "
+            f"({fault.reason.value}: {fault.detail}); the kernel is replaced",
+            logging.ERROR,
+        )
+        error = KernelProtocolError(fault)
+        kernel.end_reason = error
+        self._gone(kernel, error)
+        self._end_later(kernel, error)
+
+    def _diagnose(self, message: str, level: int = logging.WARNING) -> None:
+        self.diagnostics.append(message)
+        log.log(level, "%s", message)
+
+    def _act(self, kernel: _Kernel, verdict: Verdict) -> None:
+        if isinstance(verdict, Admission):
+            task = asyncio.create_task(self._serve(kernel, verdict, self.handlers[verdict.kind]))
+            kernel.host_tasks.add(task)
+            task.add_done_callback(kernel.host_tasks.discard)
+        elif isinstance(verdict, Refusal):
+            if verdict.status == "duplicate":
+                self._diagnose(f"the kernel repeated host-request id {verdict.id!r}: answered `duplicate`, no handler")
+            self._send(kernel, verdict.reply())
+        elif isinstance(verdict, Dropped):
+            self._diagnose(verdict.diagnostic)
+        elif isinstance(verdict, Event):
+            self._on_event(kernel, verdict)
+
+    async def _serve(self, kernel: _Kernel, admission: Admission, handler: HostHandler) -> None:
+        try:
+            result = await handler(admission)
+            reply: dict[str, Any] = {"request": "host_reply", "id": admission.id, "status": "ok", "result": result}
+            line_ok = True
+            try:
+                json.dumps(reply, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                line_ok = False
+                error = {"code": "unencodable", "message": f"the handler's result is not JSON: {exc}"}
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            line_ok = False
+            error = {"code": getattr(exc, "code", "handler_error"), "message": f"{type(exc).__name__}: {exc}"}
+        if not line_ok:
+            reply = {"request": "host_reply", "id": admission.id, "status": "error", "error": error}
+        self._send(kernel, reply)
+
+    def _cell_for(self, kernel: _Kernel, cell_id: str | None) -> CellRun | None:
+        if cell_id is None:  # untagged raw output: the running cell is the oldest in flight
+            return next(iter(kernel.cells.values()), None)
+        return kernel.cells.get(cell_id)
+
+    def _on_event(self, kernel: _Kernel, event: Event) -> None:
+        frame = event.frame
+        kind = event.event
+        if kind in ("stdout", "stderr"):
+            text = frame.get("text")
+            if isinstance(text, str):
+                data = _text_bytes(text)
+                run = self._cell_for(kernel, event.id)
+                (run.write if run is not None else self.background.write)(data)
+        elif kind == "done":
+            run = kernel.cells.pop(event.id, None) if event.id is not None else None
+            if run is not None:
+                status = frame.get("status")
+                run.finish(status if isinstance(status, str) else "error")
+            elif event.id is not None and event.id in kernel.controls:
+                kernel.controls.pop(event.id).set_result(frame)
+        elif kind == "result":
+            run = self._cell_for(kernel, event.id) if event.id is not None else None
+            if run is not None and isinstance(frame.get("repr"), str):
+                run.result = frame["repr"]
+        elif kind == "error":
+            run = self._cell_for(kernel, event.id) if event.id is not None else None
+            if run is not None:
+                trace = frame.get("traceback")
+                run.error = {
+                    "ename": str(frame.get("ename", "")),
+                    "evalue": str(frame.get("evalue", "")),
+                    "traceback": [str(line) for line in trace] if isinstance(trace, list) else [],
+                }
+        elif kind == "display":
+            run = self._cell_for(kernel, event.id) if event.id is not None else None
+            bundle = frame.get("data")
+            if isinstance(bundle, dict):
+                plain = bundle.get("text/plain")
+                text = (plain if isinstance(plain, str) else "<display>") + "\n"
+                if run is not None:
+                    run.displays.append(bundle)
+                    run.write(_text_bytes(text))
+                else:
+                    self.background.write(_text_bytes(text))
+        elif kind == "ready":
+            if not kernel.ready.done():
+                kernel.ready.set_result(frame)
+        elif kind == "diagnostic":
+            self._diagnose(f"python kernel: {frame.get('message')}")

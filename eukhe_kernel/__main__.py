@@ -1,0 +1,5 @@
+"""`python -m eukhe_kernel`: run the kernel stub on stdin/stdout (S3 "The protocol")."""
+
+from eukhe_kernel.runtime import main
+
+main()

@@ -1,0 +1,81 @@
+"""What cells call: `display`, `bash`, `bash_background`, `host_request` (the kernel's side of the protocol)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+from typing import Any
+
+from eukhe_kernel import runtime
+from eukhe_kernel.runtime import HostRequestError
+
+__all__ = ["HostRequestError", "bash", "bash_background", "display", "host_request", "host_request_sync"]
+
+
+def _kernel() -> runtime.Kernel:
+    if runtime.KERNEL is None:
+        raise RuntimeError("not running inside the eukhe kernel")
+    return runtime.KERNEL
+
+
+def display(obj: Any) -> None:
+    """Show `obj` as a display frame: its rich representations where it has them, else its repr."""
+    bundle: dict[str, Any] = {"text/plain": repr(obj)}
+    for method, mime in (("_repr_html_", "text/html"), ("_repr_markdown_", "text/markdown")):
+        render = getattr(obj, method, None)
+        if callable(render):
+            value = render()
+            if isinstance(value, str):
+                bundle[mime] = value
+    _kernel().display(bundle)
+
+
+async def host_request(kind: str, params: Any = None, *, request_id: str | None = None) -> Any:
+    """Ask the host to serve request `kind`; returns the handler's result or raises HostRequestError."""
+    future = _kernel().host_request(kind, params, request_id=request_id)
+    return await asyncio.wrap_future(future)
+
+
+def host_request_sync(kind: str, params: Any = None, *, timeout: float | None = None) -> Any:
+    """The blocking form of host_request, for synchronous code (the reply is read on the reader thread)."""
+    return _kernel().host_request(kind, params).result(timeout)
+
+
+def bash(command: str, *, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `command` with bash in its own process group; returns its combined output (the group dies at shutdown)."""
+    kernel = _kernel()
+    with subprocess.Popen(
+        ["bash", "-c", command],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="surrogateescape",
+        start_new_session=True,
+    ) as process:
+        kernel.children[process.pid] = process
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except BaseException:
+            _kill_group(process.pid)
+            process.wait()
+            raise
+        finally:
+            kernel.children.pop(process.pid, None)
+    return subprocess.CompletedProcess(["bash", "-c", command], process.returncode, output, None)
+
+
+def bash_background(command: str) -> subprocess.Popen[bytes]:
+    """Start `command` with bash in its own process group, its output on the kernel's fd 1/2 (untagged)."""
+    kernel = _kernel()
+    process = subprocess.Popen(["bash", "-c", command], stdin=subprocess.DEVNULL, start_new_session=True)
+    kernel.children[process.pid] = process
+    return process
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pgid, signal.SIGKILL)

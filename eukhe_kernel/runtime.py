@@ -1,0 +1,561 @@
+"""The kernel stub's runtime (S3 "The protocol", "Where the sandbox runs" 7-8): cells on one asyncio loop.
+
+Theory of operation:
+- fd 0 and fd 1 carry the protocol, so they are first duplicated privately (non-inheritable); fd 0 becomes
+  /dev/null and fd 1/2 become pipes that pump threads read, so raw writes from C code and subprocesses are captured
+  (untagged). Python-level `sys.stdout`/`sys.stderr` writes are tagged with the cell id (a context variable, so
+  background tasks a cell starts keep its tag).
+- A reader thread reads requests; `interrupt` and `shutdown` are served on that thread, so they work while a
+  synchronous cell holds the loop. Host replies resolve thread-safe futures on that thread too.
+- One worker task runs cells in order, each as its own task in one persistent namespace; compiled with top-level
+  await. Background tasks keep running between cells.
+- SIGINT: our own handler. If the running cell's code is on the stack, it raises KeyboardInterrupt there; else
+  (the cell is awaiting) it cancels the cell's task. A SIGINT inside a frame write is deferred until the write ends.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import codecs
+import concurrent.futures
+import contextlib
+import contextvars
+import fcntl
+import inspect
+import json
+import linecache
+import os
+import select
+import signal
+import subprocess
+import sys
+import termios
+import threading
+import time
+import traceback
+import types
+from dataclasses import dataclass, field
+from types import CodeType, FrameType
+from typing import Any
+
+from eukhe_kernel.frames import PROTECTED_CODES, FrameWriter
+from eukhe_kernel.protocol import (
+    MAX_PAYLOAD_BYTES,
+    PROTOCOL_VERSION,
+    RESULT_REPR_CHARS,
+    PayloadTooLargeError,
+    encode_frame,
+)
+
+CELL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("eukhe_cell_id", default=None)
+"""The id of the cell whose code is running (inherited by the tasks it starts)."""
+
+PROTOCOL_FD: int = -1
+"""The private protocol output fd (tests use it to write a malformed line on purpose)."""
+
+TRACEBACK_CHARS = 256 * 1024
+EOF_GRACE_S = 30.0
+"""After stdin EOF a synchronous cell may hold the loop; the reader side exits after this (S3 sandbox 7)."""
+
+KERNEL: Kernel | None = None
+
+try:
+    _LIBC: ctypes.CDLL | None = ctypes.CDLL(None)
+except OSError:  # no libc to flush: nothing buffered there either
+    _LIBC = None
+
+
+class HostRequestError(Exception):
+    """The host answered a host request with an error (`code` says which: over_limit, unserved, handler_error...)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Cell:
+    """The running cell: its id, its compiled code objects, its task, whether an interrupt reached it."""
+
+    id: str
+    codes: set[CodeType] = field(default_factory=set)
+    task: asyncio.Task[str] | None = None
+    interrupted: bool = False
+
+
+class CellStream:
+    """`sys.stdout`/`sys.stderr` of the kernel: text tagged with the current cell id, merged by the writer."""
+
+    encoding = "utf-8"
+    errors = "surrogateescape"
+
+    def __init__(self, writer: FrameWriter, name: str, fd: int) -> None:
+        self._writer = writer
+        self._name = name
+        self._fd = fd
+        self.buffer = _BinaryStream(self)
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self._writer.stream(self._name, CELL_ID.get(), text)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        """Output is flushed by time and size; a flush here would defeat merging."""
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return False
+
+    def readable(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+    @property
+    def name(self) -> str:
+        return f"<{self._name}>"
+
+
+class _BinaryStream:
+    """`sys.stdout.buffer`: bytes decoded with surrogateescape, so every byte reaches the host as written."""
+
+    def __init__(self, text: CellStream) -> None:
+        self._text = text
+
+    def write(self, data: bytes) -> int:
+        self._text.write(bytes(data).decode("utf-8", "surrogateescape"))
+        return len(data)
+
+    def flush(self) -> None:
+        """Nothing to flush (see CellStream.flush)."""
+
+
+class Kernel:
+    """One kernel process: protocol fds, the frame writer, the namespace, the cell worker."""
+
+    def __init__(self) -> None:
+        global PROTOCOL_FD
+        self.main_ident = threading.get_ident()
+        self.in_fd = os.dup(0)
+        self.proto_fd = os.dup(1)
+        self.diag_fd = os.dup(2)
+        PROTOCOL_FD = self.proto_fd
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        self.writer = FrameWriter(self.proto_fd, self._host_gone)
+        self.writer.after_protected = self._redeliver_interrupt
+        self.pump_fds: list[int] = []
+        self.pumps_busy = 0
+        self.pumps_lock = threading.Lock()
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            read_end, write_end = os.pipe()
+            os.dup2(write_end, fd)
+            os.close(write_end)
+            self.pump_fds.append(read_end)
+            threading.Thread(target=self._pump, args=(read_end, name), name=f"eukhe-pump-{name}", daemon=True).start()
+        sys.stdout = CellStream(self.writer, "stdout", 1)
+        sys.stderr = CellStream(self.writer, "stderr", 2)
+        self.state_lock = threading.Lock()
+        self.running: Cell | None = None
+        self.queued: set[str] = set()
+        self.cancelled: set[str] = set()
+        self.host_pending: dict[str, concurrent.futures.Future[Any]] = {}
+        self.host_counter = 0
+        self.children: dict[int, subprocess.Popen[Any]] = {}
+        self.shutting_down = False
+        self.loop = asyncio.new_event_loop()
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+        self._main_module()
+
+    def _main_module(self) -> None:
+        """Cells run in the namespace of a fresh `__main__` module (pickle and dataclasses look it up)."""
+        module = types.ModuleType("__main__")
+        module.__dict__.update(self.namespace)
+        self.namespace = module.__dict__
+        sys.modules["__main__"] = module
+        from eukhe_kernel import api  # noqa: PLC0415 - api imports this module
+
+        self.namespace.update({"display": api.display, "bash": api.bash, "bash_background": api.bash_background})
+
+    # ---- start and stop ---------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Serve until shutdown: handshake, reader and owner threads, the cell worker on the loop."""
+        signal.signal(signal.SIGINT, self._on_sigint)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        asyncio.set_event_loop(self.loop)
+        threading.Thread(target=self._reader, name="eukhe-kernel-reader", daemon=True).start()
+        owner = os.environ.get("EUKHE_KERNEL_OWNER_PID", "")
+        if owner.isdigit():
+            threading.Thread(target=self._watch_owner, args=(int(owner),), name="eukhe-owner", daemon=True).start()
+        self.writer.frame(
+            encode_frame(
+                "ready",
+                None,
+                {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "python": sys.version.split()[0]},
+            )
+        )
+        self.loop.run_until_complete(self._worker())
+
+    def shutdown(self, request_id: str | None, code: int = 0) -> None:
+        """Kill the process groups of `bash()` children, send what is pending, answer, exit (any thread)."""
+        self.shutting_down = True
+        self._kill_children()
+        self._drain_pumps()
+        if request_id is not None:
+            self.writer.frame(encode_frame("done", request_id, {"status": "ok"}))
+        else:
+            self.writer.flush()
+        os._exit(code)
+
+    def _kill_children(self) -> None:
+        """Kill the process group of every `bash()` child (their pids are their group ids)."""
+        for pgid in list(self.children):
+            with contextlib.suppress(OSError):
+                os.killpg(pgid, signal.SIGKILL)
+
+    def _host_gone(self) -> None:
+        self._kill_children()
+        os._exit(0)
+
+    def _watch_owner(self, pid: int) -> None:
+        """Local transport: exit when the host process dies (S3 sandbox 7)."""
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (OSError, AttributeError):
+            pidfd = -1
+        if pidfd >= 0:
+            select.select([pidfd], [], [])
+        else:
+            while True:
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                except PermissionError:
+                    pass
+                time.sleep(0.5)
+        self.diag("the host process is gone; the kernel exits")
+        self.shutdown(None)
+
+    def diag(self, message: str) -> None:
+        """A kernel diagnostic: a frame for the host, which logs it."""
+        self.writer.frame(encode_frame("diagnostic", None, {"message": message}))
+
+    # ---- output -------------------------------------------------------------------------------------------
+
+    def _pump(self, fd: int, name: str) -> None:
+        """Read raw fd 1/2 output (C code, subprocesses) and send it untagged."""
+        decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            with self.pumps_lock:
+                self.pumps_busy += 1
+            try:
+                self.writer.stream(name, None, decoder.decode(data))
+            finally:
+                with self.pumps_lock:
+                    self.pumps_busy -= 1
+
+    def _drain_pumps(self, timeout: float = 0.2) -> None:
+        """Wait (bounded) until the pumps took every byte already written to fd 1/2, so it precedes `done`."""
+        if _LIBC is not None:
+            _LIBC.fflush(None)  # C stdio buffers of extension modules
+        deadline = time.monotonic() + timeout
+        buf = bytearray(4)
+        while time.monotonic() < deadline:
+            waiting = 0
+            for fd in self.pump_fds:
+                fcntl.ioctl(fd, termios.FIONREAD, buf)
+                waiting += int.from_bytes(buf, sys.byteorder)
+            with self.pumps_lock:
+                busy = self.pumps_busy
+            if not waiting and not busy:
+                return
+            time.sleep(0.0002)
+
+    # ---- requests -----------------------------------------------------------------------------------------
+
+    def _reader(self) -> None:
+        with os.fdopen(self.in_fd, "rb", buffering=1 << 16) as stream:
+            for line in stream:
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    self.diag(f"the kernel could not read a request line of {len(line)} bytes: not JSON")
+                    continue
+                if not isinstance(message, dict):
+                    self.diag("the kernel could not read a request: not a JSON object")
+                    continue
+                try:
+                    self._dispatch(message)
+                except Exception as exc:
+                    self.diag(f"the kernel could not serve a request: {type(exc).__name__}: {exc}")
+        self._on_eof()
+
+    def _on_eof(self) -> None:
+        """stdin EOF = shutdown; the loop may be held by a synchronous cell, so exit from here after a grace."""
+        self.shutting_down = True
+        threading.Timer(EOF_GRACE_S, self.shutdown, args=(None,)).start()
+        self.shutdown(None)
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        kind = message.get("request")
+        request_id = message.get("id")
+        if kind == "execute":
+            if not isinstance(request_id, str):
+                self.diag("an execute request needs a string id")
+                return
+            with self.state_lock:
+                self.queued.add(request_id)
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, message)
+        elif kind == "interrupt":
+            target = message.get("target")
+            found = self.interrupt(target if isinstance(target, str) else None)
+            if isinstance(request_id, str):
+                self.writer.frame(encode_frame("done", request_id, {"status": "ok", "found": found}))
+        elif kind == "host_reply":
+            self._resolve_host_reply(message)
+        elif kind == "shutdown":
+            self.shutdown(request_id if isinstance(request_id, str) else None)
+        else:
+            self.diag(f"unknown request {kind!r}")
+            if isinstance(request_id, str):
+                self.writer.frame(encode_frame("done", request_id, {"status": "error", "reason": "unknown request"}))
+
+    def interrupt(self, target: str | None) -> bool:
+        """Interrupt the running cell (target None or its id) or a queued one before it starts."""
+        with self.state_lock:
+            running = self.running
+            if running is not None and (target is None or target == running.id):
+                running.interrupted = True
+                signal.pthread_kill(self.main_ident, signal.SIGINT)
+                return True
+            if target is not None and target in self.queued:
+                self.cancelled.add(target)
+                return True
+        return False
+
+    def _resolve_host_reply(self, message: dict[str, Any]) -> None:
+        """Settle the host request named by the reply; a `duplicate` reply never settles one (S3 protocol 4)."""
+        request_id = message.get("id")
+        status = message.get("status")
+        if status == "duplicate":
+            self.diag(f"the host refused a repeated host-request id {request_id!r}; the first request still waits")
+            return
+        future = self.host_pending.pop(request_id, None) if isinstance(request_id, str) else None
+        if future is None:
+            self.diag(f"a host reply for an unknown request id {request_id!r} was dropped")
+            return
+        if status == "ok":
+            future.set_result(message.get("result"))
+        else:
+            error = message.get("error")
+            code = str(error.get("code", "error")) if isinstance(error, dict) else "error"
+            text = str(error.get("message", "")) if isinstance(error, dict) else str(error)
+            future.set_exception(HostRequestError(code, text))
+
+    def host_request(
+        self, kind: str, params: Any = None, *, request_id: str | None = None
+    ) -> concurrent.futures.Future[Any]:
+        """Send one host request; the future settles with the handler's reply. Payload over 16 MiB: raises first."""
+        if request_id is None:
+            with self.state_lock:
+                self.host_counter += 1
+                request_id = f"h{self.host_counter}"
+        data = encode_frame("host_request", request_id, {"type": kind, "cell": CELL_ID.get(), "params": params})
+        if len(data) > MAX_PAYLOAD_BYTES:
+            raise PayloadTooLargeError("host_request", len(data))
+        future = self.host_pending.get(request_id)
+        if future is None:
+            future = concurrent.futures.Future()
+            self.host_pending[request_id] = future
+        self.writer.frame(data)
+        return future
+
+    def display(self, bundle: dict[str, Any], metadata: dict[str, Any] | None = None) -> None:
+        """Send a display frame for the current cell; over 16 MiB raises PayloadTooLargeError before writing."""
+        data = encode_frame("display", CELL_ID.get(), {"data": bundle, "metadata": metadata or {}})
+        if len(data) > MAX_PAYLOAD_BYTES:
+            raise PayloadTooLargeError("display", len(data))
+        self.writer.frame(data)
+
+    # ---- SIGINT -------------------------------------------------------------------------------------------
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        cell = self.running
+        if cell is None:
+            return
+        cell.interrupted = True
+        cell_on_stack = False
+        walk = frame
+        while walk is not None:
+            if walk.f_code in PROTECTED_CODES:
+                self.writer.interrupt_deferred = True
+                return
+            if walk.f_code in cell.codes:
+                cell_on_stack = True
+            walk = walk.f_back
+        if cell_on_stack:
+            raise KeyboardInterrupt
+        if cell.task is not None:
+            self.loop.call_soon_threadsafe(cell.task.cancel)
+
+    def _redeliver_interrupt(self) -> None:
+        """A SIGINT arrived during a frame write: deliver it again now that the write is whole."""
+        if threading.get_ident() != self.main_ident:
+            return
+        self.writer.interrupt_deferred = False
+        self._on_sigint(signal.SIGINT, sys._getframe(1))
+
+    # ---- cells --------------------------------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while True:
+            message = await self.queue.get()
+            cell_id: str = message["id"]
+            with self.state_lock:
+                self.queued.discard(cell_id)
+                skip = cell_id in self.cancelled
+                self.cancelled.discard(cell_id)
+                cell = Cell(cell_id)
+                if not skip:
+                    self.running = cell
+            if skip:
+                self._error_frame(cell_id, "KeyboardInterrupt", "interrupted before it started", [])
+                self.writer.frame(encode_frame("done", cell_id, {"status": "interrupted"}))
+                continue
+            context = contextvars.copy_context()
+            context.run(CELL_ID.set, cell_id)
+            code = message.get("code", "")
+            task = self.loop.create_task(self._run_cell(cell, code if isinstance(code, str) else ""), context=context)
+            cell.task = task
+            await asyncio.wait([task])
+            with self.state_lock:
+                self.running = None
+            status = "interrupted" if task.cancelled() else task.result()
+            if task.cancelled():
+                self._error_frame(cell_id, "KeyboardInterrupt", "", [])
+            self._drain_pumps()
+            self.writer.frame(encode_frame("done", cell_id, {"status": status}))
+
+    async def _run_cell(self, cell: Cell, source: str) -> str:
+        filename = f"<cell-{cell.id}>"
+        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        try:
+            if cell.interrupted:
+                raise KeyboardInterrupt
+            linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+            tree = compile(source, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+            assert isinstance(tree, ast.Module)
+            tail: ast.Expression | None = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = tree.body.pop()
+                assert isinstance(last, ast.Expr)
+                tail = ast.Expression(last.value)
+            body = compile(tree, filename, "exec", flags, dont_inherit=True)
+            cell.codes.add(body)
+            tail_code = compile(tail, filename, "eval", flags, dont_inherit=True) if tail is not None else None
+            if tail_code is not None:
+                cell.codes.add(tail_code)
+            outcome = eval(body, self.namespace)
+            if body.co_flags & inspect.CO_COROUTINE:
+                await outcome
+            value = None
+            if tail_code is not None:
+                value = eval(tail_code, self.namespace)
+                if tail_code.co_flags & inspect.CO_COROUTINE:
+                    value = await value
+            if value is not None:
+                self.namespace["_"] = value
+                text = repr(value)
+                if len(text) > RESULT_REPR_CHARS:
+                    text = text[:RESULT_REPR_CHARS] + f"... [repr cut at {RESULT_REPR_CHARS} characters]"
+                self.writer.frame(encode_frame("result", cell.id, {"repr": text}))
+            return "ok"
+        except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+            self._error_frame(cell.id, "KeyboardInterrupt", "", _cell_traceback(exc, interrupted=True))
+            return "interrupted"
+        except BaseException as exc:
+            self._error_frame(cell.id, type(exc).__name__, _safe_str(exc), _cell_traceback(exc))
+            return "error"
+
+    def _error_frame(self, cell_id: str, ename: str, evalue: str, trace: list[str]) -> None:
+        self.writer.frame(
+            encode_frame("error", cell_id, {"ename": ename, "evalue": evalue[:TRACEBACK_CHARS], "traceback": trace})
+        )
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return f"<unprintable {type(exc).__name__}>"
+
+
+_KERNEL_DIR = os.path.dirname(os.path.abspath(__file__))
+_ASYNCIO_DIR = os.path.dirname(os.path.abspath(asyncio.__file__))
+
+
+def _cell_traceback(exc: BaseException, interrupted: bool = False) -> list[str]:
+    """The traceback of the cell's frames: from the first cell frame on, without the kernel's or asyncio's frames."""
+    try:
+        tb = exc.__traceback__
+        while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell-"):
+            tb = tb.tb_next
+        if isinstance(exc, SyntaxError) or tb is None:
+            lines = traceback.format_exception_only(type(exc), exc)
+        else:
+            entries = [
+                entry
+                for entry in traceback.extract_tb(tb)
+                if not entry.filename.startswith((_KERNEL_DIR, _ASYNCIO_DIR))
+            ]
+            lines = ["Traceback (most recent call last):\n", *traceback.format_list(entries)]
+            if interrupted:
+                lines.append("KeyboardInterrupt\n")
+            else:
+                lines.extend(traceback.format_exception_only(type(exc), exc))
+    except Exception:
+        lines = [f"{type(exc).__name__}: {_safe_str(exc)}\n"]
+    out: list[str] = []
+    size = 0
+    for line in lines:
+        size += len(line)
+        if size > TRACEBACK_CHARS:
+            out.append("... [traceback cut]\n")
+            break
+        out.append(line)
+    return out
+
+
+def main() -> None:
+    """`python -m eukhe_kernel`."""
+    global KERNEL
+    KERNEL = Kernel()
+    KERNEL.run()

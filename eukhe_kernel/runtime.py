@@ -21,6 +21,7 @@ import codecs
 import concurrent.futures
 import contextlib
 import contextvars
+import ctypes
 import fcntl
 import inspect
 import json

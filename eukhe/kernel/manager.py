@@ -29,17 +29,15 @@ from eukhe.core.gate import (
     Dropped,
     Event,
     GateLimits,
-    GateState,
     ProtocolFault,
     Refusal,
     Verdict,
-    admit,
 )
 from eukhe.core.limits import DEFAULT_TRUNCATION, Truncation
 from eukhe.kernel._bounded import BoundedOutput, BoundedResult
 from eukhe.kernel.errors import KernelClosedError, KernelDiedError, KernelError, KernelProtocolError, KernelStartError
 from eukhe.kernel.launch import KernelLaunch, kernel_launch
-from eukhe.kernel.splitter import FrameSplitter
+from eukhe.kernel.splitter import FrameReader
 from eukhe_kernel.protocol import PROTOCOL_VERSION
 
 log = logging.getLogger("eukhe.kernel")
@@ -133,9 +131,8 @@ class _Kernel:
     """One kernel process and what is in flight on it."""
 
     process: asyncio.subprocess.Process
-    splitter: FrameSplitter
+    reader: FrameReader
     ready: asyncio.Future[Mapping[str, Any]]
-    state: GateState = field(default_factory=GateState)
     cells: dict[str, CellRun] = field(default_factory=dict)
     controls: dict[str, asyncio.Future[Mapping[str, Any]]] = field(default_factory=dict)
     host_tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -245,7 +242,8 @@ class KernelManager:
             )
         except OSError as exc:
             raise KernelStartError(f"the Python kernel could not start ({launch.argv[0]}): {exc}") from exc
-        kernel = _Kernel(process, FrameSplitter(self.limits), asyncio.get_running_loop().create_future())
+        reader = FrameReader(frozenset(self.handlers), self.limits)
+        kernel = _Kernel(process, reader, asyncio.get_running_loop().create_future())
         kernel.tasks.append(asyncio.create_task(self._read(kernel)))
         kernel.tasks.append(asyncio.create_task(self._read_stderr(kernel)))
         self.kernels_started += 1
@@ -364,13 +362,11 @@ class KernelManager:
     async def _read(self, kernel: _Kernel) -> None:
         stdout = kernel.process.stdout
         assert stdout is not None
-        served = frozenset(self.handlers)
         while True:
             data = await stdout.read(READ_CHUNK)
             if not data:
                 break
-            for piece in kernel.splitter.feed(data):
-                kernel.state, verdict = admit(kernel.state, piece, served, self.limits)
+            for verdict in kernel.reader.feed(data):
                 if isinstance(verdict, ProtocolFault):
                     self._repair(kernel, verdict)
                     return

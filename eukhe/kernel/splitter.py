@@ -6,7 +6,7 @@ counted and dropped up to its newline, never buffered (`Oversized`). Memory is O
 
 from __future__ import annotations
 
-from eukhe.core.gate import DEFAULT_LIMITS, GateLimits, Line, Oversized, Piece
+from eukhe.core.gate import DEFAULT_LIMITS, GateLimits, GateState, Line, Oversized, Piece, ProtocolFault, Verdict, admit
 
 
 class FrameSplitter:
@@ -58,3 +58,30 @@ class FrameSplitter:
                 self._length = 0
             position = newline + 1
         return pieces
+
+
+class FrameReader:
+    """The host's reading of kernel stdout: the splitter, then the gate on every piece, in order (sans I/O).
+
+    After a `ProtocolFault` the stream cannot be trusted: `feed` stops there and answers nothing more.
+    """
+
+    def __init__(self, served: frozenset[str], limits: GateLimits = DEFAULT_LIMITS) -> None:
+        self.served = served
+        self.limits = limits
+        self.splitter = FrameSplitter(limits)
+        self.state = GateState()
+        self.faulted = False
+
+    def feed(self, data: bytes) -> list[Verdict]:
+        """The verdicts on the frames `data` completes, in order; a fault is the last verdict ever."""
+        verdicts: list[Verdict] = []
+        if self.faulted:
+            return verdicts
+        for piece in self.splitter.feed(data):
+            self.state, verdict = admit(self.state, piece, self.served, self.limits)
+            verdicts.append(verdict)
+            if isinstance(verdict, ProtocolFault):
+                self.faulted = True
+                break
+        return verdicts

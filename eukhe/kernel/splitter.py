@@ -34,10 +34,14 @@ class FrameSplitter:
             newline = data.find(b"\n", position)
             end = size if newline < 0 else newline
             if self._skipping:
+                if len(self._head) < self._head_limit:
+                    self._head += data[position : min(end, position + self._head_limit - len(self._head))]
                 self._length += end - position
             elif len(self._buffer) + (end - position) > self._limit:
                 self._skipping = True
-                self._head = (bytes(self._buffer) + data[position : position + self._head_limit])[: self._head_limit]
+                self._head = (bytes(self._buffer) + data[position : min(end, position + self._head_limit)])[
+                    : self._head_limit
+                ]
                 self._length = len(self._buffer) + (end - position)
                 self._buffer.clear()
             elif newline >= 0:

@@ -322,11 +322,22 @@ class KernelManager:
         stdin.write(json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n")
         return True
 
-    async def execute(self, code: str) -> CellRun:
-        """Send a cell; it runs after the cells sent before it. The run's `wait()` gives its outcome."""
+    async def execute(
+        self,
+        code: str,
+        *,
+        on_output: Callable[[bytes], None] | None = None,
+        on_end: Callable[[CellOutcome], None] | None = None,
+    ) -> CellRun:
+        """Send a cell; it runs after the cells sent before it. The run's `wait()` gives its outcome.
+
+        `on_output` gets every output byte of the cell and `on_end` its end, from before the request is sent.
+        """
         kernel = await self._ensure()
         cell_id = f"c{next(self._ids)}"
         run = CellRun(cell_id, BoundedOutput(self.truncation, self.artifact_dir, artifact_prefix=f"cell-{cell_id}"))
+        if on_output is not None or on_end is not None:
+            run.add_listener(on_output or (lambda _data: None), on_end or (lambda _outcome: None))
         kernel.cells[cell_id] = run
         self._send(kernel, {"request": "execute", "id": cell_id, "code": code})
         stdin = kernel.process.stdin

@@ -87,7 +87,7 @@ class _Recording:
             self._memory += data
             return
         if self._file is None:
-            self._file = tempfile.TemporaryFile()  # mode 0600, unlinked at once
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - lives until close(); mode 0600, unlinked at once
             self._file.write(self._memory)
             self._memory = bytearray()
         self._file.write(data)

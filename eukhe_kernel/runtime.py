@@ -56,6 +56,8 @@ PROTOCOL_FD: int = -1
 """The private protocol output fd (tests use it to write a malformed line on purpose)."""
 
 TRACEBACK_CHARS = 256 * 1024
+SWITCH_INTERVAL_S = 0.0005
+"""How long a thread waits for the GIL before asking for it (Python's default 5 ms is an interrupt's latency)."""
 EOF_GRACE_S = 30.0
 """After stdin EOF a synchronous cell may hold the loop; the reader side exits after this (S3 sandbox 7)."""
 
@@ -202,6 +204,8 @@ class Kernel:
 
     def run(self) -> None:
         """Serve until shutdown: handshake, reader and owner threads, the cell worker on the loop."""
+        # The reader thread must get the GIL from a busy cell quickly to serve an interrupt: 5 ms by default.
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         signal.signal(signal.SIGINT, self._on_sigint)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         asyncio.set_event_loop(self.loop)

@@ -162,7 +162,7 @@ async def measure_eukhe(rounds: int, interrupts: int, prints: int) -> dict[str, 
 
 def p99(values: list[float]) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
 
 
 def main() -> None:

@@ -436,7 +436,7 @@ class Kernel:
         if threading.get_ident() != self.main_ident:
             return
         self.writer.interrupt_deferred = False
-        self._on_sigint(signal.SIGINT, sys._getframe(1))
+        self._on_sigint(signal.SIGINT, sys._getframe(2))  # the caller of the write (frame 1 is the write itself)
 
     # ---- cells --------------------------------------------------------------------------------------------
 

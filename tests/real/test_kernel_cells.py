@@ -325,3 +325,20 @@ def test_a_gib_of_output_from_a_cell_is_bounded_with_kept_and_dropped_exact() ->
             assert outcome.result == "'done'"
 
     run(scenario(), timeout=120)
+
+
+def test_interrupting_a_cell_that_prints_in_a_tight_loop_never_cuts_a_frame() -> None:
+    """A SIGINT landing inside a frame write is deferred until the write is whole: no protocol fault, ever."""
+
+    async def scenario() -> None:
+        async with KernelManager() as km:
+            for size in (1, 100, 70_000, 300_000) * 3:
+                cell = await km.execute(f"while True:\n    print('x' * {size})")
+                await until(lambda: cell.output.bytes_written > 200_000, what="output")  # noqa: B023
+                assert await km.interrupt()
+                outcome = await cell.wait()
+                assert outcome.status == "interrupted", outcome.error
+            assert km.faults == []
+            assert km.kernels_started == 1
+
+    run(scenario())

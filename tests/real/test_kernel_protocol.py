@@ -195,3 +195,53 @@ def test_fuzzed_request_lines_do_not_stop_the_kernel(
         await kernel.until_frame(lambda f: f["event"] == "done" and f["id"] == "after")
 
     loop.run_until_complete(asyncio.wait_for(scenario(), 20))
+
+
+def test_a_long_host_request_does_not_hold_back_a_short_one() -> None:
+    async def scenario() -> None:
+        release = asyncio.Event()
+
+        async def slow(admission: Admission) -> str:
+            await release.wait()
+            return "slow"
+
+        async def fast(admission: Admission) -> str:
+            return "fast"
+
+        async with KernelManager(handlers={"slow": slow, "fast": fast}) as km:
+            cell = await km.execute(
+                "import asyncio\nfrom eukhe_kernel.api import host_request\norder = []\n"
+                "async def ask(kind):\n    order.append(await host_request(kind))\n"
+                "slow_task = asyncio.ensure_future(ask('slow'))\n"
+                "await ask('fast')\nprint(order)\nawait slow_task\norder"
+            )
+            await until(lambda: b"['fast']" in cell.output.snapshot().text, what="the fast reply first")
+            release.set()
+            outcome = await cell.wait()
+            assert outcome.result == "['fast', 'slow']"
+
+    run(scenario())
+
+
+def test_a_handler_error_is_its_one_reply() -> None:
+    async def broken(admission: Admission) -> Any:
+        raise LookupError("nothing there")
+
+    async def unencodable(admission: Admission) -> Any:
+        return float("nan")
+
+    async def scenario() -> None:
+        async with KernelManager(handlers={"broken": broken, "nan": unencodable}) as km:
+            outcome = await km.run(
+                "from eukhe_kernel.api import host_request, HostRequestError\nout = []\n"
+                "for kind in ('broken', 'nan'):\n"
+                "    try:\n        await host_request(kind)\n"
+                "    except HostRequestError as exc:\n        out.append((exc.code, exc.message))\nout"
+            )
+            assert outcome.result == (
+                "[('handler_error', 'LookupError: nothing there'), "
+                "('unencodable', \"the handler's result is not JSON: Out of range float values are not JSON "
+                'compliant")]'
+            )
+
+    run(scenario())

@@ -116,7 +116,9 @@ def ensure_private_state_dirs() -> tuple[Path, Path]:
     for directory in (agent_dir(), sessions_root()):
         try:
             make_private_dirs(directory)
-            os.chmod(directory, PRIVATE_DIR_MODE, follow_symlinks=True)
+            if not stat.S_ISDIR(os.stat(directory).st_mode):
+                raise StateDirError(f"cannot make {directory} private (0700): it is not a directory", directory)
+            os.chmod(directory, PRIVATE_DIR_MODE)
         except OSError as error:
             raise StateDirError(f"cannot make {directory} private (0700): {error.strerror}", directory) from error
         made.append(directory)

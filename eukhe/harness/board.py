@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from eukhe.session.bounded import BoundedOutput
+from eukhe.output import BoundedOutput
 
 JSON = Any
 

@@ -21,7 +21,7 @@ from eukhe.errors import EukheError, UsageError
 from eukhe.harness.board import CallProgress, EventStream, ProgressBoard
 from eukhe.harness.schema import check_args
 from eukhe.harness.tool import ToolExecutionApi, ToolRegistration, ToolResult, reporting_for, result_content
-from eukhe.session.bounded import BoundedOutput, BoundedResult
+from eukhe.output import BoundedOutput, BoundedResult
 from eukhe.session.journal import Commit, JournalError, Record
 from eukhe.session.settings import truncation_from_json, truncation_to_json
 from eukhe.session.tree import Slot

@@ -15,7 +15,7 @@ from typing import Any
 
 from eukhe.core.limits import Truncation
 from eukhe.harness.board import CallProgress, ProgressBoard
-from eukhe.session.bounded import BoundedResult
+from eukhe.output import BoundedResult
 
 JSON = Any
 ToolReturn = bytes | str | None

@@ -1,0 +1,33 @@
+"""Jobs (spec S2 "Jobs"): work that runs long, with one bounded output, one end and a kill through its owner.
+
+The decisions are the pure model's (`eukhe.core.job`); this package is the shell: `Job`, `JobTable`, the one blocking
+wait `wait_until`, the clocks, and user bash (`eukhe.jobs.bash`). The public API is docs/jobs-api.md.
+"""
+
+from __future__ import annotations
+
+from eukhe.core.job import Detached, End, Exited, Killed, Settled
+from eukhe.jobs.clock import Cancellable, Clock, MonotonicClock, VirtualClock
+from eukhe.jobs.job import Job, JobOwner, JobSpec
+from eukhe.jobs.table import JobListener, JobTable, JobTableClosedError, Rewound
+from eukhe.jobs.wait import wait_until
+
+__all__ = [
+    "Cancellable",
+    "Clock",
+    "Detached",
+    "End",
+    "Exited",
+    "Job",
+    "JobListener",
+    "JobOwner",
+    "JobSpec",
+    "JobTable",
+    "JobTableClosedError",
+    "Killed",
+    "MonotonicClock",
+    "Rewound",
+    "Settled",
+    "VirtualClock",
+    "wait_until",
+]

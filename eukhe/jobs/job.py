@@ -1,0 +1,156 @@
+"""A job (spec S2 "Jobs" 1-3): one output bounded by the session's Truncation, one end, a kill through its owner.
+
+The counters and the end are the core's (`eukhe.core.job.feed`); the window and the artifact are `BoundedOutput`'s,
+fed exactly the bytes the core accepts, so `bytes_kept + bytes_dropped` of the window equals the model's kept +
+dropped. The owner (a user bash, a kernel cell) writes output, asks nothing, and reports the end with `finish`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from eukhe.core import job as core
+from eukhe.core.limits import Truncation
+from eukhe.jobs.clock import Clock
+from eukhe.output import BoundedOutput, BoundedResult
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What a job runs and how its output is bounded."""
+
+    kind: str  # "bash", "cell", ...
+    title: str  # the command or a one-line description (jobs.list, the prompt)
+    truncation: Truncation  # the session's Truncation
+    artifact_dir: Path | None = None  # where BoundedOutput spills the full output; None: no artifact
+    written: bytes = b""  # bytes the run wrote before it became a job (a detached cell): counted first
+
+
+class JobOwner(Protocol):
+    """Who runs a job: kills it on request and reports its end later with `Job.finish`."""
+
+    def kill(self, job: Job) -> None: ...
+
+
+class Job:
+    """One running piece of work: output through the core's counters and a BoundedOutput window; one end."""
+
+    def __init__(
+        self,
+        job_id: str,
+        spec: JobSpec,
+        owner: JobOwner,
+        clock: Clock,
+        on_end: Callable[[Job, core.End], None] | None = None,
+    ) -> None:
+        self.id = job_id
+        self.spec = spec
+        self.clock = clock
+        self.started_ms = clock.now_ms()
+        self._owner = owner
+        self._on_end = on_end
+        self._state = core.JobState(cap=core.cap_of(spec.truncation))
+        self._output = BoundedOutput(spec.truncation, spec.artifact_dir, artifact_prefix=f"job-{job_id}")
+        self._final: BoundedResult | None = None
+        self._kill_requested = False
+        self._end_waiters: list[Callable[[], None]] = []
+        if spec.written:
+            self.write(spec.written)
+
+    # -- facts ------------------------------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> core.JobState:
+        """The model's state: cap, kept, dropped, end."""
+        return self._state
+
+    @property
+    def end(self) -> core.End | None:
+        return self._state.end
+
+    @property
+    def running(self) -> bool:
+        return self._state.end is None
+
+    @property
+    def kept(self) -> int:
+        return self._state.kept
+
+    @property
+    def dropped(self) -> int:
+        return self._state.dropped
+
+    @property
+    def kill_requested(self) -> bool:
+        return self._kill_requested
+
+    # -- the owner's side --------------------------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        """Output from the run: counted by the core, the accepted part written to the window; ignored after the end."""
+        event = core.Output(len(data))
+        taken = core.accepted(self._state, event)
+        self._state = core.feed(self._state, event)
+        if taken:
+            self._output.write(data if taken == len(data) else data[:taken])
+
+    def finish(self, end: core.End) -> bool:
+        """The owner reports the end. The first end wins (True); any later one is ignored (False)."""
+        event: core.JobEvent = core.Exit(end.code) if isinstance(end, core.Exited) else core.Kill()
+        reported = core.ends(self._state, event)
+        if reported is None:
+            return False
+        self._state = core.feed(self._state, event)
+        self._final = self._output.close()
+        waiters, self._end_waiters = self._end_waiters, []
+        for wake in waiters:
+            wake()
+        if self._on_end is not None:
+            self._on_end(self, reported)
+        return True
+
+    # -- the caller's side ------------------------------------------------------------------------------------------
+
+    def kill(self) -> None:
+        """Ask the owner to kill the run (idempotent; nothing once ended). The end comes when the owner reports it."""
+        if self._state.end is not None or self._kill_requested:
+            return
+        self._kill_requested = True
+        self._owner.kill(self)
+
+    def snapshot(self) -> BoundedResult:
+        """The output window so far."""
+        return self._final if self._final is not None else self._output.snapshot()
+
+    def result(self) -> BoundedResult:
+        """The final window once ended (the output closed), else the window so far."""
+        return self.snapshot()
+
+    def describe(self) -> dict[str, Any]:
+        """The job as jobs.list shows it."""
+        return {
+            "id": self.id,
+            "kind": self.spec.kind,
+            "title": self.spec.title,
+            "running": self.running,
+            "startedMs": self.started_ms,
+            "bytesKept": self.kept,
+            "bytesDropped": self.dropped,
+            "end": None if self.end is None else core.end_as_json(self.end),
+        }
+
+    def on_end_once(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """Call `wake` once at the end (for wait_until); answers a function that calls it off."""
+        self._end_waiters.append(wake)
+
+        def cancel() -> None:
+            if wake in self._end_waiters:
+                self._end_waiters.remove(wake)
+
+        return cancel
+
+    def __repr__(self) -> str:
+        return f"Job({self.id!r}, {self.spec.kind}, {self._state})"

@@ -125,7 +125,7 @@ def ensure_private_state_dirs() -> tuple[Path, Path]:
     return made[0], made[1]
 
 
-def _socket_is_live(path: Path) -> bool:
+def socket_is_live(path: Path) -> bool:
     """True if something accepts connections at the socket path."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -148,7 +148,7 @@ def bind_private_socket(path: Path, daemon_uid: int | None = None) -> socket.soc
         info = os.lstat(path)
         if not stat.S_ISSOCK(info.st_mode):
             raise SocketBindError(f"{path} exists and is not a socket; remove it or choose another path", path)
-        if _socket_is_live(path):
+        if socket_is_live(path):
             raise SocketBindError(f"a daemon already listens on {path}", path)
         os.unlink(path)  # a stale socket a crashed daemon left
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import contextlib
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -25,7 +24,13 @@ from pathlib import Path
 
 from eukhe.daemon.client import default_socket_path
 from eukhe.daemon.host import SESSION_OPS, list_sessions, saved_cwd
-from eukhe.daemon.local_access import bind_private_socket, ensure_private_state_dirs, ensure_socket_dir, serve_private
+from eukhe.daemon.local_access import (
+    bind_private_socket,
+    ensure_private_state_dirs,
+    ensure_socket_dir,
+    serve_private,
+    socket_is_live,
+)
 from eukhe.daemon.procs import become_subreaper, end_orphans
 from eukhe.daemon.protocol import JSON, MAX_REPLY_BYTES, PROTOCOL_VERSION, Request, encode_request
 from eukhe.daemon.server import EventSink, RequestError, arg_str, close_writer, serve_requests
@@ -35,7 +40,7 @@ from eukhe.private_fs import check_working_dir, open_private_file
 log = logging.getLogger("eukhe.daemon")
 
 WORKER_READY_TIMEOUT_S = 30.0
-WORKER_STOP_GRACE_S = 5.0
+WORKER_STOP_GRACE_S = 10.0
 REPORTS_KEPT = 50
 
 
@@ -74,6 +79,7 @@ class Supervisor:
         self._stopping = False
         self._started = time.time()
         self._monitors: set[asyncio.Task[None]] = set()
+        self._spawned = 0
 
     # --- lifecycle ------------------------------------------------------------------------------------------------
 
@@ -88,6 +94,7 @@ class Supervisor:
             except BlockingIOError:
                 raise DaemonStartError(f"another daemon holds {self.socket_path}") from None
             become_subreaper()
+            self._remove_stale_worker_sockets()
             listener = bind_private_socket(self.socket_path)
             try:
                 await self._serve(listener)
@@ -159,8 +166,19 @@ class Supervisor:
             session_id = arg_str(request, "session")
             assert session_id is not None
             worker = await self.ensure_worker(session_id)
-            return await self.forward(worker, request, emit)
+            result = await self.forward(worker, request, emit)
+            if op == "tree.fork" and isinstance(result, dict) and isinstance(result.get("id"), str):
+                self._rekey(worker, result["id"])
+            return result
         raise RequestError("unknown_op", f"unknown request {op!r}")
+
+    def _rekey(self, worker: Worker, session_id: str) -> None:
+        """After a fork the worker goes on in the new session; the old one reopens in a fresh worker when asked."""
+        if self.workers.get(worker.session_id) is worker:
+            del self.workers[worker.session_id]
+        worker.session_id = session_id
+        self.workers[session_id] = worker
+        log.info("worker %d now serves the fork %s", worker.process.pid, session_id)
 
     def status(self) -> dict[str, JSON]:
         """What `daemon status` shows."""
@@ -200,9 +218,17 @@ class Supervisor:
                 return worker
             return await self._spawn(session_id, saved_cwd(session_id))
 
-    def _worker_socket(self, key: str) -> Path:
-        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-        return self.socket_path.parent / f"w-{digest}.sock"
+    def _worker_socket(self) -> Path:
+        """A fresh worker socket path beside the daemon's (short: AF_UNIX paths stop at 107 bytes)."""
+        self._spawned += 1
+        return self.socket_path.parent / f"w-{os.getpid()}-{self._spawned}.sock"
+
+    def _remove_stale_worker_sockets(self) -> None:
+        """Worker sockets a crashed daemon left (no listener behind them) are removed at start."""
+        for path in self.socket_path.parent.glob("w-*.sock"):
+            if not socket_is_live(path):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
 
     async def _spawn(self, session_id: str | None, cwd: str) -> Worker:
         """Start a worker in `cwd` for `session_id` (None: create a new session) and wait for its ready line."""
@@ -210,7 +236,7 @@ class Supervisor:
             raise RequestError("daemon_stopping", "the daemon is stopping")
         check_working_dir(cwd)  # gone at a restart: the restart fails with the spec's text
         key = session_id or f"new-{os.getpid()}-{time.monotonic_ns()}"
-        sock = self._worker_socket(key)
+        sock = self._worker_socket()
         args = ["--session", session_id] if session_id else ["--create"]
         process = await asyncio.create_subprocess_exec(
             sys.executable,

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from eukhe.core.jobdocs import JOB_DOC_TYPE
 from eukhe.daemon.protocol import JSON, Request
 from eukhe.daemon.server import EventSink, RequestError, arg_int, arg_str
 from eukhe.errors import EukheError
@@ -172,6 +173,7 @@ class SessionHost:
                     {"id": e.id, "parent": e.parent, "kind": e.kind, "content": e.content} for e in session.entries()
                 ],
                 "running_jobs": [job.id for job in session.job_table.running()],
+                "job_nodes": sorted(session.view_state().of_type(JOB_DOC_TYPE)),
             }
         if op == "bash":
             command = arg_str(request, "command")

@@ -59,13 +59,13 @@ class DaemonEnv:
 
     def json(self, *args: str, timeout: float = 60) -> Any:
         """Run `eukhe ARGS --json`; the one JSON value it prints (fails the test on a non-zero exit)."""
-        done = self.cli(*args, "--json", timeout=timeout)
+        done = self.cli(*with_json(args), timeout=timeout)
         assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
         return json.loads(done.stdout)
 
     def json_error(self, *args: str, timeout: float = 60) -> tuple[int, dict[str, Any]]:
         """Run `eukhe ARGS --json` expecting an error: (exit code, {error, message})."""
-        done = self.cli(*args, "--json", timeout=timeout)
+        done = self.cli(*with_json(args), timeout=timeout)
         assert done.returncode != 0, done.stdout
         return done.returncode, json.loads(done.stdout)
 
@@ -82,6 +82,13 @@ class DaemonEnv:
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def with_json(args: Sequence[str]) -> list[str]:
+    """ARGS with --json added before a `--` (after it, it would be part of the command)."""
+    words = list(args)
+    at = words.index("--") if "--" in words else len(words)
+    return [*words[:at], "--json", *words[at:]]
 
 
 def make_env(root: Path) -> DaemonEnv:

@@ -222,8 +222,13 @@ def test_daemon_sets_0700_on_agent_dir_and_sessions_root_or_refuses(world: Daemo
 
 
 def SESSION_COMMANDS(session: str) -> list[tuple[str, ...]]:  # noqa: N802
-    """The session commands the umask test runs (each makes files)."""
-    return []
+    """The session commands the umask test runs: each makes files (journal, artifacts, a fork's staged copy)."""
+    return [
+        ("session", "show", session),
+        ("bash", "--session", session, "--json", "--", "echo hi > user-file; seq 1 100000"),
+        ("bash", "--session", session, "--budget-ms", "0", "--json", "--", "sleep 0.2"),
+        ("tree", "fork", "--session", session, "none"),
+    ]
 
 
 def walk_modes(root: Path) -> dict[str, int]:
@@ -244,7 +249,7 @@ def test_every_dir_and_file_eukhe_makes_is_private_with_umask_0(world: DaemonEnv
     assert done.returncode == 0, done.stderr
     session = json.loads(done.stdout)["id"]
     for args in SESSION_COMMANDS(session):
-        done = world.cli(*args, "--json", umask=0)
+        done = world.cli(*args, *([] if "--json" in args else ["--json"]), umask=0)
         assert done.returncode == 0, done.stderr
     seen = {**walk_modes(world.agent_dir), **{f"sock/{k}": v for k, v in walk_modes(world.socket_dir).items()}}
     assert len(seen) > 4
@@ -255,9 +260,9 @@ def test_every_dir_and_file_eukhe_makes_is_private_with_umask_0(world: DaemonEnv
             assert mode == 0o700, (name, oct(mode))
         else:
             assert mode == 0o600, (name, oct(mode))
-    if (project / "user-file").exists():
-        # The user's files written by tools keep the umask (0 here: 0666).
-        assert mode_of(project / "user-file") == 0o666
+    # The user's files written by tools keep the umask (0 here: 0666).
+    assert mode_of(project / "user-file") == 0o666
+    assert any("artifacts/" in name for name in seen), "a truncated output spilled to an artifact"
     world.json("daemon", "stop")
 
 

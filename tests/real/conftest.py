@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,13 +76,33 @@ class DaemonEnv:
             return None
         return int(json.loads(done.stdout)["pid"])
 
-    def stop(self) -> None:
-        """Stop the daemon if one runs; kill it (and its workers) if it does not stop."""
-        pid = self.daemon_pid()
+    def stop(self) -> list[int]:
+        """Stop the daemon if one runs; then kill whatever is left of this world: the pids that had to be killed."""
         self.cli("daemon", "stop")
-        if pid is not None:
+        deadline = time.monotonic() + 15
+        while (left := self.processes()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # workers close their sessions and end; bounded wait on real process exits
+        for pid in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        return left
+
+    def processes(self) -> list[int]:
+        """Live processes that belong to this world: its path in their command line or working directory."""
+        marker = str(self.root)
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+                cwd = os.readlink(f"/proc/{entry}/cwd")
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z" and (marker in cmdline or cwd.startswith(marker)):
+                found.append(int(entry))
+        return found
 
 
 def with_json(args: Sequence[str]) -> list[str]:
@@ -108,8 +129,9 @@ def world() -> Iterator[DaemonEnv]:
     try:
         yield world
     finally:
-        world.stop()
+        left = world.stop()
         shutil.rmtree(root, ignore_errors=True)
+    assert not left, f"processes outlived the daemon stop: {left}"
 
 
 def run_all(cmds: Sequence[Sequence[str]], world: DaemonEnv) -> list[subprocess.CompletedProcess[str]]:

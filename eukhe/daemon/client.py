@@ -11,17 +11,17 @@ import errno
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eukhe.daemon.protocol import MAX_REPLY_BYTES, encode_request
 from eukhe.errors import EukheError
-from eukhe.paths import agent_dir
-from eukhe.private_fs import make_private_dirs, open_private_file
+
+if TYPE_CHECKING:
+    import subprocess
 
 START_TIMEOUT_S = 20.0
 """How long `daemon start` (or a first CLI call) waits for the socket to answer."""
@@ -131,11 +131,17 @@ def _no_daemon(error: OSError) -> bool:
 
 def log_path() -> Path:
     """Where a background daemon writes its log: `<agent dir>/daemon.log`."""
+    from eukhe.paths import agent_dir  # noqa: PLC0415  (lazy: only a start needs it; CLI start-up time)
+
     return agent_dir() / "daemon.log"
 
 
 def spawn_daemon(path: Path) -> subprocess.Popen[bytes]:
     """Start a supervisor in the background (its own session), logging to `<agent dir>/daemon.log`."""
+    import subprocess  # noqa: PLC0415  (lazy: only a start needs it; CLI start-up time)
+
+    from eukhe.private_fs import make_private_dirs, open_private_file  # noqa: PLC0415  (same reason)
+
     log = log_path()
     make_private_dirs(log.parent)
     fd = open_private_file(log)

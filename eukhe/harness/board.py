@@ -33,6 +33,7 @@ class CallProgress:
     diagnostics: list[str] = field(default_factory=list)
     usage: list[dict[str, int]] = field(default_factory=list)  # every usage report, in order
     published: dict[str, JSON] | None = None  # the last progress sent to observers
+    ended: bool = False  # the settle read it: later reports are ignored
 
     def as_json(self) -> dict[str, JSON]:
         """The progress as observers see it: the bounded output window so far, details, diagnostics, usage."""

@@ -193,6 +193,7 @@ class Harness:
             progress.diagnostics.append(failure)
             failure = ""
         bounded = progress.output.close()
+        progress.ended = True  # what the call reports from now on is not part of its settle
         warnings = tuple(progress.diagnostics)
         usage = tuple(dict(report) for report in progress.usage)
         content = result_content(

@@ -61,19 +61,24 @@ class ToolExecutionApi:
 
     def output(self, data: bytes | str) -> None:
         """Report output bytes (bounded by the call's Truncation; an abort settles with them, published or not)."""
+        if self._progress.ended:
+            return
         self._progress.output.write(data.encode("utf-8") if isinstance(data, str) else data)
 
     def details(self, value: JSON) -> None:
         """Report the call's details (the latest value wins)."""
-        self._progress.details = value
+        if not self._progress.ended:
+            self._progress.details = value
 
     def diagnostic(self, text: str) -> None:
         """Report a warning; the settle carries every one."""
-        self._progress.diagnostics.append(text)
+        if not self._progress.ended:
+            self._progress.diagnostics.append(text)
 
     def usage(self, **counters: int) -> None:
         """Record one usage report while running; the settle carries every report (and their totals)."""
-        self._progress.usage.append(dict(counters))
+        if not self._progress.ended:
+            self._progress.usage.append(dict(counters))
 
     def publish_progress(self) -> None:
         """Send the call's current progress to the live observers (`watch_events`); nothing is journaled."""

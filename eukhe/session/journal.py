@@ -151,7 +151,7 @@ class Journal:
         if written != len(data):
             # A short write on a regular file means the disk is full; the tail is torn and the reader skips it.
             self._write_all_rest(data[written:])
-        os.fsync(self._fd)
+        os.fdatasync(self._fd)
 
     def _write_all_rest(self, rest: bytes) -> None:
         while rest:

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     import subprocess
 
 START_TIMEOUT_S = 20.0
+EXIT_ANOTHER_DAEMON = 75
+"""A daemon that exits with this found another one starting on the same socket: poll for that one instead."""
 """How long `daemon start` (or a first CLI call) waits for the socket to answer."""
 
 
@@ -170,9 +172,8 @@ def start_daemon(path: Path, timeout_s: float = START_TIMEOUT_S) -> DaemonClient
             if not _no_daemon(error):
                 raise DaemonUnavailableError(f"cannot reach the daemon at {path}: {error.strerror}") from error
         code = process.poll()
-        if code is not None:
+        if code is not None and code != EXIT_ANOTHER_DAEMON:
             with contextlib.suppress(OSError):
-                # Another client may have started one at the same moment: its socket answers.
                 return DaemonClient.connect(path)
             raise DaemonUnavailableError(f"the daemon did not start (exit {code}): {_log_tail()}")
         if time.monotonic() > deadline:

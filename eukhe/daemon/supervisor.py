@@ -39,6 +39,8 @@ from eukhe.private_fs import check_working_dir, open_private_file
 
 log = logging.getLogger("eukhe.daemon")
 
+EXIT_ANOTHER_DAEMON = 75
+"""Exit code of a daemon that found another one holding its socket (EX_TEMPFAIL): a client keeps polling."""
 WORKER_READY_TIMEOUT_S = 30.0
 WORKER_STOP_GRACE_S = 10.0
 REPORTS_KEPT = 50
@@ -48,6 +50,13 @@ class DaemonStartError(EukheError):
     """The daemon cannot start (another one holds the lock, or a start check failed)."""
 
     code = "daemon_start_failed"
+
+
+class DaemonRunningError(DaemonStartError):
+    """Another daemon holds this socket's lock (it is running, or starting right now)."""
+
+    code = "daemon_running"
+    exit_code = EXIT_ANOTHER_DAEMON
 
 
 class WorkerStartError(RequestError):
@@ -92,7 +101,7 @@ class Supervisor:
             try:
                 fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise DaemonStartError(f"another daemon holds {self.socket_path}") from None
+                raise DaemonRunningError(f"another daemon holds {self.socket_path}") from None
             become_subreaper()
             self._remove_stale_worker_sockets()
             listener = bind_private_socket(self.socket_path)
@@ -339,6 +348,9 @@ def run_supervisor(path: Path) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s daemon[%(process)d] %(levelname)s %(message)s")
     try:
         return asyncio.run(Supervisor(path).run())
+    except DaemonRunningError as error:
+        log.info("%s", error)
+        return EXIT_ANOTHER_DAEMON
     except EukheError as error:
         log.error("%s", error)
         sys.stderr.write(f"eukhe daemon: {error}\n")

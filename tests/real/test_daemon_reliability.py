@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -142,3 +143,36 @@ def test_twenty_concurrent_clients_on_one_session_are_all_answered(world: Daemon
         return found if len(found) == clients else None
 
     assert eventually(rows, "every run's eukhe.bash row") == sorted(commands)
+
+
+def test_concurrent_first_calls_start_exactly_one_daemon(world: DaemonEnv) -> None:
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "eukhe.cli.main", "session", "list", "--json"],
+            env=world.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    for process in processes:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+        assert json.loads(out) == {"sessions": []}
+
+    def supervisors() -> list[int]:
+        found = []
+        for pid in world.processes():
+            with contextlib.suppress(OSError):
+                if b"eukhe.daemon.supervisor" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+        return found
+
+    # The daemons that lost the race find the socket's lock taken and exit by themselves.
+    def only_one() -> list[int] | None:
+        found = supervisors()
+        return found if len(found) == 1 else None
+
+    (winner,) = eventually(only_one, "one supervisor left")
+    assert world.json("daemon", "status")["pid"] == winner

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from eukhe.cli.common import emit_json
@@ -15,7 +16,9 @@ from eukhe.cli.daemon import add_daemon_options, call
 
 def cmd_create(args: argparse.Namespace) -> int:
     """Create a session in an explicit working directory."""
-    result = call(args, "session.create", {"cwd": args.cwd})
+    # The daemon runs elsewhere: a relative directory is taken relative to this shell's. "" stays "" (refused).
+    cwd = os.path.abspath(args.cwd) if args.cwd else args.cwd
+    result = call(args, "session.create", {"cwd": cwd})
     if args.json:
         emit_json(result)
     else:

@@ -153,6 +153,7 @@ class SessionHost:
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        self.watchers = 0  # live `watch` streams (each ends when its client leaves)
 
     @property
     def session_id(self) -> str:
@@ -163,7 +164,7 @@ class SessionHost:
         """Answer one session-scoped request through the Session API."""
         session, op = self.session, request.op
         if op == "session.ping":
-            return {"session": session.id, "pid": os.getpid(), "cwd": str(session.cwd)}
+            return {"session": session.id, "pid": os.getpid(), "cwd": str(session.cwd), "watchers": self.watchers}
         if op == "session.show":
             return {
                 "id": session.id,
@@ -223,10 +224,12 @@ class SessionHost:
                 await asyncio.sleep(WATCH_POLL_S)
 
         poller = asyncio.create_task(jobs_progress())
+        self.watchers += 1
         try:
             async for event in stream:
                 await emit(event)
         finally:
+            self.watchers -= 1
             poller.cancel()
             with contextlib.suppress(asyncio.CancelledError, ConnectionError, OSError):
                 await poller

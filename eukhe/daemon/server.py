@@ -27,6 +27,9 @@ from eukhe.errors import EukheError
 
 log = logging.getLogger("eukhe.daemon")
 
+STREAMING_OPS = frozenset({"watch"})
+"""Requests that stream events until the client leaves: they end when the client closes or sends anything."""
+
 EventSink = Callable[[JSON], Awaitable[None]]
 RequestHandler = Callable[[Request, EventSink], Awaitable[JSON]]
 
@@ -91,9 +94,28 @@ async def serve_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWri
                 if isinstance(parsed, ProtocolFault):
                     await send(encode_error(parsed.id, parsed.code, parsed.message))
                     continue
+                if parsed.op in STREAMING_OPS:
+                    await _stream(parsed, reader, handle, send)
+                    return
                 await send(await _answer(parsed, handle, send))
             except (ConnectionError, OSError):
                 return
+
+
+async def _stream(
+    request: Request, reader: asyncio.StreamReader, handle: RequestHandler, send: Callable[[bytes], Awaitable[None]]
+) -> None:
+    """Run a streaming request until it ends or the client closes (or sends anything); then the connection ends."""
+    answer = asyncio.create_task(_answer(request, handle, send))
+    gone = asyncio.create_task(reader.read(1))
+    try:
+        await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if answer.done():
+            await send(answer.result())
+    finally:
+        for task in (answer, gone):
+            task.cancel()
+        await asyncio.gather(answer, gone, return_exceptions=True)
 
 
 async def _answer(request: Request, handle: RequestHandler, send: Callable[[bytes], Awaitable[None]]) -> bytes:

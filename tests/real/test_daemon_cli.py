@@ -208,3 +208,29 @@ def test_worker_processes_run_in_the_session_working_dir(world: DaemonEnv, proje
     assert worker["session"] == session
     assert os.readlink(f"/proc/{worker['pid']}/cwd") == str(project)
     assert world.json("bash", "--session", session, "--", "pwd")["text"] == f"{project}\n"
+
+
+def test_a_watch_ends_in_the_worker_when_its_client_leaves(world: DaemonEnv, project: Path) -> None:
+    session = world.json("session", "create", "--cwd", str(project))["id"]
+    with DaemonClient.connect(world.socket) as watcher:
+        watcher.send_raw(b'{"v":1,"id":1,"op":"watch","args":{"session":"' + session.encode() + b'"}}\n')
+        assert watcher.read_reply()["event"]["type"] == "snapshot"
+        with DaemonClient.connect(world.socket) as client:
+            assert client.call("session.ping", {"session": session})["watchers"] == 1
+    deadline = time.monotonic() + 10
+    with DaemonClient.connect(world.socket) as client:
+        while client.call("session.ping", {"session": session})["watchers"] and time.monotonic() < deadline:
+            time.sleep(0.02)  # the worker notices the closed stream; bounded wait
+        assert client.call("session.ping", {"session": session})["watchers"] == 0
+
+
+def test_a_relative_cwd_is_the_callers_directory(world: DaemonEnv, project: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "eukhe.cli.main", "session", "create", "--cwd", "project", "--json"],
+        env=world.env,
+        cwd=world.root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout)["cwd"] == str(project)

@@ -34,10 +34,13 @@ def progress(args: argparse.Namespace, label: str) -> Iterator[None]:
     if args.json or not sys.stderr.isatty():
         yield
         return
-    from rich.console import Console  # noqa: PLC0415  (lazy: rich costs CLI start-up; only a terminal needs it)
+    # Lazy: rich costs CLI start-up time, and only a terminal needs it.
+    from rich.console import Console  # noqa: PLC0415
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # noqa: PLC0415
 
-    console = Console(stderr=True)
-    with console.status(label, spinner="dots"):
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        bar.add_task(label, total=None)
         yield
 
 

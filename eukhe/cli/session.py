@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from typing import Any
 
@@ -47,8 +48,17 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"session {args.id}, leaf {result.get('leaf')}")
     for entry in result.get("entries", []):
         marker = "*" if entry["id"] == result.get("leaf") else " "
-        print(f" {marker} {entry['id']}  parent {entry['parent']}  {entry['kind']}  {entry.get('summary', '')}")
+        print(f" {marker} {entry['id']}  parent {entry['parent']}  {entry['kind']}  {summary(entry.get('content'))}")
     return 0
+
+
+def summary(content: Any) -> str:
+    """One short line for an entry's content (a bash row: its command and end)."""
+    if isinstance(content, dict) and "command" in content:
+        end = "killed" if content.get("killed") else f"exit {content.get('exitCode')}"
+        return f"bash: {content['command']} ({end})"
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def register(subparsers: Any) -> None:

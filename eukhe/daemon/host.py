@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from eukhe.daemon.server import EventSink, RequestError, arg_int, arg_str
 from eukhe.errors import EukheError
 from eukhe.jobs.bash import BashDetached, BashSettled
 from eukhe.paths import sessions_root
+from eukhe.private_fs import open_private_file
 from eukhe.session import store
 from eukhe.session.journal import read_journal
 from eukhe.session.session import Session
@@ -39,6 +42,12 @@ SESSION_OPS = frozenset(
     }
 )
 """The requests the supervisor forwards to a session's worker (each names its `session`)."""
+
+LOCK_NAME = "worker.lock"
+"""A file in the session dir that the worker hosting the session holds (flock) while the session is open."""
+LOCK_WAIT_ENV = "EUKHE_SESSION_LOCK_WAIT_MS"
+LOCK_WAIT_MS = 30_000
+"""How long a worker waits for an older worker (one whose supervisor died) to let go of the session."""
 
 WATCH_POLL_S = 0.2
 """How often `watch` looks at the running jobs' output counters (job progress is not on the call board)."""
@@ -148,11 +157,36 @@ def wait_result(answer: Mapping[str, Any]) -> dict[str, JSON]:
     return head | _end_keys(answer.get("end")) | dict(output)
 
 
-class SessionHost:
-    """The session a worker serves, behind the protocol."""
+class SessionBusyError(RequestError):
+    """Another worker still holds the session open (e.g. one left by a supervisor that died, still closing)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session_id: str) -> None:
+        super().__init__("session_busy", f"session {session_id} is still open in another worker; try again")
+
+
+async def lock_session(session_id: str) -> int:
+    """Take the session's worker lock, waiting (bounded) for a previous holder; the locked descriptor."""
+    wait_ms = int(os.environ.get(LOCK_WAIT_ENV, LOCK_WAIT_MS))
+    fd = open_private_file(sessions_root() / session_id / LOCK_NAME, os.O_RDWR)
+    deadline = time.monotonic() + wait_ms / 1000
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise SessionBusyError(session_id) from None
+            await asyncio.sleep(0.05)  # the holder is closing its session; poll its lock, bounded by the deadline
+        else:
+            return fd
+
+
+class SessionHost:
+    """The session a worker serves, behind the protocol; it holds the session's worker lock while open."""
+
+    def __init__(self, session: Session, lock_fd: int) -> None:
         self.session = session
+        self._lock_fd = lock_fd
         self.watchers = 0  # live `watch` streams (each ends when its client leaves)
 
     @property
@@ -204,6 +238,10 @@ class SessionHost:
             }
             if op == "tree.fork":
                 result |= {"id": answer["sessionId"], "parent": old}
+                # This worker goes on in the fork: hold the fork's lock, let go of the old session's.
+                fresh = await lock_session(str(answer["sessionId"]))
+                os.close(self._lock_fd)
+                self._lock_fd = fresh
             return result
         if op == "watch":
             return await self.watch(emit)
@@ -237,13 +275,22 @@ class SessionHost:
         return {"ended": True}
 
     async def close(self) -> None:
-        """Close the session: its running jobs end (killed), the writer commits what it holds."""
-        await self.session.close()
+        """Close the session: its running jobs end (killed), the writer commits what it holds; release the lock."""
+        try:
+            await self.session.close()
+        finally:
+            os.close(self._lock_fd)
 
 
 async def open_host(session_id: str | None, cwd: Path) -> SessionHost:
     """Open the saved session `session_id` in `cwd`, or create a new one there when it is None."""
     if session_id is None:
-        return SessionHost(await Session.create(cwd))
+        session = await Session.create(cwd)
+        return SessionHost(session, await lock_session(session.id))
     saved_header(session_id)
-    return SessionHost(await Session.open(session_id, cwd=cwd))
+    lock = await lock_session(session_id)
+    try:
+        return SessionHost(await Session.open(session_id, cwd=cwd), lock)
+    except BaseException:
+        os.close(lock)
+        raise

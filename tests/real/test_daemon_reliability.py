@@ -176,3 +176,20 @@ def test_concurrent_first_calls_start_exactly_one_daemon(world: DaemonEnv) -> No
 
     (winner,) = eventually(only_one, "one supervisor left")
     assert world.json("daemon", "status")["pid"] == winner
+
+
+def test_a_session_an_old_worker_still_holds_is_not_opened_twice(world: DaemonEnv, tmp_path: Path) -> None:
+    """A fresh daemon may start while a worker of the dead one still closes the session: the reopen waits for it."""
+    import fcntl
+
+    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    world.json("daemon", "stop")
+    lock = os.open(world.agent_dir / "sessions" / session / "worker.lock", os.O_RDWR)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # stands for the old worker, still holding the session
+        world.env["EUKHE_SESSION_LOCK_WAIT_MS"] = "300"
+        _, error = world.json_error("session", "show", session)
+        assert error["error"] == "session_busy"
+    finally:
+        os.close(lock)
+    assert world.json("session", "show", session)["id"] == session

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -180,8 +181,6 @@ def test_concurrent_first_calls_start_exactly_one_daemon(world: DaemonEnv) -> No
 
 def test_a_session_an_old_worker_still_holds_is_not_opened_twice(world: DaemonEnv, tmp_path: Path) -> None:
     """A fresh daemon may start while a worker of the dead one still closes the session: the reopen waits for it."""
-    import fcntl
-
     session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     world.json("daemon", "stop")
     lock = os.open(world.agent_dir / "sessions" / session / "worker.lock", os.O_RDWR)

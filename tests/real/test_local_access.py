@@ -327,3 +327,13 @@ def test_a_second_user_is_closed_before_any_frame_and_logged(world: DaemonEnv, t
     assert f"worker {session}: refused a connection from uid {uid}" in log
     # The daemon's own user is still served.
     assert world.json("daemon", "status")["running"] is True
+
+
+def test_each_session_open_sets_0700_on_its_dir(world: DaemonEnv, tmp_path: Path) -> None:
+    """An older eukhe may have made a session dir with the umask: the daemon's reopen makes it 0700 again."""
+    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    world.json("daemon", "stop")
+    directory = world.agent_dir / "sessions" / session
+    os.chmod(directory, 0o755)
+    assert world.json("session", "show", session)["id"] == session
+    assert mode_of(directory) == 0o700

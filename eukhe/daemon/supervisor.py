@@ -44,6 +44,9 @@ EXIT_ANOTHER_DAEMON = 75
 WORKER_READY_TIMEOUT_S = 30.0
 WORKER_STOP_GRACE_S = 10.0
 REPORTS_KEPT = 50
+CRASH_LOOP_S = 5.0
+CRASH_LOOP_LIMIT = 3
+"""A worker that dies this many times in a row within CRASH_LOOP_S of its start is not reopened eagerly."""
 
 
 class DaemonStartError(EukheError):
@@ -57,6 +60,10 @@ class DaemonRunningError(DaemonStartError):
 
     code = "daemon_running"
     exit_code = EXIT_ANOTHER_DAEMON
+
+
+class WorkerUnreachableError(RequestError):
+    """The worker's socket did not accept the connection: the request did not reach it (safe to send again)."""
 
 
 class WorkerStartError(RequestError):
@@ -89,6 +96,8 @@ class Supervisor:
         self._started = time.time()
         self._monitors: set[asyncio.Task[None]] = set()
         self._spawned = 0
+        self._quick_deaths: dict[str, int] = {}
+        self._spawn_lock = asyncio.Lock()
 
     # --- lifecycle ------------------------------------------------------------------------------------------------
 
@@ -175,7 +184,13 @@ class Supervisor:
             session_id = arg_str(request, "session")
             assert session_id is not None
             worker = await self.ensure_worker(session_id)
-            result = await self.forward(worker, request, emit)
+            try:
+                result = await self.forward(worker, request, emit)
+            except WorkerUnreachableError:
+                # The request never reached the worker (it is dying): wait for its end, reopen, send it once more.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
+                result = await self.forward(await self.ensure_worker(session_id), request, emit)
             if op == "tree.fork" and isinstance(result, dict) and isinstance(result.get("id"), str):
                 self._rekey(worker, result["id"])
             return result
@@ -247,27 +262,31 @@ class Supervisor:
         key = session_id or f"new-{os.getpid()}-{time.monotonic_ns()}"
         sock = self._worker_socket()
         args = ["--session", session_id] if session_id else ["--create"]
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "eukhe.daemon.worker",
-            "--socket",
-            str(sock),
-            *args,
-            cwd=cwd,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-        placeholder = Worker(session_id or key, cwd, sock, process)
-        self.workers[placeholder.session_id] = placeholder  # known before any sweep can see it
+        # Under the spawn lock from fork to registration: an orphan sweep never sees an unregistered worker.
+        async with self._spawn_lock:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "eukhe.daemon.worker",
+                "--socket",
+                str(sock),
+                *args,
+                cwd=cwd,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+            placeholder = Worker(session_id or key, cwd, sock, process)
+            self.workers[placeholder.session_id] = placeholder
         try:
             assert process.stdout is not None
             line = await asyncio.wait_for(process.stdout.readline(), WORKER_READY_TIMEOUT_S)
             ready = json.loads(line) if line.strip() else {"ready": False, "message": "the worker exited at start"}
         except (TimeoutError, json.JSONDecodeError) as error:
             ready = {"ready": False, "error": "worker_start_failed", "message": f"worker did not start: {error!r}"}
-        del self.workers[placeholder.session_id]
+        finally:
+            if self.workers.get(placeholder.session_id) is placeholder:
+                del self.workers[placeholder.session_id]
         if not ready.get("ready"):
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
@@ -290,8 +309,9 @@ class Supervisor:
             return
         how = f"killed by signal {-code}" if code < 0 else f"exited with {code}"
         log.warning("worker %d of session %s %s", worker.process.pid, worker.session_id, how)
-        live = {w.process.pid for w in self.workers.values()}
-        ended = await asyncio.to_thread(end_orphans, live)
+        async with self._spawn_lock:
+            live = {w.process.pid for w in self.workers.values()}
+            ended = await asyncio.to_thread(end_orphans, live)
         report: dict[str, JSON] = {
             "event": "worker_died",
             "session": worker.session_id,
@@ -301,6 +321,18 @@ class Supervisor:
             "at": time.time(),
         }
         self.restarts[worker.session_id] = self.restarts.get(worker.session_id, 0) + 1
+        quick = time.time() - worker.started < CRASH_LOOP_S
+        self._quick_deaths[worker.session_id] = self._quick_deaths.get(worker.session_id, 0) + 1 if quick else 0
+        if self._quick_deaths[worker.session_id] >= CRASH_LOOP_LIMIT:
+            log.error(
+                "session %s: worker died %d times in a row within %.0f s of its start; not reopened until asked",
+                worker.session_id,
+                CRASH_LOOP_LIMIT,
+                CRASH_LOOP_S,
+            )
+            report["reopenError"] = "crash loop: reopened on the next request only"
+            self.reports.append(report)
+            return
         try:
             fresh = await self.ensure_worker(worker.session_id)
             report["reopened"] = {"pid": fresh.process.pid}
@@ -314,7 +346,9 @@ class Supervisor:
         try:
             reader, writer = await asyncio.open_unix_connection(str(worker.socket), limit=MAX_REPLY_BYTES)
         except OSError as error:
-            raise RequestError("worker_unavailable", f"session {worker.session_id}: {error.strerror}") from error
+            raise WorkerUnreachableError(
+                "worker_unavailable", f"session {worker.session_id}: {error.strerror}"
+            ) from error
         try:
             writer.write(encode_request(request.id, request.op, request.args))
             await writer.drain()

@@ -14,6 +14,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "eukhe.cli.daemon",
     "eukhe.cli.session",
     "eukhe.cli.bash",
+    "eukhe.cli.ipython",
     "eukhe.cli.jobs",
     "eukhe.cli.watch",
     "eukhe.cli.tree",

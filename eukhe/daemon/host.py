@@ -22,6 +22,7 @@ from eukhe.daemon.protocol import JSON, Request
 from eukhe.daemon.server import EventSink, RequestError, arg_int, arg_str
 from eukhe.errors import EukheError
 from eukhe.jobs.bash import BashDetached, BashSettled
+from eukhe.kernel.tool import ipython_result
 from eukhe.paths import sessions_root
 from eukhe.private_fs import open_private_file
 from eukhe.session import store
@@ -33,6 +34,7 @@ SESSION_OPS = frozenset(
         "session.ping",
         "session.show",
         "bash",
+        "ipython",
         "jobs.list",
         "jobs.wait",
         "jobs.cancel",
@@ -215,6 +217,10 @@ class SessionHost:
             assert command is not None
             outcome = await session.execute_bash_and_wait(command, arg_int(request, "budget_ms", optional=True))
             return bash_result(outcome)
+        if op == "ipython":
+            code = arg_str(request, "code")
+            assert code is not None
+            return ipython_result(await session.ipython(code, arg_int(request, "budget_ms", optional=True)))
         if op == "jobs.list":
             return {"jobs": [job_status(described) for described in session.jobs.list()]}
         if op in ("jobs.wait", "jobs.cancel"):

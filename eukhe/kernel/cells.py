@@ -40,8 +40,17 @@ class CellSettled:
     outcome: CellOutcome
 
     def as_json(self) -> dict[str, Any]:
-        """`status`, the bounded-output keys, `result`, `error`; `job` is null."""
-        return {**self.outcome.as_json(), "job": None}
+        """`status` "settled", `outcome` (ok, error, interrupted, died, fault, killed), `job` null, the bounded-output
+        keys, `result` (the trailing expression's repr or null), `error` ({ename, evalue, traceback} or null)."""
+        outcome = self.outcome
+        return {
+            "status": "settled",
+            "outcome": outcome.status,
+            "job": None,
+            **outcome.output.as_json(),
+            "result": outcome.result,
+            "error": dict(outcome.error) if outcome.error is not None else None,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +62,14 @@ class CellDetached:
     output: BoundedResult
 
     def as_json(self) -> dict[str, Any]:
-        """`status` "detached", the output so far, `job`, `budgetMs`; no result or error yet."""
+        """`status` "detached", `job`, `budget_ms`, the output so far; `result` and `error` null (not yet)."""
         return {
             "status": "detached",
+            "job": self.job_id,
+            "budget_ms": self.budget_ms,
             **self.output.as_json(),
             "result": None,
             "error": None,
-            "job": self.job_id,
-            "budgetMs": self.budget_ms,
         }
 
 

@@ -23,6 +23,8 @@ from eukhe.harness.board import EventStream
 from eukhe.harness.harness import Harness
 from eukhe.jobs import Clock, Job, JobTable, wait_until
 from eukhe.jobs.bash import BashDetached, BashOptions, BashSettled, bash_and_wait
+from eukhe.kernel.cells import CellDetached, CellSettled
+from eukhe.kernel.tool import SessionKernel
 from eukhe.private_fs import check_working_dir
 from eukhe.session import store
 from eukhe.session.journal import Commit, Journal, JournalRead, Record
@@ -157,6 +159,7 @@ class Session:
         self.writer = JobWriter(self.commit, self.entry_record, self._job_nodes)
         self._unsubscribe = self.job_table.subscribe(self)
         self._closed = False
+        self._kernel: SessionKernel | None = None  # the Python kernel, started by the first `ipython` cell
 
     # ---- open, create, close -------------------------------------------------------------------------------------
 
@@ -226,6 +229,8 @@ class Session:
         self._closed = True
         clock = self.job_table.clock
         await self.job_table.quit(deadline_for(clock.now_ms(), None, self.budget_ms))
+        if self._kernel is not None:
+            await self._kernel.close()
         await self.writer.close()
         self._unsubscribe()
         self._ledger.close()
@@ -359,6 +364,18 @@ class Session:
             budget_ms=budget,
             options=self._bash_options,
         )
+
+    # ---- the Python kernel ---------------------------------------------------------------------------------------
+
+    async def ipython(self, code: str, budget_ms: int | None = None) -> CellSettled | CellDetached:
+        """Run a Python cell on the session's kernel; settled within the budget, else detached as a cell job."""
+        self._check_open()
+        budget = self.budget_ms if budget_ms is None else min(max(budget_ms, 0), self.budget_ms)
+        if self._kernel is None:
+            self._kernel = SessionKernel(
+                truncation=self.settings.truncation, artifact_dir=self.artifact_dir, cwd=self.cwd, table=self.job_table
+            )
+        return await self._kernel.ipython(code, budget)
 
     # ---- rewind --------------------------------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ def test_a_cell_within_its_budget_settles_with_result_and_error() -> None:
             settled = await cells.ipython("print('hi')\n6 * 7", 10_000)
             assert isinstance(settled, CellSettled)
             answer = settled.as_json()
-            assert (answer["status"], answer["text"], answer["result"], answer["error"], answer["job"]) == (
+            assert (answer["outcome"], answer["text"], answer["result"], answer["error"], answer["job"]) == (
                 "ok",
                 "hi\n",
                 "42",
@@ -72,7 +72,7 @@ def test_a_cell_past_its_budget_becomes_a_job_whose_output_starts_with_every_byt
             )
             assert isinstance(detached, CellDetached)
             answer = detached.as_json()
-            assert (answer["status"], answer["job"], answer["budgetMs"]) == ("detached", detached.job_id, 50)
+            assert (answer["status"], answer["job"], answer["budget_ms"]) == ("detached", detached.job_id, 50)
             assert answer["text"] == "before\n"
             job = table.get(detached.job_id)
             assert job is not None

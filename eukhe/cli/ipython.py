@@ -1,0 +1,72 @@
+"""`eukhe ipython --session ID [--budget-ms N] [-c CODE | FILE | -]`: run a Python cell on a session's kernel.
+
+It blocks at most the budget (the session's `toolBlockingBudgetMs`, lowered by --budget-ms): the cell settles
+(--json: `status: settled`, `outcome`, `result`, `error`) or detaches into a job (`status: detached`, `job`) with
+its output so far, and goes on in the daemon. The bounded-output keys of `eukhe bash --json` come along.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from eukhe.cli.bash import print_output
+from eukhe.cli.common import emit_json, positive_int
+from eukhe.cli.daemon import add_daemon_options, call
+from eukhe.errors import UsageError
+
+EXIT_BY_OUTCOME = {"ok": 0, "interrupted": 130, "killed": 137}
+
+
+def cell_source(args: argparse.Namespace) -> str:
+    """The cell: `-c CODE`, a FILE, or `-` for standard input (exactly one)."""
+    if args.code is not None and args.file is not None:
+        raise UsageError("eukhe ipython: give -c CODE or a FILE, not both")
+    if args.code is not None:
+        return str(args.code)
+    if args.file is None:
+        raise UsageError("eukhe ipython: give -c CODE, a FILE, or - for standard input")
+    if args.file == "-":
+        return sys.stdin.read()
+    try:
+        return Path(args.file).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"eukhe ipython: cannot read {args.file}: {exc.strerror or exc}") from exc
+
+
+def cmd_ipython(args: argparse.Namespace) -> int:
+    """Run the cell; print the answer (--json) or its output, result and traceback."""
+    payload: dict[str, Any] = {"session": args.session, "code": cell_source(args)}
+    if args.budget_ms is not None:
+        payload["budget_ms"] = args.budget_ms
+    result = call(args, "ipython", payload, wait_label="running a Python cell")
+    if args.json:
+        emit_json(result)
+        return 0
+    print_output(result)
+    if result["status"] == "detached":
+        sys.stderr.write(
+            f"eukhe: still running after {result['budget_ms']} ms: detached as job {result['job']}; "
+            f"`eukhe jobs wait --session {args.session} {result['job']}` waits for it\n"
+        )
+        return 0
+    if result.get("result") is not None:
+        sys.stdout.write(f"{result['result']}\n")
+    error = result.get("error")
+    if error:
+        trace = "".join(error.get("traceback") or []) or f"{error.get('ename')}: {error.get('evalue')}\n"
+        sys.stderr.write(trace if trace.endswith("\n") else trace + "\n")
+    return EXIT_BY_OUTCOME.get(str(result.get("outcome")), 1)
+
+
+def register(subparsers: Any) -> None:
+    """Add `eukhe ipython` to the parser."""
+    parser = subparsers.add_parser("ipython", help="run a Python cell on a session's kernel (detaches past the budget)")
+    parser.add_argument("--session", required=True, help="the session id")
+    parser.add_argument("--budget-ms", type=positive_int, help="block at most this long (within the session budget)")
+    parser.add_argument("-c", dest="code", metavar="CODE", help="the cell's code")
+    parser.add_argument("file", nargs="?", metavar="FILE", help="a file holding the cell, or - for standard input")
+    add_daemon_options(parser)
+    parser.set_defaults(handler=cmd_ipython)

@@ -1,0 +1,48 @@
+"""`Session.ipython` (S2 "Jobs" 4-6): one kernel per session; a detached cell is a job a rewind stops; close kills."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eukhe.kernel.cells import CellDetached, CellSettled
+from eukhe.session import Session, SessionSettings
+from tests.real.kernel_support import process_gone, run, until
+
+pytestmark = pytest.mark.real
+
+
+def test_a_sessions_cells_share_a_kernel_and_a_rewind_stops_a_cell_job_started_after_its_target(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+
+    async def scenario() -> None:
+        session = await Session.create(
+            work, root=tmp_path / "sessions", settings=SessionSettings(tool_blocking_budget_ms=5000)
+        )
+        try:
+            first = await session.ipython("import os\nseen = os.getcwd()\nseen")
+            assert isinstance(first, CellSettled)
+            assert first.outcome.result == repr(str(work))
+            question = session.append("user", "spin")
+            spinning = await session.ipython("print('spinning')\nwhile True:\n    pass", budget_ms=100)
+            assert isinstance(spinning, CellDetached)
+            assert [job["id"] for job in session.jobs.list()] == [spinning.job_id]
+            answer = session.append("assistant", "spinning")
+            rewound = await session.navigate_tree(answer.id)
+            assert rewound.as_json()["stoppedJobs"] == []  # the cell started before this entry: kept
+            rewound = await session.navigate_tree(question.id)
+            assert rewound.as_json()["stoppedJobs"] == [spinning.job_id]  # started after the question: stopped
+            again = await session.ipython("seen")
+            assert isinstance(again, CellSettled)
+            assert again.outcome.result == repr(str(work))  # interrupted, not killed: the namespace stays
+            kernel = session._kernel
+            assert kernel is not None
+            pid = kernel.manager.pid
+            assert pid is not None
+        finally:
+            await session.close()
+        await until(lambda: process_gone(pid), what="the kernel to end with its session")
+
+    run(scenario())

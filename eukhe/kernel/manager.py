@@ -373,15 +373,23 @@ class KernelManager:
     async def _read(self, kernel: _Kernel) -> None:
         stdout = kernel.process.stdout
         assert stdout is not None
-        while True:
-            data = await stdout.read(READ_CHUNK)
-            if not data:
-                break
-            for verdict in kernel.reader.feed(data):
-                if isinstance(verdict, ProtocolFault):
-                    self._repair(kernel, verdict)
-                    return
-                self._act(kernel, verdict)
+        try:
+            while True:
+                data = await stdout.read(READ_CHUNK)
+                if not data:
+                    break
+                for verdict in kernel.reader.feed(data):
+                    if isinstance(verdict, ProtocolFault):
+                        self._repair(kernel, verdict)
+                        return
+                    self._act(kernel, verdict)
+        except Exception as exc:  # the host failed to act on a frame (e.g. a full disk under an artifact)
+            error = KernelError(f"the host could not read the Python kernel's output: {type(exc).__name__}: {exc}")
+            self._diagnose(f"{error}; the kernel is replaced", logging.ERROR)
+            kernel.end_reason = error
+            self._gone(kernel, error)
+            self._end_later(kernel, error)
+            return
         if kernel.end_reason is None:
             kernel.end_reason = KernelDiedError(await kernel.process.wait())
             self._end_later(kernel, kernel.end_reason)

@@ -84,7 +84,8 @@ class Cell:
 
     id: str
     codes: set[CodeType] = field(default_factory=set)
-    task: asyncio.Task[str] | None = None
+    task: asyncio.Task[tuple[Any, BaseException | None]] | None = None
+    final: list[bytes] = field(default_factory=list)  # the result or error frame, written with the done
     interrupted: bool = False
 
 
@@ -452,68 +453,92 @@ class Kernel:
                 if not skip:
                     self.running = cell
             if skip:
-                self._error_frame(cell_id, "KeyboardInterrupt", "interrupted before it started", [])
-                self.writer.frame(encode_frame("done", cell_id, {"status": "interrupted"}))
+                error = self._error_frame(cell_id, "KeyboardInterrupt", "interrupted before it started", [])
+                self.writer.frame(error + encode_frame("done", cell_id, {"status": "interrupted"}))
                 continue
-            context = contextvars.copy_context()
-            context.run(CELL_ID.set, cell_id)
             code = message.get("code", "")
-            task = self.loop.create_task(self._run_cell(cell, code if isinstance(code, str) else ""), context=context)
-            cell.task = task
-            await asyncio.wait([task])
+            token = CELL_ID.set(cell_id)  # inherited by the tasks the cell starts (and its own task)
+            try:
+                status = await self._run_cell(cell, code if isinstance(code, str) else "")
+            finally:
+                CELL_ID.reset(token)
             with self.state_lock:
                 self.running = None
-            status = "interrupted" if task.cancelled() else task.result()
-            if task.cancelled():
-                self._error_frame(cell_id, "KeyboardInterrupt", "", [])
             self._drain_pumps()
-            self.writer.frame(encode_frame("done", cell_id, {"status": status}))
+            # The result or error and the done go out in one write, after every byte the cell wrote.
+            self.writer.frame(b"".join(cell.final) + encode_frame("done", cell_id, {"status": status}))
 
     async def _run_cell(self, cell: Cell, source: str) -> str:
-        filename = f"<cell-{cell.id}>"
-        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        """Compile and run one cell; a cell without await runs right here, one with await as its own task."""
         try:
-            if cell.interrupted:
-                raise KeyboardInterrupt
-            linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-            tree = compile(source, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
-            assert isinstance(tree, ast.Module)
-            tail: ast.Expression | None = None
-            if tree.body and isinstance(tree.body[-1], ast.Expr):
-                last = tree.body.pop()
-                assert isinstance(last, ast.Expr)
-                tail = ast.Expression(last.value)
-            body = compile(tree, filename, "exec", flags, dont_inherit=True)
-            cell.codes.add(body)
-            tail_code = compile(tail, filename, "eval", flags, dont_inherit=True) if tail is not None else None
-            if tail_code is not None:
-                cell.codes.add(tail_code)
-            outcome = eval(body, self.namespace)
-            if body.co_flags & inspect.CO_COROUTINE:
-                await outcome
-            value = None
-            if tail_code is not None:
-                value = eval(tail_code, self.namespace)
-                if tail_code.co_flags & inspect.CO_COROUTINE:
-                    value = await value
+            body, tail = self._compile(cell, source)
+            if not (body.co_flags | (tail.co_flags if tail is not None else 0)) & inspect.CO_COROUTINE:
+                if cell.interrupted:
+                    raise KeyboardInterrupt
+                eval(body, self.namespace)
+                value = eval(tail, self.namespace) if tail is not None else None
+            else:
+                if cell.interrupted:
+                    raise KeyboardInterrupt
+                task = self.loop.create_task(self._run_async(body, tail), context=contextvars.copy_context())
+                cell.task = task
+                await asyncio.wait([task])
+                if task.cancelled():
+                    raise asyncio.CancelledError
+                value, error = task.result()
+                if error is not None:
+                    raise error
             if value is not None:
                 self.namespace["_"] = value
                 text = repr(value)
                 if len(text) > RESULT_REPR_CHARS:
                     text = text[:RESULT_REPR_CHARS] + f"... [repr cut at {RESULT_REPR_CHARS} characters]"
-                self.writer.frame(encode_frame("result", cell.id, {"repr": text}))
+                cell.final.append(encode_frame("result", cell.id, {"repr": text}))
             return "ok"
         except (KeyboardInterrupt, asyncio.CancelledError) as exc:
-            self._error_frame(cell.id, "KeyboardInterrupt", "", _cell_traceback(exc, interrupted=True))
+            trace = _cell_traceback(exc, interrupted=True)
+            cell.final.append(self._error_frame(cell.id, "KeyboardInterrupt", "", trace))
             return "interrupted"
         except BaseException as exc:
-            self._error_frame(cell.id, type(exc).__name__, _safe_str(exc), _cell_traceback(exc))
+            cell.final.append(self._error_frame(cell.id, type(exc).__name__, _safe_str(exc), _cell_traceback(exc)))
             return "error"
 
-    def _error_frame(self, cell_id: str, ename: str, evalue: str, trace: list[str]) -> None:
-        self.writer.frame(
-            encode_frame("error", cell_id, {"ename": ename, "evalue": evalue[:TRACEBACK_CHARS], "traceback": trace})
-        )
+    def _compile(self, cell: Cell, source: str) -> tuple[CodeType, CodeType | None]:
+        """The cell's statements and its trailing expression (if any), compiled with top-level await."""
+        filename = f"<cell-{cell.id}>"
+        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+        tree = compile(source, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+        assert isinstance(tree, ast.Module)
+        tail: ast.Expression | None = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = tree.body.pop()
+            assert isinstance(last, ast.Expr)
+            tail = ast.Expression(last.value)
+        body = compile(tree, filename, "exec", flags, dont_inherit=True)
+        cell.codes.add(body)
+        tail_code = compile(tail, filename, "eval", flags, dont_inherit=True) if tail is not None else None
+        if tail_code is not None:
+            cell.codes.add(tail_code)
+        return body, tail_code
+
+    async def _run_async(self, body: CodeType, tail: CodeType | None) -> tuple[Any, BaseException | None]:
+        """The cell's own task; every exception comes back as a value (a KeyboardInterrupt must not leave a task)."""
+        try:
+            outcome = eval(body, self.namespace)
+            if body.co_flags & inspect.CO_COROUTINE:
+                await outcome
+            value = None
+            if tail is not None:
+                value = eval(tail, self.namespace)
+                if tail.co_flags & inspect.CO_COROUTINE:
+                    value = await value
+            return value, None
+        except BaseException as exc:
+            return None, exc
+
+    def _error_frame(self, cell_id: str, ename: str, evalue: str, trace: list[str]) -> bytes:
+        return encode_frame("error", cell_id, {"ename": ename, "evalue": evalue[:TRACEBACK_CHARS], "traceback": trace})
 
 
 def _safe_str(exc: BaseException) -> str:

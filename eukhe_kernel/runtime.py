@@ -21,7 +21,6 @@ import codecs
 import concurrent.futures
 import contextlib
 import contextvars
-import ctypes
 import fcntl
 import inspect
 import json
@@ -63,10 +62,21 @@ EOF_GRACE_S = 30.0
 
 KERNEL: Kernel | None = None
 
-try:
-    _LIBC: ctypes.CDLL | None = ctypes.CDLL(None)
-except OSError:  # no libc to flush: nothing buffered there either
-    _LIBC = None
+_LIBC: Any = None
+_LIBC_LOADED = threading.Event()
+
+
+def _load_libc() -> None:
+    """Load libc for `fflush` off the start-up path (ctypes costs milliseconds to import)."""
+    global _LIBC
+    try:
+        import ctypes  # noqa: PLC0415 - lazy on purpose: the handshake does not wait for it
+
+        _LIBC = ctypes.CDLL(None)
+    except (ImportError, OSError):  # no libc to flush: nothing buffered there either
+        _LIBC = None
+    finally:
+        _LIBC_LOADED.set()
 
 
 class HostRequestError(Exception):
@@ -221,6 +231,7 @@ class Kernel:
                 {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "python": sys.version.split()[0]},
             )
         )
+        threading.Thread(target=_load_libc, name="eukhe-libc", daemon=True).start()
         self.loop.run_until_complete(self._worker())
 
     def shutdown(self, request_id: str | None, code: int = 0) -> None:
@@ -290,6 +301,7 @@ class Kernel:
 
     def _drain_pumps(self, timeout: float = 0.2) -> None:
         """Wait (bounded) until the pumps took every byte already written to fd 1/2, so it precedes `done`."""
+        _LIBC_LOADED.wait(timeout)
         if _LIBC is not None:
             _LIBC.fflush(None)  # C stdio buffers of extension modules
         deadline = time.monotonic() + timeout

@@ -7,6 +7,7 @@ without effect, and agree with the spec's model `serve` reply by reply.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import pytest
@@ -84,7 +85,7 @@ def streams(draw: st.DrawFn) -> tuple[GateLimits, list[ModelFrame], list[bytes]]
 
 
 def check_laws(limits: GateLimits, frames: list[ModelFrame], lines: list[bytes], served: frozenset[str]) -> None:
-    """All four proto laws and the model agreement for one stream."""
+    """All four proto laws at once, reply by reply, and the gate's transcript equal to the model's."""
     real, states = gate_transcript(lines, served, limits)
     model = serve(frames, served, limits)
     # proto_one_reply_each: one reply per frame, in the frames' order
@@ -112,44 +113,50 @@ def check_laws(limits: GateLimits, frames: list[ModelFrame], lines: list[bytes],
     assert real == model
 
 
-@given(streams())
-def test_proto_one_reply_each(stream: tuple[GateLimits, list[ModelFrame], list[bytes]]) -> None:
-    limits, frames, lines = stream
-    real, _ = gate_transcript(lines, SERVED, limits)
+Stream = tuple[GateLimits, list[ModelFrame], list[bytes]]
+
+
+def law_one_reply_each(
+    limits: GateLimits, frames: list[ModelFrame], lines: list[bytes], served: frozenset[str]
+) -> None:
+    """proto_one_reply_each: every frame gets exactly one reply, in the frames' order (gate and model)."""
+    real, _ = gate_transcript(lines, served, limits)
     assert [reply.id for reply in real.replies] == [frame.id for frame in frames]
-    assert len(serve(frames, SERVED, limits).replies) == len(frames)
+    assert [reply.id for reply in serve(frames, served, limits).replies] == [frame.id for frame in frames]
 
 
-@given(streams())
-def test_proto_runs_only_accepted(stream: tuple[GateLimits, list[ModelFrame], list[bytes]]) -> None:
-    limits, frames, lines = stream
-    real, _ = gate_transcript(lines, SERVED, limits)
+def law_runs_only_accepted(
+    limits: GateLimits, frames: list[ModelFrame], lines: list[bytes], served: frozenset[str]
+) -> None:
+    """proto_runs_only_accepted: a handler runs only for a frame within the limit, of a served kind, unseen id."""
+    real, _ = gate_transcript(lines, served, limits)
     seen: list[object] = []
     for frame, reply in zip(frames, real.replies, strict=True):
         if reply.status == "ok":
             assert frame.length <= limits.line
-            assert frame.kind in SERVED
+            assert frame.kind in served
             assert frame.id not in seen[-limits.ids_kept :]
             seen.append(frame.id)
+    assert len(real.served) == len(seen)
 
 
-@given(streams())
-def test_proto_runs_every_accepted(stream: tuple[GateLimits, list[ModelFrame], list[bytes]]) -> None:
-    limits, frames, lines = stream
-    real, _ = gate_transcript(lines, SERVED, limits)
+def law_runs_every_accepted(
+    limits: GateLimits, frames: list[ModelFrame], lines: list[bytes], served: frozenset[str]
+) -> None:
+    """proto_runs_every_accepted: every such frame reaches its handler, in order."""
+    real, _ = gate_transcript(lines, served, limits)
     seen: list[object] = []
-    runs = []
     for frame in frames:
-        if frame.length <= limits.line and frame.kind in SERVED and frame.id not in seen[-limits.ids_kept :]:
+        if frame.length <= limits.line and frame.kind in served and frame.id not in seen[-limits.ids_kept :]:
             seen.append(frame.id)
-            runs.append(frame.id)
-    assert list(real.served) == runs
+    assert list(real.served) == seen
 
 
-@given(streams())
-def test_proto_rejects_oversize(stream: tuple[GateLimits, list[ModelFrame], list[bytes]]) -> None:
-    limits, frames, lines = stream
-    real, states = gate_transcript(lines, SERVED, limits)
+def law_rejects_oversize(
+    limits: GateLimits, frames: list[ModelFrame], lines: list[bytes], served: frozenset[str]
+) -> None:
+    """proto_rejects_oversize: over the limit, an error reply and no effect on the gate."""
+    real, states = gate_transcript(lines, served, limits)
     for index, frame in enumerate(frames):
         if frame.length > limits.line:
             assert real.replies[index] == ModelReply(frame.id, "error", "over_limit")
@@ -157,30 +164,89 @@ def test_proto_rejects_oversize(stream: tuple[GateLimits, list[ModelFrame], list
 
 
 @given(streams())
-def test_the_gate_answers_the_model_on_every_stream(stream: tuple[GateLimits, list[ModelFrame], list[bytes]]) -> None:
-    limits, frames, lines = stream
-    check_laws(limits, frames, lines, SERVED)
+def test_proto_one_reply_each(stream: Stream) -> None:
+    law_one_reply_each(*stream, SERVED)
 
 
-@pytest.mark.parametrize("ids_kept", [1, 1024])
-def test_proto_laws_hold_on_every_stream_of_a_small_scope(ids_kept: int) -> None:
-    """Exhaustive: every stream of up to 3 frames over 2 ids x 3 kinds x 3 lengths (short, at, over the limit)."""
+@given(streams())
+def test_proto_runs_only_accepted(stream: Stream) -> None:
+    law_runs_only_accepted(*stream, SERVED)
+
+
+@given(streams())
+def test_proto_runs_every_accepted(stream: Stream) -> None:
+    law_runs_every_accepted(*stream, SERVED)
+
+
+@given(streams())
+def test_proto_rejects_oversize(stream: Stream) -> None:
+    law_rejects_oversize(*stream, SERVED)
+
+
+@given(streams())
+def test_the_gate_answers_the_model_on_every_stream(stream: Stream) -> None:
+    check_laws(*stream, SERVED)
+
+
+SMALL_SERVED = frozenset({"x"})
+
+
+@functools.cache
+def small_scope(ids_kept: int) -> tuple[GateLimits, tuple[tuple[list[ModelFrame], list[bytes]], ...]]:
+    """Every stream of up to 3 frames over 2 ids x 3 kinds (none, served, unserved) x 3 lengths (short, at, over)."""
     limit = 100
     limits = GateLimits(line=limit, head=64, ids_kept=ids_kept)
-    served = frozenset({"x"})
     domain: list[tuple[ModelFrame, bytes]] = []
     for frame_id, kind in itertools.product(["a", "b"], [None, "x", "y"]):
         assert shortest(frame_id, kind) < limit
         for length in (0, limit, limit + 1):
-            frame, line = model_frame(frame_id, kind, length)
-            domain.append((frame, line))
+            domain.append(model_frame(frame_id, kind, length))
     assert {frame.length for frame, _ in domain} == {shortest("a", None), shortest("a", "x"), limit, limit + 1}
-    checked = 0
-    for size in range(4):
-        for combo in itertools.product(domain, repeat=size):
-            check_laws(limits, [frame for frame, _ in combo], [line for _, line in combo], served)
-            checked += 1
-    assert checked == 1 + 18 + 18**2 + 18**3
+    every = tuple(
+        ([frame for frame, _ in combo], [line for _, line in combo])
+        for size in range(4)
+        for combo in itertools.product(domain, repeat=size)
+    )
+    assert len(every) == 1 + 18 + 18**2 + 18**3
+    return limits, every
+
+
+IDS_KEPT_SCOPES = [1, 1024]  # 1: a repeated id is forgotten at once; 1024: every repeat is a duplicate
+
+
+@pytest.mark.parametrize("ids_kept", IDS_KEPT_SCOPES)
+def test_proto_one_reply_each_small_scope(ids_kept: int) -> None:
+    limits, every = small_scope(ids_kept)
+    for frames, lines in every:
+        law_one_reply_each(limits, frames, lines, SMALL_SERVED)
+
+
+@pytest.mark.parametrize("ids_kept", IDS_KEPT_SCOPES)
+def test_proto_runs_only_accepted_small_scope(ids_kept: int) -> None:
+    limits, every = small_scope(ids_kept)
+    for frames, lines in every:
+        law_runs_only_accepted(limits, frames, lines, SMALL_SERVED)
+
+
+@pytest.mark.parametrize("ids_kept", IDS_KEPT_SCOPES)
+def test_proto_runs_every_accepted_small_scope(ids_kept: int) -> None:
+    limits, every = small_scope(ids_kept)
+    for frames, lines in every:
+        law_runs_every_accepted(limits, frames, lines, SMALL_SERVED)
+
+
+@pytest.mark.parametrize("ids_kept", IDS_KEPT_SCOPES)
+def test_proto_rejects_oversize_small_scope(ids_kept: int) -> None:
+    limits, every = small_scope(ids_kept)
+    for frames, lines in every:
+        law_rejects_oversize(limits, frames, lines, SMALL_SERVED)
+
+
+@pytest.mark.parametrize("ids_kept", IDS_KEPT_SCOPES)
+def test_the_gate_answers_the_model_on_every_stream_of_a_small_scope(ids_kept: int) -> None:
+    limits, every = small_scope(ids_kept)
+    for frames, lines in every:
+        check_laws(limits, frames, lines, SMALL_SERVED)
 
 
 # ---- the other rows of the gate's table -------------------------------------------------------------------

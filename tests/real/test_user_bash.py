@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -289,3 +290,29 @@ def _comm(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return ""
+
+
+def test_a_process_that_left_the_group_does_not_hold_the_job_open(tmp_path: Path) -> None:
+    """A `setsid` child is not in the job's group: the job still ends; we stop reading the pipe it holds."""
+    escaped: list[int] = []
+
+    async def body(table: JobTable) -> None:
+        answer = await bash_and_wait(
+            "setsid sleep 1000 & echo $!",
+            tmp_path,
+            truncation=DEFAULT_TRUNCATION,
+            artifact_dir=None,
+            table=table,
+            budget_ms=8_000,
+            options=FAST,
+        )
+        assert isinstance(answer, BashSettled), answer
+        escaped.append(int(answer.output.text))
+        assert answer.exit_code == 0
+        assert _comm(escaped[0]) == "sleep"  # not ours: left running
+
+    try:
+        run(body)
+    finally:
+        for pid in escaped:
+            os.kill(pid, signal.SIGKILL)

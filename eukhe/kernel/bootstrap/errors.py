@@ -67,6 +67,7 @@ HINTS = {
     "venv": "uv could not create the venv from the chosen Python",
     "runtime_install": "the kernel runtime could not be installed from its local directory",
     "check": "`uv pip check` found the venv inconsistent",
+    "python": "--python must name a runnable Python 3.11 or newer",
 }
 
 

@@ -50,6 +50,10 @@ from eukhe.kernel.bootstrap.venv import (
 from eukhe.private_fs import make_private_dirs
 
 USER_PYTHON_VARIABLE = "EUKHE_KERNEL_PYTHON"
+_QUERY_PYTHON = (
+    "import sys; print(getattr(sys, '_base_executable', sys.executable)); print('%d.%d' % sys.version_info[:2])"
+)
+"""Asks an interpreter for its real executable (not a venv's or a shim's) and its version."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,14 +186,17 @@ async def ensure_kernel_python(
 
 async def resolve_given_python(path: str) -> PythonChoice:
     """An existing interpreter named with `--python`, as its real executable (a pyenv shim is not one)."""
-    process = await asyncio.create_subprocess_exec(
-        path,
-        "-c",
-        "import sys; print(getattr(sys, '_base_executable', sys.executable)); print('%d.%d' % sys.version_info[:2])",
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    try:
+        process = await asyncio.create_subprocess_exec(
+            path,
+            "-c",
+            _QUERY_PYTHON,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError as error:
+        raise KernelSetupError("python", [path], 127, f"cannot run {path}: {error.strerror}") from error
     out, err = await process.communicate()
     lines = out.decode(errors="replace").split()
     if process.returncode != 0 or len(lines) != 2:

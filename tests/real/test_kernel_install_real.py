@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +31,14 @@ from eukhe.kernel.bootstrap import (
     install_kernel_python,
 )
 from eukhe.kernel.bootstrap.uvtool import find_uv
-from eukhe.kernel.bootstrap.venv import KERNEL_LOCK, build_id, kernel_package_dir, kernel_paths, read_stamp
+from eukhe.kernel.bootstrap.venv import (
+    KERNEL_LOCK,
+    KERNEL_PYTHON_VERSION,
+    build_id,
+    kernel_package_dir,
+    kernel_paths,
+    read_stamp,
+)
 
 pytestmark = pytest.mark.real
 
@@ -350,3 +358,95 @@ def test_a_holder_killed_mid_build_is_swept_and_the_next_attempt_builds(
     assert install()
     assert leftovers(home) == set()
     assert check_state()["state"] == "ready"
+
+
+def mirror_path_uv_asks_for(uv: Path, tmp_path: Path) -> Path:
+    """Where, under a file:// mirror, uv looks for the pinned Python's archive (it names it when it is missing)."""
+    empty = tmp_path / "empty-mirror"
+    empty.mkdir()
+    env = dict(os.environ, UV_PYTHON_INSTALL_MIRROR=empty.as_uri(), UV_PYTHON_INSTALL_DIR=str(tmp_path / "probe"))
+    done = subprocess.run(
+        [str(uv), "python", "install", "--no-bin", KERNEL_PYTHON_VERSION],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    found = re.search(r"`(/[^`]+\.tar\.(?:gz|zst))`", done.stderr)
+    assert found, done.stderr
+    return Path(found.group(1)).relative_to(empty)
+
+
+def test_the_download_branch_checks_the_python_archive_before_use(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eukhe kernel install` without --python fetches uv's pinned Python; a forged archive never gets used."""
+    uv = find_uv()
+    assert uv is not None
+    mirror = tmp_path / "mirror"
+    archive = mirror / mirror_path_uv_asks_for(uv, tmp_path)
+    archive.parent.mkdir(parents=True)
+    forged = tmp_path / "forged" / "python" / "bin"
+    forged.mkdir(parents=True)
+    (forged / "python3").write_text("#!/bin/sh\necho forged\n")
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(forged.parent, arcname="python")
+    monkeypatch.setenv("UV_PYTHON_INSTALL_MIRROR", mirror.as_uri())
+    with pytest.raises(KernelSetupError) as failure:
+        asyncio.run(install_kernel_python())
+    assert failure.value.action == "python_install"
+    assert failure.value.argv[1:3] == ("python", "install")
+    assert "--offline" not in failure.value.argv  # the one step allowed to download
+    assert "Hash mismatch" in str(failure.value)
+    assert "eukhe kernel install --python" in str(failure.value)  # the way out on a machine like this one
+    installs = kernel_paths().python_installs
+    assert not installs.exists() or not [p for p in installs.iterdir() if p.name.startswith("cpython")]
+    assert not kernel_paths().venv.exists()
+    assert leftovers(home) == set()
+
+
+NO_UV_SCRIPT = """
+import asyncio, json, sys
+from eukhe.kernel.bootstrap import KernelNotInstalled, ensure_kernel_python, install_kernel_python
+from eukhe.kernel.bootstrap.uvtool import find_uv
+answer = {"found_before": str(find_uv()) if find_uv() else None}
+try:
+    asyncio.run(ensure_kernel_python())
+except KernelNotInstalled as error:
+    answer["session"] = [str(error), error.cause]
+result = asyncio.run(install_kernel_python(sys.argv[1]))
+answer["built"] = result.built
+answer["found_after"] = str(find_uv())
+print(json.dumps(answer))
+"""
+
+
+@pytest.mark.slow
+def test_uv_is_installed_with_its_hashes_only_by_the_install_command(home: Path, tmp_path: Path) -> None:
+    empty_bin = tmp_path / "bin"
+    empty_bin.mkdir()
+    path = f"{empty_bin}:/usr/bin:/bin"
+    if shutil.which("uv", path=path):
+        pytest.skip("a system uv is on /usr/bin")
+    env = child_env(PATH=path)
+    env.pop("UV", None)
+    # A record of an install, so that a session would rebuild (and needs uv) instead of answering "not installed".
+    home.mkdir(parents=True)
+    (home / "kernel-venv.install.json").write_text(json.dumps({"source": "given", "value": BASE_PYTHON}))
+    done = subprocess.run(
+        [sys.executable, "-c", NO_UV_SCRIPT, BASE_PYTHON],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["found_before"] is None
+    assert answer["session"][0] == KERNEL_MISSING_TEXT  # a session never installs uv
+    assert "uv was not found" in answer["session"][1]
+    assert answer["built"] is True
+    assert answer["found_after"] == str(home / "tools" / "uv" / "bin" / "uv")

@@ -25,6 +25,7 @@ from eukhe.kernel.bootstrap.venv import (
     build_id,
     kernel_package_dir,
     runtime_sources,
+    skill_install_args,
     venv_build_commands,
 )
 
@@ -175,3 +176,9 @@ def test_the_build_id_changes_with_the_lock_and_with_the_runtime_source(tmp_path
     (package / "__init__.py").write_bytes((package / "__init__.py").read_bytes() + b"# changed\n")
     assert build_id(package_dir=package) != base
     assert len(hashlib.sha256().hexdigest()) == len(base)
+
+
+def test_a_skill_installs_from_its_directory_offline() -> None:
+    python = str(VENV / "bin" / "python")
+    argv = skill_install_args(UV, VENV / "bin" / "python", Path("/skills/plot"))
+    assert argv == (str(UV), "pip", "install", "--offline", "--python", python, "--no-deps", "/skills/plot")

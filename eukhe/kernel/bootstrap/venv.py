@@ -248,6 +248,11 @@ def venv_build_commands(
     return commands
 
 
+def skill_install_args(uv: Path, venv_python: Path, skill_dir: Path) -> tuple[str, ...]:
+    """Install a Python skill into the kernel venv from its directory, like the runtime: local files, `--offline`."""
+    return (str(uv), "pip", "install", "--offline", "--python", str(venv_python), "--no-deps", str(skill_dir))
+
+
 def uv_environment(paths: KernelPaths, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of every uv command: uv's Python installs for the kernel live under the agent dir."""
     env = dict(os.environ if base is None else base)

@@ -41,7 +41,8 @@ def report_error(error: EukheError, as_json: bool) -> int:
     if as_json:
         emit_json({"error": error_code(error), "message": str(error)})
     else:
-        sys.stderr.write(f"eukhe: {error}\n")
+        message = str(error)
+        sys.stderr.write(message + "\n" if message.startswith("eukhe") else f"eukhe: {message}\n")
     return int(exit_code)
 
 

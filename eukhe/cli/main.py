@@ -25,7 +25,8 @@ def build_parser() -> ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one `eukhe` command; returns its exit code (also used as the process exit code)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    as_json = "--json" in args_list
+    own_args = args_list[: args_list.index("--")] if "--" in args_list else args_list
+    as_json = "--json" in own_args
     try:
         args = build_parser().parse_args(args_list)
         handler: Callable[..., int] = args.handler

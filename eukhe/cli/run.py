@@ -1,12 +1,100 @@
-"""`eukhe run`: run one command with its output bounded (issue 2; filled in by the bound work)."""
+"""`eukhe run`: run one command with its output bounded, print the window and the notice (issue 2)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
+
+from eukhe.cli.common import emit_json, positive_int
+from eukhe.core.limits import DEFAULT_LIMITS, Keep, Off, On, OutputLimits, Truncation
+from eukhe.errors import UsageError
+from eukhe.paths import agent_dir
+from eukhe.runner import RunResult, run_bounded
 
 
 def register(subparsers: Any) -> None:
     """Add `eukhe run` to the parser."""
-    parser: argparse.ArgumentParser = subparsers.add_parser("run", help="run a command with bounded output")
-    parser.set_defaults(handler=lambda args: 0)
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "run",
+        help="run a command with bounded output",
+        description="Run CMD with stdout and stderr merged, keep a bounded window of its output, and exit with "
+        "its exit code. Past the limits, the full output goes to an artifact file named in the notice.",
+    )
+    parser.add_argument("--max-bytes", type=positive_int, help=f"bytes kept (default {DEFAULT_LIMITS.max_bytes})")
+    parser.add_argument("--max-lines", type=positive_int, help=f"lines kept (default {DEFAULT_LIMITS.max_lines})")
+    ends = parser.add_mutually_exclusive_group()
+    ends.add_argument("--head", action="store_true", help="keep the first lines")
+    ends.add_argument("--tail", action="store_true", help="keep the last lines (default)")
+    parser.add_argument("--no-truncation", action="store_true", help="keep every byte; no artifact")
+    parser.add_argument("--artifact-dir", type=Path, help="where full outputs go (default <agent dir>/artifacts)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
+    parser.set_defaults(handler=handle)
+
+
+def truncation_from(args: argparse.Namespace) -> Truncation:
+    """The Truncation the flags ask for."""
+    limited = args.max_bytes is not None or args.max_lines is not None or args.head or args.tail
+    if args.no_truncation:
+        if limited:
+            raise UsageError(
+                "eukhe run: --no-truncation cannot be combined with --max-bytes, --max-lines, --head or --tail"
+            )
+        return Off()
+    return On(
+        OutputLimits(
+            DEFAULT_LIMITS.max_bytes if args.max_bytes is None else args.max_bytes,
+            DEFAULT_LIMITS.max_lines if args.max_lines is None else args.max_lines,
+            Keep.HEAD if args.head else Keep.TAIL,
+        )
+    )
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run the command and print its bounded output."""
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("eukhe run: no command given (usage: eukhe run [OPTIONS] -- CMD [ARGS...])")
+    truncation = truncation_from(args)
+    artifact_dir = args.artifact_dir if args.artifact_dir is not None else agent_dir() / "artifacts"
+    result = run_bounded(command, truncation, artifact_dir)
+    if args.json:
+        emit_json(as_json(result))
+    else:
+        print_human(result, isinstance(truncation, On) and truncation.limits.keep is Keep.HEAD)
+    return result.exit_code
+
+
+def as_json(result: RunResult) -> dict[str, Any]:
+    """The `eukhe run --json` object."""
+    return {
+        "exit_code": result.exit_code,
+        **result.output.as_json(),
+        "signal": result.signal,
+        "artifact_error": result.output.artifact_error,
+        "stopped_reading": result.stopped_reading,
+    }
+
+
+def print_human(result: RunResult, head: bool) -> None:
+    """The window as raw bytes, with the notice on its own line at the end where output was dropped."""
+    out = sys.stdout.buffer
+    notice = result.output.notice
+    if notice is not None and not head:
+        out.write(notice.encode() + b"\n")
+    out.write(result.output.text)
+    if notice is not None and head:
+        if result.output.text and not result.output.text.endswith(b"\n"):
+            out.write(b"\n")
+        out.write(notice.encode() + b"\n")
+    out.flush()
+    if result.output.artifact_error:
+        sys.stderr.write(f"eukhe: warning: {result.output.artifact_error}\n")
+    if result.stopped_reading:
+        sys.stderr.write(
+            "eukhe: warning: the command exited but a background process still holds its output; stopped reading\n"
+        )

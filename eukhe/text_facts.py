@@ -1,0 +1,91 @@
+"""Reading the facts the bounder's core decides on: line lengths, newline counts and UTF-8 character boundaries.
+
+A position in a line is a character boundary unless it falls inside a valid multi-byte UTF-8 sequence that starts
+before it. Invalid bytes count as characters of one byte each, so invalid UTF-8 is data, never an error. The rule is
+local (it looks at most 3 bytes back), which is why a store that keeps 3 bytes beyond the cap reads the same cuts as
+the whole output.
+"""
+
+from __future__ import annotations
+
+from eukhe.core.bound import TextCounts, TextFacts
+from eukhe.core.limits import Keep, OutputLimits
+
+NEWLINE = 0x0A
+
+
+def _sequence_length(line: bytes | bytearray, start: int) -> int:
+    """Length of the valid UTF-8 multi-byte sequence starting at `start`, or 1 if there is none."""
+    lead = line[start]
+    if lead < 0xC2 or lead > 0xF4:
+        return 1
+    if lead < 0xE0:
+        length, low, high = 2, 0x80, 0xBF
+    elif lead < 0xF0:
+        length = 3
+        low, high = {0xE0: (0xA0, 0xBF), 0xED: (0x80, 0x9F)}.get(lead, (0x80, 0xBF))
+    else:
+        length = 4
+        low, high = {0xF0: (0x90, 0xBF), 0xF4: (0x80, 0x8F)}.get(lead, (0x80, 0xBF))
+    if start + length > len(line) or not low <= line[start + 1] <= high:
+        return 1
+    if any(not 0x80 <= line[i] <= 0xBF for i in range(start + 2, start + length)):
+        return 1
+    return length
+
+
+def is_boundary(line: bytes | bytearray, position: int) -> bool:
+    """Whether `position` (0..len) is a character boundary of `line`."""
+    if position <= 0 or position >= len(line):
+        return True
+    return all(_sequence_length(line, start) <= position - start for start in range(max(0, position - 3), position))
+
+
+def head_cut(line: bytes | bytearray, max_bytes: int) -> int:
+    """The largest character boundary <= max_bytes in `line` (how much of the first line a head cut keeps)."""
+    position = min(max_bytes, len(line))
+    while not is_boundary(line, position):
+        position -= 1
+    return position
+
+
+def tail_cut(line: bytes | bytearray, max_bytes: int) -> int:
+    """The longest suffix of `line` of at most max_bytes bytes that starts at a character boundary."""
+    position = max(0, len(line) - max_bytes)
+    while not is_boundary(line, position):
+        position += 1
+    return len(line) - position
+
+
+def line_lengths(text: bytes | bytearray) -> tuple[int, ...]:
+    """Each line's length: the bytes up to and including a newline; a final unterminated piece is a line."""
+    lengths: list[int] = []
+    start = 0
+    find = text.find
+    while True:
+        end = find(b"\n", start)
+        if end < 0:
+            break
+        lengths.append(end + 1 - start)
+        start = end + 1
+    if start < len(text):
+        lengths.append(len(text) - start)
+    return tuple(lengths)
+
+
+def read_facts(text: bytes | bytearray, limits: OutputLimits, starts_inside_line: bool = False) -> TextFacts:
+    """The facts of a text for the core's window under `limits`."""
+    lengths = line_lengths(text)
+    cut = 0
+    if lengths:
+        if limits.keep is Keep.HEAD:
+            cut = head_cut(text[: lengths[0]], limits.max_bytes)
+        else:
+            cut = tail_cut(text[len(text) - lengths[-1] :], limits.max_bytes)
+    return TextFacts(lengths, starts_inside_line, cut)
+
+
+def count_text(text: bytes | bytearray) -> TextCounts:
+    """The counts of one streamed text: its length, newlines, and whether it ends with a newline."""
+    length = len(text)
+    return TextCounts(length, text.count(b"\n") if length else 0, length > 0 and text[-1] == NEWLINE)

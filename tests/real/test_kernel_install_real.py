@@ -266,7 +266,7 @@ import asyncio, json, sys
 from eukhe.kernel.bootstrap import install_kernel_python
 sys.stdin.readline()  # start together
 result = asyncio.run(install_kernel_python(sys.argv[1]))
-print(json.dumps({"built": result.built, "python": str(result.python)}))
+print(json.dumps({"built": result.built, "python": str(result.python), "waited": result.waited}))
 """
 
 
@@ -292,6 +292,7 @@ def test_racing_processes_set_up_the_venv_once(home: Path) -> None:
         assert racer.returncode == 0, err
         answers.append(json.loads(out))
     assert sorted(a["built"] for a in answers) == [False, False, False, True]
+    assert any(a["waited"] for a in answers if not a["built"])  # they waited for the builder, then used its venv
     assert {a["python"] for a in answers} == {str(kernel_paths().python)}
     assert leftovers(home) == set()
     assert check_state()["state"] == "ready"

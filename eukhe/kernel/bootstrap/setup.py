@@ -106,6 +106,7 @@ class InstallResult:
     built: bool
     commands: list[BuildCommand] = field(default_factory=list)
     user_python: bool = False
+    waited: bool = False  # another process held the bootstrap lock first
 
 
 def _user_python_path() -> Path:
@@ -138,10 +139,10 @@ async def _setup(
         raise TypeError(f"unexpected step {view.step!r}")
     uv = await ensure_uv(may_install=purpose is Purpose.INSTALL)
     make_private_dirs(paths.parent)
-    async with bootstrap_lock(paths.parent, timeout=lock_timeout):
+    async with bootstrap_lock(paths.parent, timeout=lock_timeout) as held:
         view = setup_step(purpose, paths, requested=requested, lock=lock, package_dir=package_dir)
         if isinstance(view.step, UseInstalled):
-            return InstallResult(paths.python, built=False)  # another process built it while we waited
+            return InstallResult(paths.python, built=False, waited=held.waited)  # built by another meanwhile
         if not isinstance(view.step, Build) or view.python is None:
             raise KernelNotInstalled("the plan changed under the lock")
         ran: list[BuildCommand] = []
@@ -155,7 +156,7 @@ async def _setup(
             package_dir=package_dir,
             ran=ran,
         )
-        return InstallResult(paths.python, built=True, commands=ran)
+        return InstallResult(paths.python, built=True, commands=ran, waited=held.waited)
 
 
 async def ensure_kernel_python(

@@ -451,3 +451,22 @@ def test_uv_is_installed_with_its_hashes_only_by_the_install_command(home: Path,
     assert "uv was not found" in answer["session"][1]
     assert answer["built"] is True
     assert answer["found_after"] == str(home / "tools" / "uv" / "bin" / "uv")
+
+
+def test_check_tells_the_truth_in_each_state(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def state() -> object:
+        return check_state()["state"]
+
+    assert state() == "absent"
+    assert install()
+    assert state() == "ready"
+    paths = kernel_paths()
+    stamp = json.loads(paths.stamp.read_text())
+    paths.stamp.write_text(json.dumps({**stamp, "build": "another build"}))
+    assert state() == "stale"
+    paths.stamp.unlink()
+    assert state() == "unchecked"  # e.g. a venv whose build was cut before its check
+    assert asyncio.run(ensure_kernel_python()) == paths.python  # a session rebuilds it (offline) and uses it
+    assert state() == "ready"
+    monkeypatch.setenv("EUKHE_KERNEL_PYTHON", BASE_PYTHON)
+    assert (state(), check_state()["user_python"]) == ("user_python", BASE_PYTHON)

@@ -202,7 +202,7 @@ def venv_state(paths: KernelPaths, current_build: str, wanted: PythonChoice | No
     if not paths.venv.exists():
         return VenvState.ABSENT
     stamp = read_stamp(paths.venv)
-    if stamp is None or not os.path.lexists(paths.python):
+    if stamp is None or not paths.python.exists():  # a venv whose base Python is gone is not usable
         return VenvState.UNCHECKED
     if stamp.build != current_build or (wanted is not None and stamp.python != wanted):
         return VenvState.STALE

@@ -246,7 +246,7 @@ def durable_output(checkpoint: Mapping[str, JSON]) -> BoundedResult:
     if isinstance(directory, str) and isinstance(prefix, str):
         root = Path(directory)
         if root.is_dir():
-            found = sorted(path for path in root.iterdir() if path.name.startswith(prefix))
+            found = sorted(path for path in root.iterdir() if path.name.startswith(f"{prefix}-"))
     bounder = BoundedOutput(truncation, None)
     if not found:
         return bounder.close()

@@ -220,10 +220,12 @@ class Session:
     last_read: JournalRead | None = None
 
     async def close(self) -> None:
-        """Kill every running job (waiting at most the budget), commit what the writer holds, close the journal."""
+        """Abort the running tool calls (each settles), kill every running job (waiting at most the budget), commit
+        what the writer holds, close the journal."""
         if self._closed:
             return
         self._closed = True
+        await self.harness.abort_all()
         clock = self.job_table.clock
         await self.job_table.quit(deadline_for(clock.now_ms(), None, self.budget_ms))
         await self.writer.close()

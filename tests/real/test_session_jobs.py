@@ -209,6 +209,14 @@ def test_fork_copies_the_branch_through_a_private_staging_dir_and_stops_the_orph
         await session.close()
         old = read_journal(tmp_path / "sessions" / old_id / "main.jsonl")
         assert not any(r.get("content") == "in the fork" for c in old.commits for r in c.records)
+        # a fork to "none": before every entry, every running job stops
+        again = await Session.open(old_id, root=tmp_path / "sessions", bash_options=FAST)
+        late = await detach(again, "sleep 60")
+        empty = await again.fork(None)
+        assert empty.stopped_jobs == (late,)
+        assert again.entries() == []
+        assert again.leaf is None
+        await again.close()
 
     asyncio.run(scenario())
 

@@ -31,7 +31,7 @@ from eukhe.core import job as core
 from eukhe.core.limits import Truncation
 from eukhe.errors import EukheError
 from eukhe.jobs.job import Job, JobSpec
-from eukhe.jobs.table import JobTable, JobTableClosedError
+from eukhe.jobs.table import JobTable
 from eukhe.jobs.wait import wait_until
 from eukhe.output import BoundedResult
 
@@ -222,7 +222,7 @@ async def start_bash(
     run = BashRun(transport, pipe, opts)
     try:
         job = table.start(JobSpec("bash", command, truncation, artifact_dir), run)
-    except JobTableClosedError:
+    except BaseException:  # a closed table (JobTableClosedError) or a failing listener: leave no process behind
         _signal_group(run.pgid, signal.SIGKILL)
         transport.close()
         raise

@@ -231,7 +231,7 @@ class Harness:
     def settle_interrupted(self, slots: Mapping[str, Slot]) -> list[ToolResult]:
         """After a crash: settle every slot still `running` from what is durable (its artifact, if any)."""
         results: list[ToolResult] = []
-        for slot in slots.values():
+        for slot in list(slots.values()):
             if slot.status != "running" or slot.call in self._running:
                 continue
             checkpoint = slot.checkpoint if isinstance(slot.checkpoint, Mapping) else {}

@@ -157,6 +157,7 @@ class Session:
         self.writer = JobWriter(self.commit, self.entry_record, self._job_nodes)
         self._unsubscribe = self.job_table.subscribe(self)
         self._closed = False
+        self.last_read: JournalRead | None = None  # what the reopen read: its commits and skipped lines
 
     # ---- open, create, close -------------------------------------------------------------------------------------
 
@@ -216,8 +217,6 @@ class Session:
         session.writer.retire_leftovers()
         session.writer.start()
         return session
-
-    last_read: JournalRead | None = None
 
     async def close(self) -> None:
         """Abort the running tool calls (each settles), kill every running job (waiting at most the budget), commit

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from eukhe.cli.common import ArgumentParser, report_error
 from eukhe.errors import EukheError
 
-COMMAND_MODULES: tuple[str, ...] = ("eukhe.cli.run",)
+COMMAND_MODULES: tuple[str, ...] = ("eukhe.cli.run", "eukhe.cli.kernel")
 """Each module has `register(subparsers)`, which adds its commands and sets `handler` on them."""
 
 

@@ -224,6 +224,7 @@ async def start_bash(
         job = table.start(JobSpec("bash", command, truncation, artifact_dir), run)
     except BaseException:  # a closed table (JobTableClosedError) or a failing listener: leave no process behind
         _signal_group(run.pgid, signal.SIGKILL)
+        await _within(pipe.exited, _GIVE_UP_S)  # reaped before the transport goes
         transport.close()
         raise
     run.job = job

@@ -1,0 +1,145 @@
+"""The session's job writer task (S2 jobs 5): job starts and ends become `eukhe.job` nodes, in order, off the
+callers' path.
+
+Callers `submit` and go on; nobody waits for the writer. The task takes every record queued so far as one batch and
+commits what `core.jobdocs.plan_batch` says (one commit per batch; a batch that writes nothing commits nothing). A
+batch whose commit fails is retried one record at a time; a record that fails alone becomes a `job_record_failed`
+notice in the conversation. On open, `retire_leftovers` retires the nodes an old process left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from eukhe.core.jobdocs import (
+    JOB_DOC_TYPE,
+    AppendEntry,
+    EntryRecord,
+    JobEnded,
+    JobStarted,
+    PutNode,
+    RetireNode,
+    Write,
+    WriterRecord,
+    leftovers,
+    plan_batch,
+)
+from eukhe.session.journal import Commit, JournalError, Record
+
+JSON = Any
+
+
+def record_name(record: WriterRecord) -> dict[str, JSON]:
+    """How a failed record is named in its notice."""
+    if isinstance(record, JobStarted):
+        return {"record": "start", "job": record.job}
+    if isinstance(record, JobEnded):
+        return {"record": "end", "job": record.job}
+    return {"record": "entry", "kind": record.kind}
+
+
+class JobWriter:
+    """Commits job records in order, a batch per commit, through the session's commit function."""
+
+    def __init__(
+        self,
+        commit: Callable[[Sequence[Record]], Commit],
+        entry_record: Callable[[str, JSON], dict[str, JSON]],
+        nodes: Callable[[], frozenset[str]],
+    ) -> None:
+        self._commit = commit
+        self._entry_record = entry_record
+        self._nodes = nodes
+        self._queue: list[WriterRecord] = []
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+        self.batches: list[tuple[WriterRecord, ...]] = []  # every batch taken, for tests and diagnostics
+
+    def start(self) -> None:
+        """Start the task (in the running event loop)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="eukhe-job-writer")
+
+    def submit(self, record: WriterRecord) -> None:
+        """Queue a record; returns at once."""
+        self._queue.append(record)
+        self._idle.clear()
+        self._wake.set()
+
+    async def idle(self) -> None:
+        """Wait until every record submitted so far is committed (or reported as failed)."""
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        """Commit what is queued, then stop the task."""
+        await self.idle()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def retire_leftovers(self) -> None:
+        """Retire every job node the history holds: their jobs ended with the process that started them."""
+        writes = leftovers(self._nodes())
+        if writes:
+            self._commit(self._records(writes))
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._queue = tuple(self._queue), []
+            if batch:
+                self.batches.append(batch)
+                try:
+                    self._write_batch(batch)
+                except Exception as error:  # a bug must not stop the writer: later records still get written
+                    sys.stderr.write(f"eukhe: job writer could not write a batch: {error!r}\n")
+            if not self._queue:
+                self._idle.set()
+
+    def _write_batch(self, batch: Sequence[WriterRecord]) -> None:
+        writes = plan_batch(self._nodes(), batch)
+        if not writes:
+            return
+        try:
+            self._commit(self._records(writes))
+        except JournalError:
+            for record in batch:
+                self._write_alone(record)
+
+    def _write_alone(self, record: WriterRecord) -> None:
+        writes = plan_batch(self._nodes(), [record])
+        if not writes:
+            return
+        try:
+            self._commit(self._records(writes))
+        except JournalError as error:
+            notice = {"notice": "job_record_failed", **record_name(record), "reason": error.reason}
+            try:
+                self._commit([self._entry_record("notice", notice)])
+            except JournalError as again:  # the conversation cannot take it either: say so where a person looks
+                sys.stderr.write(f"eukhe: job record failed and its notice too: {notice} ({again.reason})\n")
+
+    def _records(self, writes: Sequence[Write]) -> list[Record]:
+        records: list[Record] = []
+        for write in writes:
+            if isinstance(write, PutNode):
+                records.append(
+                    {"t": "doc", "op": "put", "type": JOB_DOC_TYPE, "key": write.job, "value": write.document}
+                )
+            elif isinstance(write, RetireNode):
+                records.append({"t": "doc", "op": "retire", "type": JOB_DOC_TYPE, "key": write.job})
+            elif isinstance(write, AppendEntry):
+                records.append(self._entry_record(write.kind, write.content))
+        return records
+
+
+__all__ = ["EntryRecord", "JobEnded", "JobStarted", "JobWriter"]

@@ -1,0 +1,272 @@
+"""A Session's jobs on real processes (S2 jobs 4-7): nodes, rows, the prompt, rewinds and forks.
+
+Named regression tests: `jobs_are_state_tree_nodes_the_prompt_shows_and_a_rewind_stops_the_orphans`,
+`an_awaited_run_past_the_budget_answers_detached_and_its_end_records_its_row`,
+`navigate_tree_stops_the_jobs_started_after_its_target`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eukhe.core.jobdocs import JOB_DOC_TYPE
+from eukhe.jobs import VirtualClock
+from eukhe.jobs.bash import BashDetached, BashOptions, BashSettled
+from eukhe.session import Session, SessionSettings, UnknownJobError
+from eukhe.session.journal import read_journal
+from eukhe.session.tree import UnknownEntryError
+
+pytestmark = pytest.mark.real
+
+FAST = BashOptions(kill_grace_s=0.5, drain_s=0.05)
+SETTINGS = SessionSettings(tool_blocking_budget_ms=5000)
+
+
+async def poll_until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """Wait for a real event (a process's output, a job's end) with a bounded deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("timed out waiting for a real event")
+        await asyncio.sleep(0.01)
+
+
+async def new_session(tmp_path: Path, **kwargs: Any) -> Session:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return await Session.create(work, root=tmp_path / "sessions", settings=SETTINGS, bash_options=FAST, **kwargs)
+
+
+async def detach(session: Session, command: str) -> str:
+    run = await session.execute_bash_and_wait(command, budget_ms=0)
+    assert isinstance(run, BashDetached)
+    return run.job_id
+
+
+def nodes(session: Session) -> set[str]:
+    return set(session.view_state().of_type(JOB_DOC_TYPE))
+
+
+def test_jobs_are_state_tree_nodes_the_prompt_shows_and_a_rewind_stops_the_orphans(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        session = await new_session(tmp_path)
+        assert "running-jobs" not in session.system_prompt()
+        first = session.append("user", "start a server")
+        kept = await detach(session, "sleep 60")
+        second = session.append("assistant", "started")
+        orphan = await detach(session, "sleep 60")
+        await session.writer.idle()
+        assert nodes(session) == {kept, orphan}
+        prompt = session.system_prompt()
+        assert '<running-jobs count="2">' in prompt
+        assert kept in prompt
+        assert orphan in prompt
+        rewound = await session.navigate_tree(second.id)
+        assert rewound.as_json()["stoppedJobs"] == [orphan]
+        assert rewound.as_json()["stoppingJobs"] == []
+        assert session.leaf == second.id
+        await session.writer.idle()
+        assert nodes(session) == {kept}
+        assert '<running-jobs count="1">' in session.system_prompt()
+        assert orphan not in session.system_prompt()
+        assert first.id in {e.id for e in session.entries()}
+        cancelled = await session.jobs.cancel(kept)
+        assert cancelled["end"] == {"exitCode": None, "killed": True}
+        await session.writer.idle()
+        assert nodes(session) == set()
+        assert "running-jobs" not in session.system_prompt()
+        await session.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_awaited_run_past_the_budget_answers_detached_and_its_end_records_its_row(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        clock = VirtualClock()
+        session = await new_session(tmp_path, clock=clock)
+        fifo = tmp_path / "go"
+        os.mkfifo(fifo)
+        call = asyncio.ensure_future(session.execute_bash_and_wait(f"echo before; read line < {fifo}; echo after", 250))
+        await poll_until(lambda: bool(session.job_table.jobs()))
+        (job,) = session.job_table.jobs()
+        await poll_until(lambda: job.snapshot().text == b"before\n")
+        clock.advance(249)
+        await asyncio.sleep(0)
+        assert not call.done()
+        clock.advance(1)
+        run = await call
+        assert isinstance(run, BashDetached)
+        assert run.as_json()["detached"] == {"job": job.id, "budgetMs": 250}
+        assert run.output.text == b"before\n"
+        await session.writer.idle()
+        assert nodes(session) == {job.id}
+        assert not [e for e in session.entries() if e.kind == "notice"]
+        with open(fifo, "w") as handle:
+            handle.write("go\n")
+        await poll_until(lambda: not job.running)
+        await session.writer.idle()
+        (row,) = [e for e in session.entries() if e.kind == "notice"]
+        assert row.content["notice"] == "eukhe.bash"
+        assert row.content["job"] == job.id
+        assert row.content["exitCode"] == 0
+        assert row.content["output"]["text"] == "before\nafter\n"
+        assert nodes(session) == set()
+        # within the budget it settles, and records its row too
+        settled = asyncio.ensure_future(session.execute_bash_and_wait("echo quick", 250))
+        done = await settled
+        assert isinstance(done, BashSettled)
+        assert done.exit_code == 0
+        await session.writer.idle()
+        rows = [e for e in session.entries() if e.kind == "notice"]
+        assert [r.content["output"]["text"] for r in rows] == ["before\nafter\n", "quick\n"]
+        await session.close()
+
+    asyncio.run(scenario())
+
+
+def test_navigate_tree_stops_the_jobs_started_after_its_target(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        session = await new_session(tmp_path)
+        root = session.append("user", "one")
+        before = await detach(session, "sleep 60")
+        middle = session.append("assistant", "two")
+        after = await detach(session, "sleep 60")
+        later = await detach(session, "sleep 60")
+        session.append("user", "three")
+        rewound = await session.navigate_tree(middle.id)
+        assert set(rewound.stopped_jobs) == {after, later}
+        assert [j["id"] for j in session.jobs.list() if j["running"]] == [before]
+        rewound = await session.navigate_tree(root.id)
+        assert rewound.stopped_jobs == (before,)
+        with pytest.raises(UnknownEntryError):
+            await session.navigate_tree("no-such-entry")
+        again = await detach(session, "sleep 60")
+        assert (await session.navigate_tree(None)).stopped_jobs == (again,)
+        assert session.leaf is None
+        await session.close()
+        # an entry from before the open comes before every job
+        reopened = await Session.open(session.id, root=tmp_path / "sessions", bash_options=FAST)
+        fresh = await detach(reopened, "sleep 60")
+        assert (await reopened.navigate_tree(middle.id)).stopped_jobs == (fresh,)
+        await reopened.close()
+
+    asyncio.run(scenario())
+
+
+def test_jobs_list_wait_and_cancel(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        session = await new_session(tmp_path)
+        job = await detach(session, "echo hi; sleep 0.2; exit 3")
+        waited = await session.jobs.wait(job, 5000)
+        assert waited["settled"] is True
+        assert waited["end"] == {"exitCode": 3, "killed": False}
+        assert waited["output"]["text"] == "hi\n"
+        slow = await detach(session, "sleep 60")
+        short = await session.jobs.wait(slow, 0)
+        assert short["settled"] is False
+        assert short["running"] is True
+        assert [j["id"] for j in session.jobs.list()] == [job, slow]
+        with pytest.raises(UnknownJobError):
+            await session.jobs.wait("job-nope")
+        await session.close()
+        assert not session.job_table.running()
+
+    asyncio.run(scenario())
+
+
+def test_fork_copies_the_branch_through_a_private_staging_dir_and_stops_the_orphans(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        session = await new_session(tmp_path)
+        old_id = session.id
+        first = session.append("user", "one")
+        kept = await detach(session, "sleep 60")
+        second = session.append("assistant", "two")
+        orphan = await detach(session, "sleep 60")
+        session.append("user", "three")
+        await session.writer.idle()
+        forked = await session.fork(second.id)
+        assert forked.stopped_jobs == (orphan,)
+        assert forked.session_id != old_id
+        assert session.id == forked.session_id
+        assert [e.id for e in session.branch()] == [first.id, second.id]
+        assert nodes(session) == {kept}
+        fork_dir = tmp_path / "sessions" / forked.session_id
+        assert stat.S_IMODE(os.stat(fork_dir).st_mode) == 0o700
+        assert stat.S_IMODE(os.stat(fork_dir / "main.jsonl").st_mode) == 0o600
+        assert not [p for p in (tmp_path / "sessions").iterdir() if p.name.startswith(".staging-")]
+        session.append("user", "in the fork")
+        await session.jobs.cancel(kept)
+        await session.writer.idle()
+        assert nodes(session) == set()
+        await session.close()
+        old = read_journal(tmp_path / "sessions" / old_id / "main.jsonl")
+        assert not any(r.get("content") == "in the fork" for c in old.commits for r in c.records)
+        # a fork to "none": before every entry, every running job stops
+        again = await Session.open(old_id, root=tmp_path / "sessions", bash_options=FAST)
+        late = await detach(again, "sleep 60")
+        empty = await again.fork(None)
+        assert empty.stopped_jobs == (late,)
+        assert again.entries() == []
+        assert again.leaf is None
+        await again.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_rewind_answers_the_jobs_not_ended_within_the_budget_as_stopping(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        work = tmp_path / "work"
+        work.mkdir()
+        session = await Session.create(
+            work,
+            root=tmp_path / "sessions",
+            settings=SessionSettings(tool_blocking_budget_ms=100),
+            bash_options=BashOptions(kill_grace_s=1.0, drain_s=0.05),
+        )
+        target = session.append("user", "one")
+        stubborn = await detach(session, "trap '' TERM; echo ready; while :; do sleep 0.05; done")
+        job = session.job_table.get(stubborn)
+        assert job is not None
+        await poll_until(lambda: job.snapshot().text == b"ready\n")
+        rewound = await session.navigate_tree(target.id)
+        assert rewound.as_json()["stoppingJobs"] == [stubborn]
+        assert rewound.as_json()["stoppedJobs"] == []
+        await poll_until(lambda: not job.running)  # SIGKILL after the grace ends it later
+        assert job.end is not None
+        await session.close()
+
+    asyncio.run(scenario())
+
+
+def test_close_settles_the_running_tool_calls_as_cancelled(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        from eukhe.harness import ToolRegistration
+
+        session = await new_session(tmp_path)
+        started = asyncio.Event()
+
+        async def execute(args: Any, api: Any) -> None:
+            api.output("so far")
+            started.set()
+            await asyncio.Event().wait()
+
+        session.harness.register(ToolRegistration("hang", {"type": "object"}, execute))
+        call = asyncio.ensure_future(session.harness.call("hang", {}, call_id="c1"))
+        await started.wait()
+        await session.close()
+        result = await call
+        assert result.status == "cancelled"
+        assert result.output.text == b"so far"
+        reopened = await Session.open(session.id, root=tmp_path / "sessions")
+        assert reopened.view_state().slots["c1"].outcome == "cancelled"
+        await reopened.close()
+
+    asyncio.run(scenario())

@@ -1,0 +1,117 @@
+"""The job writer task on a real journal (S2 jobs 5): batches, one-by-one retry, `job_record_failed`, leftovers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from eukhe.core.jobdocs import JOB_DOC_TYPE, EntryRecord, JobEnded, JobStarted
+from eukhe.session.journal import Commit, Journal, JournalError, Record
+from eukhe.session.ledger import Ledger
+from eukhe.session.tree import Trees
+from eukhe.session.writer import JobWriter
+
+
+class RefusingJournal(Journal):
+    """A disk that refuses any commit holding a record for one job (a test double for our own journal)."""
+
+    refused_job = ""
+
+    def _before_write(self, records: Sequence[Record]) -> None:
+        if any(r.get("key") == self.refused_job for r in records):
+            raise JournalError(self.path, f"refused {self.refused_job}")
+
+
+def make(tmp_path: Path) -> tuple[Ledger, JobWriter, list[Commit]]:
+    ledger = Ledger(RefusingJournal(tmp_path / "main.jsonl"), Trees(), [])
+    writer = JobWriter(
+        ledger.commit,
+        ledger.entry_record,
+        lambda: frozenset(k for (t, k) in ledger.trees.documents if t == JOB_DOC_TYPE),
+    )
+    commits: list[Commit] = []
+    ledger.journal.observers.append(commits.append)
+    return ledger, writer, commits
+
+
+def test_records_commit_in_order_a_batch_per_commit_and_nobody_waits(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        ledger, writer, commits = make(tmp_path)
+        writer.start()
+        writer.submit(JobStarted("a", {"title": "x"}))
+        writer.submit(JobStarted("b", {"title": "y"}))
+        assert commits == []  # submit returned before anything was written
+        await writer.idle()
+        assert len(commits) == 1
+        assert [r["key"] for r in commits[0].records] == ["a", "b"]
+        writer.submit(JobEnded("a"))
+        writer.submit(EntryRecord("notice", {"notice": "eukhe.bash", "job": "a"}))
+        await writer.idle()
+        assert [r.get("t") for r in commits[1].records] == ["doc", "entry"]
+        assert set(ledger.trees.documents) == {(JOB_DOC_TYPE, "b")}
+        await writer.close()
+        ledger.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_job_that_starts_and_ends_in_one_batch_commits_nothing(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        ledger, writer, commits = make(tmp_path)
+        writer.start()
+        writer.submit(JobStarted("a", {}))
+        writer.submit(JobEnded("a"))
+        await writer.idle()
+        assert commits == []
+        assert writer.batches == [(JobStarted("a", {}), JobEnded("a"))]
+        writer.submit(JobEnded("ghost"))  # an end whose node is absent retires nothing
+        await writer.idle()
+        assert commits == []
+        await writer.close()
+        ledger.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_batch_is_retried_one_record_at_a_time_and_a_lone_failure_becomes_a_notice(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        ledger, writer, commits = make(tmp_path)
+        journal = ledger.journal
+        assert isinstance(journal, RefusingJournal)
+        journal.refused_job = "bad"
+        writer.start()
+        writer.submit(JobStarted("good", {}))
+        writer.submit(JobStarted("bad", {}))
+        writer.submit(JobStarted("other", {}))
+        await writer.idle()
+        assert len(writer.batches) == 1
+        assert [[r.get("key") or r["content"]["notice"] for r in c.records] for c in commits] == [
+            ["good"],
+            ["job_record_failed"],
+            ["other"],
+        ]
+        notice = commits[1].records[0]
+        assert notice["kind"] == "notice"
+        assert notice["content"]["record"] == "start"
+        assert notice["content"]["job"] == "bad"
+        writer.submit(JobEnded("bad"))  # its node is absent: retires nothing, commits nothing
+        await writer.idle()
+        assert len(commits) == 3
+        assert set(ledger.trees.documents) == {(JOB_DOC_TYPE, "good"), (JOB_DOC_TYPE, "other")}
+        await writer.close()
+        ledger.close()
+
+    asyncio.run(scenario())
+
+
+def test_on_open_the_writer_retires_the_nodes_an_old_process_left(tmp_path: Path) -> None:
+    ledger, writer, commits = make(tmp_path)
+    ledger.commit([{"t": "doc", "op": "put", "type": JOB_DOC_TYPE, "key": k, "value": {}} for k in ("x", "y")])
+    ledger.commit([{"t": "doc", "op": "put", "type": "other", "key": "keep", "value": 1}])
+    writer.retire_leftovers()
+    assert set(ledger.trees.documents) == {("other", "keep")}
+    assert [r["op"] for r in commits[-1].records] == ["retire", "retire"]
+    writer.retire_leftovers()  # nothing left: no commit
+    assert len(commits) == 3
+    ledger.close()

@@ -11,6 +11,7 @@ from eukhe.errors import EukheError
 
 COMMAND_MODULES: tuple[str, ...] = (
     "eukhe.cli.run",
+    "eukhe.cli.kernel",
     "eukhe.cli.daemon",
     "eukhe.cli.session",
     "eukhe.cli.bash",

@@ -87,6 +87,11 @@ class Job:
     def kill_requested(self) -> bool:
         return self._kill_requested
 
+    @property
+    def owner(self) -> JobOwner:
+        """Who runs the job (a `BashRun` for user bash: its `pgid` names the process group)."""
+        return self._owner
+
     # -- the owner's side --------------------------------------------------------------------------------------------
 
     def write(self, data: bytes) -> None:

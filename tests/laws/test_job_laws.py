@@ -1,0 +1,766 @@
+"""Laws of the job model (spec S2 "Jobs", the job law table): over free event sequences with Hypothesis (stateful and
+plain), and exhaustively over every short sequence of a small domain.
+
+Every event is free: any output size, exit, kill, quit or tick, in any order; any cap or the opt-out; any budget; any
+job table history. (The stream_* laws over `journal` belong to the session half.)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from eukhe.core import job as core
+from eukhe.core.job import (
+    MAX_BYTES,
+    Committed,
+    Exit,
+    Exited,
+    JobEvent,
+    JobRefused,
+    JobReply,
+    JobState,
+    Kill,
+    Killed,
+    Mark,
+    Output,
+    Quit,
+    Started,
+    Tick,
+)
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Domains
+
+caps = st.one_of(st.none(), st.integers(0, 64), st.integers(0, MAX_BYTES))
+ending_events = st.one_of(st.builds(Exit, st.integers(-3, 300)), st.just(Kill()), st.just(Quit()))
+events = st.one_of(
+    st.builds(Output, st.integers(0, 100)),
+    st.builds(Output, st.integers(0, MAX_BYTES)),
+    ending_events,
+    st.just(Tick()),
+)
+event_lists = st.lists(events, max_size=30)
+
+SMALL_CAPS: tuple[int | None, ...] = (None, 0, 1, 2, 3)
+SMALL_EVENTS: tuple[JobEvent, ...] = (
+    Output(0),
+    Output(1),
+    Output(2),
+    Output(4),
+    Exit(0),
+    Exit(1),
+    Kill(),
+    Quit(),
+    Tick(),
+)
+
+
+def small_sequences(max_len: int) -> Iterator[tuple[int | None, tuple[JobEvent, ...]]]:
+    """Every (cap, event sequence) of the small domain up to `max_len` events."""
+    for cap in SMALL_CAPS:
+        for length in range(max_len + 1):
+            for seq in itertools.product(SMALL_EVENTS, repeat=length):
+                yield cap, seq
+
+
+EXHAUSTIVE = list(small_sequences(4))  # 5 caps x (1 + 9 + 81 + 729 + 6561) sequences
+
+
+def bytes_before_end(seq: Sequence[JobEvent]) -> int:
+    """Every byte written before the first end."""
+    total = 0
+    for event in seq:
+        if isinstance(event, Exit | Kill | Quit):
+            break
+        if isinstance(event, Output):
+            total += event.size
+    return total
+
+
+def first_end(seq: Sequence[JobEvent]) -> tuple[int, core.End] | None:
+    """The index and end of the first ending event, if any."""
+    for index, event in enumerate(seq):
+        if isinstance(event, Exit):
+            return index, Exited(event.code)
+        if isinstance(event, Kill | Quit):
+            return index, Killed()
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# One law per function, checked over a (cap, sequence)
+
+
+def check_output_bounded(cap: int | None, seq: Sequence[JobEvent]) -> None:
+    state = JobState(cap)
+    for event in seq:
+        state = core.feed(state, event)
+        assert cap is None or state.kept <= cap
+        unbounded = core.step(state, event)
+        assert cap is None or unbounded.kept <= cap
+
+
+def check_no_silent_loss(cap: int | None, seq: Sequence[JobEvent]) -> None:
+    state, _ = core.run(JobState(cap), seq)
+    assert state.kept + state.dropped == min(bytes_before_end(seq), MAX_BYTES)
+
+
+def check_optout_keeps_all(seq: Sequence[JobEvent]) -> None:
+    state, _ = core.run(JobState(None), seq)
+    assert state.dropped == 0
+    assert state.kept == min(bytes_before_end(seq), MAX_BYTES)
+
+
+def check_cap_drops_only_excess(cap: int, seq: Sequence[JobEvent]) -> None:
+    state, _ = core.run(JobState(cap), seq)
+    written = min(bytes_before_end(seq), MAX_BYTES)
+    assert state.dropped == max(0, written - cap)
+    if written <= cap:
+        assert state.dropped == 0
+        assert state.kept == written
+
+
+def check_ends_once(cap: int | None, seq: Sequence[JobEvent]) -> None:
+    state = JobState(cap)
+    reported: list[tuple[int, core.End]] = []
+    for index, event in enumerate(seq):
+        end = core.ends(state, event)
+        if end is not None:
+            reported.append((index, end))
+        state = core.feed(state, event)
+    first = first_end(seq)
+    assert reported == ([] if first is None else [first])
+    assert state.end == (None if first is None else first[1])
+
+
+def check_end_is_final(state: JobState, event: JobEvent) -> None:
+    if state.end is None:
+        return
+    assert core.feed(state, event) == state
+    assert core.step(state, event) == state
+    assert core.ends(state, event) is None
+
+
+def check_kill_ends_now(state: JobState, event: JobEvent) -> None:
+    if state.end is not None or not isinstance(event, Kill | Quit):
+        return
+    after = core.feed(state, event)
+    assert after.end == Killed()
+    assert core.ends(state, event) == Killed()
+    assert (after.kept, after.dropped, after.cap) == (state.kept, state.dropped, state.cap)
+
+
+def reachable_states(cap: int | None, seq: Sequence[JobEvent]) -> Iterator[JobState]:
+    state = JobState(cap)
+    yield state
+    for event in seq:
+        state = core.feed(state, event)
+        yield state
+
+
+@pytest.mark.parametrize("law", ["bounded", "loss", "optout", "excess", "once", "final", "kill"])
+def test_job_laws_exhaustively_over_short_sequences(law: str) -> None:
+    """job_output_bounded job_no_silent_loss job_optout_keeps_all job_cap_drops_only_excess job_ends_once
+    job_end_is_final job_kill_ends_now: every (cap, sequence) of the small domain, up to 4 events."""
+    for cap, seq in EXHAUSTIVE:
+        if law == "bounded":
+            check_output_bounded(cap, seq)
+        elif law == "loss":
+            check_no_silent_loss(cap, seq)
+        elif law == "optout" and cap is None:
+            check_optout_keeps_all(seq)
+        elif law == "excess" and cap is not None:
+            check_cap_drops_only_excess(cap, seq)
+        elif law == "once":
+            check_ends_once(cap, seq)
+        elif law in ("final", "kill") and len(seq) <= 3:
+            for state in reachable_states(cap, seq):
+                for event in SMALL_EVENTS:
+                    (check_end_is_final if law == "final" else check_kill_ends_now)(state, event)
+
+
+@given(caps, event_lists)
+def test_job_output_bounded(cap: int | None, seq: list[JobEvent]) -> None:
+    check_output_bounded(cap, seq)
+
+
+@given(caps, event_lists)
+def test_job_no_silent_loss(cap: int | None, seq: list[JobEvent]) -> None:
+    check_no_silent_loss(cap, seq)
+
+
+@given(event_lists)
+def test_job_optout_keeps_all(seq: list[JobEvent]) -> None:
+    check_optout_keeps_all(seq)
+
+
+@given(st.integers(0, MAX_BYTES) | st.integers(0, 200), event_lists)
+def test_job_cap_drops_only_excess(cap: int, seq: list[JobEvent]) -> None:
+    check_cap_drops_only_excess(cap, seq)
+
+
+@given(caps, event_lists)
+def test_job_ends_once(cap: int | None, seq: list[JobEvent]) -> None:
+    check_ends_once(cap, seq)
+
+
+@given(caps, event_lists, events)
+def test_job_end_is_final(cap: int | None, seq: list[JobEvent], event: JobEvent) -> None:
+    for state in reachable_states(cap, seq):
+        check_end_is_final(state, event)
+
+
+@given(caps, event_lists, ending_events)
+def test_job_kill_ends_now(cap: int | None, seq: list[JobEvent], event: JobEvent) -> None:
+    for state in reachable_states(cap, seq):
+        check_kill_ends_now(state, Kill())
+        check_kill_ends_now(state, event)
+
+
+class JobMachine(RuleBasedStateMachine):
+    """job_* laws, stateful: any interleaving of outputs, exits, kills, quits and ticks on one job."""
+
+    @initialize(cap=caps, written=st.integers(0, 100))
+    def begin(self, cap: int | None, written: int) -> None:
+        self.cap = cap
+        self.state = core.start(cap, written)
+        self.written = written  # every byte written before the end
+        self.ends: list[core.End] = []
+        self.expected_end: core.End | None = None
+
+    def apply(self, event: JobEvent) -> None:
+        before = self.state
+        end = core.ends(before, event)
+        if end is not None:
+            self.ends.append(end)
+        self.state = core.feed(before, event)
+        if before.end is None:
+            if isinstance(event, Output):
+                self.written += event.size
+            elif isinstance(event, Exit) and self.expected_end is None:
+                self.expected_end = Exited(event.code)
+            elif isinstance(event, Kill | Quit) and self.expected_end is None:
+                self.expected_end = Killed()
+                # job_kill_ends_now: at once, output kept
+                assert (self.state.kept, self.state.dropped) == (before.kept, before.dropped)
+        else:
+            assert self.state == before  # job_end_is_final
+
+    @rule(size=st.integers(0, 1000) | st.integers(0, MAX_BYTES))
+    def output(self, size: int) -> None:
+        self.apply(Output(size))
+
+    @rule(code=st.integers(-5, 255))
+    def exit(self, code: int) -> None:
+        self.apply(Exit(code))
+
+    @rule()
+    def kill(self) -> None:
+        self.apply(Kill())
+
+    @rule()
+    def quit(self) -> None:
+        self.apply(Quit())
+
+    @rule()
+    def tick(self) -> None:
+        self.apply(Tick())
+
+    @invariant()
+    def laws_hold(self) -> None:
+        state = self.state
+        assert self.cap is None or state.kept <= self.cap  # job_output_bounded
+        assert state.kept + state.dropped == min(self.written, MAX_BYTES)  # job_no_silent_loss
+        if self.cap is None:
+            assert state.dropped == 0  # job_optout_keeps_all
+        elif self.written <= self.cap:
+            assert state.dropped == 0  # job_cap_drops_only_excess
+        assert len(self.ends) <= 1  # job_ends_once
+        assert state.end == self.expected_end
+        assert self.ends == ([] if self.expected_end is None else [self.expected_end])
+
+
+TestJobMachine = JobMachine.TestCase
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The blocking call: call_blocks_at_most_budget, call_settles_with_job
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    verdict: core.Settled | core.Detached
+    returned_at: int
+    end_at: int | None  # when the job ended (the instant its end was ready), if it did before the return
+
+
+def blocking_call(state: JobState, timeline: Sequence[JobEvent], now: int, deadline: int) -> CallOutcome:
+    """A blocking call over a timeline: each Tick moves time 1 ms; the call asks `wait` after every change.
+
+    Past the end of the timeline, nothing happens but time (up to the deadline).
+    """
+    end_at = now if state.end is not None else None
+    for event in timeline:
+        verdict = core.wait(state, now, deadline)
+        if not isinstance(verdict, core.Waiting):
+            return CallOutcome(verdict, now, end_at)
+        if isinstance(event, Tick):
+            now += 1
+        state = core.feed(state, event)
+        if end_at is None and state.end is not None:
+            end_at = now
+    verdict = core.wait(state, now, deadline)
+    if isinstance(verdict, core.Waiting):
+        now = deadline
+        verdict = core.wait(state, now, deadline)
+    assert not isinstance(verdict, core.Waiting)
+    return CallOutcome(verdict, now, end_at)
+
+
+def check_call_blocks_at_most_budget(state: JobState, timeline: Sequence[JobEvent], now: int, budget: int) -> None:
+    deadline = now + budget
+    outcome = blocking_call(state, timeline, now, deadline)
+    assert outcome.returned_at <= max(now, deadline)
+    if budget <= 0:  # a passed deadline detaches at once, even when the end is ready
+        assert outcome.verdict == core.Detached(now)
+        assert outcome.returned_at == now
+    if isinstance(outcome.verdict, core.Detached):
+        assert outcome.verdict.at_ms == outcome.returned_at
+        assert outcome.returned_at >= deadline
+
+
+def check_call_settles_with_job(state: JobState, timeline: Sequence[JobEvent], now: int, budget: int) -> None:
+    deadline = now + budget
+    outcome = blocking_call(state, timeline, now, deadline)
+    _, ends = core.run(state, timeline)
+    own_end = state.end if state.end is not None else (ends[0] if ends else None)
+    if isinstance(outcome.verdict, core.Settled):
+        assert outcome.verdict.end == own_end  # the job's own end, no other
+        assert outcome.end_at is not None
+        assert outcome.end_at < deadline
+        assert outcome.returned_at == outcome.end_at  # returns as soon as the end is ready
+    elif outcome.end_at is not None:
+        assert outcome.end_at >= deadline or budget <= 0  # detached: the end was not ready in time
+
+
+timelines = st.lists(st.one_of(st.just(Tick()), st.just(Tick()), events), max_size=40)
+budgets = st.integers(-5, 30)
+job_states = st.builds(
+    lambda cap, seq: core.run(JobState(cap), seq)[0], caps, st.lists(st.one_of(events, st.just(Tick())), max_size=4)
+)
+
+
+@given(job_states, timelines, st.integers(0, 1000), budgets)
+def test_call_blocks_at_most_budget(state: JobState, timeline: list[JobEvent], now: int, budget: int) -> None:
+    check_call_blocks_at_most_budget(state, timeline, now, budget)
+
+
+@given(job_states, timelines, st.integers(0, 1000), budgets)
+def test_call_settles_with_job(state: JobState, timeline: list[JobEvent], now: int, budget: int) -> None:
+    check_call_settles_with_job(state, timeline, now, budget)
+
+
+def test_call_laws_exhaustively_over_short_timelines() -> None:
+    """call_blocks_at_most_budget, call_settles_with_job: every short timeline of ticks, outputs and ends."""
+    moments: tuple[JobEvent, ...] = (Tick(), Output(1), Exit(0), Exit(2), Kill())
+    starts = (JobState(2), JobState(2, end=Exited(7)), JobState(None, end=Killed()))
+    for state, length, budget in itertools.product(starts, range(6), range(-1, 5)):
+        for timeline in itertools.product(moments, repeat=length):
+            check_call_blocks_at_most_budget(state, timeline, 10, budget)
+            check_call_settles_with_job(state, timeline, 10, budget)
+
+
+def test_wait_examples() -> None:
+    """The three verdicts at their edges."""
+    ended = JobState(None, end=Exited(0))
+    assert core.wait(ended, 5, 5) == core.Detached(5)  # a passed deadline detaches even when the end is ready
+    assert core.wait(ended, 4, 5) == core.Settled(Exited(0))
+    assert core.wait(JobState(None), 4, 5) is core.WAITING
+    assert core.deadline_for(100, None, 30) == 130
+    assert core.deadline_for(100, 10, 30) == 110
+    assert core.deadline_for(100, 99, 30) == 130
+    assert core.deadline_for(100, -4, 30) == 100
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Rewind: rewind_stops_orphans, rewind_keeps_target_jobs
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Begin:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    job: int  # index into the jobs started so far (mod their count)
+
+
+@dataclass(frozen=True, slots=True)
+class Back:
+    target: int | None  # index into the entries committed so far (mod count + 1; that one: an entry before the open)
+
+
+TableEvent = Commit | Begin | Finish | Back
+
+
+class TableModel:
+    """A job table's history as the rewind sees it: the order of commits and starts, and the running set."""
+
+    def __init__(self) -> None:
+        self.order: list[Mark] = []
+        self.running: set[str] = set()
+        self.entries: list[str] = []
+        self.jobs: list[str] = []
+
+    def apply(self, event: TableEvent) -> None:
+        if isinstance(event, Commit):
+            entry = f"e{len(self.entries)}"
+            self.entries.append(entry)
+            self.order.append(Committed(entry))
+        elif isinstance(event, Begin):
+            job = f"j{len(self.jobs)}"
+            self.jobs.append(job)
+            self.running.add(job)
+            self.order.append(Started(job))
+        elif isinstance(event, Finish) and self.jobs:
+            self.running.discard(self.jobs[event.job % len(self.jobs)])
+        elif isinstance(event, Back):
+            target = self.target_of(event)
+            before = set(self.running)
+            verdict = core.rewind(self.order, self.running, target)
+            self.running -= set(verdict.stop)
+            check_rewind(self, target, before, verdict)
+
+    def target_of(self, event: Back) -> str | None:
+        if event.target is None:
+            return None
+        index = event.target % (len(self.entries) + 1)
+        return self.entries[index] if index < len(self.entries) else "from-before-the-open"
+
+
+def started_before(order: Sequence[Mark], job: str, target: str | None) -> bool:
+    """Whether `job` started before the target's commit (target None, or an entry the order lacks: never)."""
+    marks = list(order)
+    if target is None or Committed(target) not in marks:
+        return False
+    return marks.index(Started(job)) < marks.index(Committed(target))
+
+
+def check_rewind(model: TableModel, target: str | None, before: set[str], verdict: core.RewindVerdict) -> None:
+    # rewind_stops_orphans: after the rewind every running job belongs to the target tree (started before its commit)
+    for job in model.running:
+        assert started_before(model.order, job, target), (job, target)
+    # rewind_keeps_target_jobs: the target tree's jobs are untouched (kept, still running); only running jobs stop
+    target_jobs = {job for job in before if started_before(model.order, job, target)}
+    assert set(verdict.keep) == target_jobs
+    assert target_jobs <= model.running
+    assert set(verdict.stop) == before - target_jobs
+    assert set(verdict.stop) <= before
+    assert not set(verdict.stop) & set(verdict.keep)
+
+
+table_events = st.lists(
+    st.one_of(
+        st.just(Commit()),
+        st.just(Begin()),
+        st.builds(Finish, st.integers(0, 20)),
+        st.builds(Back, st.none() | st.integers(0, 20)),
+    ),
+    max_size=40,
+)
+
+
+@given(table_events)
+def test_rewind_stops_orphans(history: list[TableEvent]) -> None:
+    model = TableModel()
+    for event in history:
+        model.apply(event)
+    model.apply(Back(None))
+    assert not model.running  # "none": before every entry, so every job stops
+
+
+@given(table_events, st.integers(0, 20))
+def test_rewind_keeps_target_jobs(history: list[TableEvent], target: int) -> None:
+    model = TableModel()
+    for event in history:
+        model.apply(event)
+    running = set(model.running)
+    model.apply(Back(target))
+    if model.entries and target % (len(model.entries) + 1) == len(model.entries) - 1:
+        # back to the last entry: every job started before it is kept
+        assert model.running == {job for job in running if started_before(model.order, job, model.entries[-1])}
+
+
+def test_rewind_laws_exhaustively_over_short_histories() -> None:
+    """rewind_stops_orphans, rewind_keeps_target_jobs: every history of up to 5 table events, then every rewind."""
+    alphabet: tuple[TableEvent, ...] = (Commit(), Begin(), Finish(0), Finish(1), Back(None), Back(0), Back(1))
+    for length in range(6):
+        for history in itertools.product(alphabet, repeat=length):
+            model = TableModel()
+            for event in history:
+                model.apply(event)  # each Back inside checks both laws
+            for target in (None, *range(len(model.entries) + 1)):
+                after = TableModel()
+                after.order, after.running = list(model.order), set(model.running)
+                after.entries, after.jobs = list(model.entries), list(model.jobs)
+                after.apply(Back(target))
+
+
+def test_rewind_examples() -> None:
+    """The spec's cases: the target keeps jobs started before it; an entry from before the open comes before all."""
+    order = [Committed("a"), Started("j1"), Committed("b"), Started("j2"), Started("j3")]
+    assert core.rewind(order, {"j1", "j2", "j3"}, "b") == core.RewindVerdict(stop=("j2", "j3"), keep=("j1",))
+    assert core.rewind(order, {"j1", "j3"}, "a") == core.RewindVerdict(stop=("j1", "j3"), keep=())
+    assert core.rewind(order, {"j1", "j2"}, None) == core.RewindVerdict(stop=("j1", "j2"), keep=())
+    assert core.rewind(order, {"j1", "j2"}, "old") == core.RewindVerdict(stop=("j1", "j2"), keep=())
+
+
+class TableMachine(RuleBasedStateMachine):
+    """rewind laws, stateful: commits, starts, ends and rewinds in any order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = TableModel()
+
+    @rule()
+    def commit(self) -> None:
+        self.model.apply(Commit())
+
+    @rule()
+    def begin(self) -> None:
+        self.model.apply(Begin())
+
+    @rule(job=st.integers(0, 30))
+    def finish(self, job: int) -> None:
+        self.model.apply(Finish(job))
+
+    @rule(entry=st.none() | st.integers(0, 30))
+    def back(self, entry: int | None) -> None:
+        self.model.apply(Back(entry))  # check_rewind runs inside: rewind_stops_orphans, rewind_keeps_target_jobs
+
+
+TestTableMachine = TableMachine.TestCase
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# feed against the bound: job_feed_fits job_feed_no_output job_feed_ended job_feed_is_a_step job_feed_bounded
+# job_feed_fills
+
+
+@st.composite
+def bounded_states(draw: st.DrawFn) -> JobState:
+    """Any state the wire can carry, many of them near MAX_BYTES."""
+    cap = draw(caps)
+    near = draw(st.booleans())
+    written = draw(st.integers(MAX_BYTES - 100, MAX_BYTES) if near else st.integers(0, MAX_BYTES))
+    kept_max = written if cap is None else min(cap, written)
+    kept = kept_max if cap is None else draw(st.integers(0, kept_max))
+    end = draw(st.one_of(st.none(), st.builds(Exited, st.integers(-3, 300)), st.just(Killed())))
+    return JobState(cap, kept, written - kept, end)
+
+
+outputs = st.builds(Output, st.integers(0, 200) | st.integers(0, MAX_BYTES) | st.integers(MAX_BYTES, 2 * MAX_BYTES))
+
+
+def check_feed_fits(state: JobState, event: Output) -> None:
+    if state.written + event.size <= MAX_BYTES:
+        assert core.feed(state, event) == core.step(state, event)
+
+
+def check_feed_no_output(state: JobState, event: JobEvent) -> None:
+    if not isinstance(event, Output):
+        assert core.feed(state, event) == core.step(state, event)
+
+
+def check_feed_ended(state: JobState, event: JobEvent) -> None:
+    if state.end is not None:
+        assert core.feed(state, event) == core.step(state, event) == state
+
+
+def check_feed_is_a_step(state: JobState, event: Output) -> None:
+    part = core.accepted(state, event)
+    assert 0 <= part <= event.size
+    assert core.feed(state, event) == core.step(state, Output(part))
+
+
+def check_feed_bounded(state: JobState, event: JobEvent) -> None:
+    after = core.feed(state, event)
+    assert after.written <= MAX_BYTES
+    assert after.cap is None or after.kept <= after.cap
+
+
+def check_feed_fills(state: JobState, event: Output) -> None:
+    if state.end is not None:
+        return
+    after = core.feed(state, event)
+    assert (after.written == MAX_BYTES) == (state.written + event.size >= MAX_BYTES)
+
+
+@given(bounded_states(), outputs)
+def test_job_feed_fits(state: JobState, event: Output) -> None:
+    check_feed_fits(state, event)
+
+
+@given(bounded_states(), events)
+def test_job_feed_no_output(state: JobState, event: JobEvent) -> None:
+    check_feed_no_output(state, event)
+
+
+@given(bounded_states(), events)
+def test_job_feed_ended(state: JobState, event: JobEvent) -> None:
+    check_feed_ended(state, event)
+
+
+@given(bounded_states(), outputs)
+def test_job_feed_is_a_step(state: JobState, event: Output) -> None:
+    check_feed_is_a_step(state, event)
+
+
+@given(bounded_states(), events | outputs)
+def test_job_feed_bounded(state: JobState, event: JobEvent) -> None:
+    check_feed_bounded(state, event)
+
+
+@given(bounded_states(), outputs)
+def test_job_feed_fills(state: JobState, event: Output) -> None:
+    check_feed_fills(state, event)
+
+
+def small_bounded_states() -> Iterator[JobState]:
+    """Every state near the bound with a cap from a small set and an end from a small set."""
+    for cap in (None, 0, 1, 2, MAX_BYTES):
+        for written in (0, 1, 2, MAX_BYTES - 2, MAX_BYTES - 1, MAX_BYTES):
+            for kept in range(3):
+                kept_here = written if cap is None else min(kept, cap, written)
+                for end in (None, Exited(0), Killed()):
+                    yield JobState(cap, kept_here, written - kept_here, end)
+            yield (
+                JobState(cap, written if cap is None else min(cap, written), 0, None)
+                if (cap is None or written <= cap)
+                else JobState(cap, cap, written - cap, None)
+            )
+
+
+def test_job_feed_laws_exhaustively_near_the_bound() -> None:
+    """job_feed_*: every small state near MAX_BYTES and every output size around the room left."""
+    sizes = (0, 1, 2, 3, MAX_BYTES - 1, MAX_BYTES, MAX_BYTES + 1)
+    for state in small_bounded_states():
+        for size in sizes:
+            event = Output(size)
+            check_feed_fits(state, event)
+            check_feed_is_a_step(state, event)
+            check_feed_bounded(state, event)
+            check_feed_fills(state, event)
+        for other in SMALL_EVENTS:
+            check_feed_no_output(state, other)
+            check_feed_ended(state, other)
+            check_feed_bounded(state, other)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The entry: job_entry
+
+
+def request_of(state: JobState, event: JobEvent) -> dict[str, object]:
+    return {"state": core.encode_state(state), "event": core.encode_event(event)}
+
+
+def check_entry_answers(state: JobState, event: JobEvent) -> None:
+    reply = core.job_entry(request_of(state, event))
+    assert isinstance(reply, JobReply)
+    assert core.decode_state(reply.state) == core.feed(state, event)
+    end = core.ends(state, event)
+    assert reply.ends == (() if end is None else (core.encode_end(end),))
+    assert reply.as_json() == {"state": core.encode_state(core.feed(state, event)), "ends": list(reply.ends)}
+
+
+@given(bounded_states(), events | st.builds(Output, st.integers(MAX_BYTES - 300, MAX_BYTES)))
+def test_job_entry_answers_the_model(state: JobState, event: JobEvent) -> None:
+    check_entry_answers(state, event)
+
+
+def test_job_entry_answers_exhaustively() -> None:
+    for state in small_bounded_states():
+        for event in (*SMALL_EVENTS, Output(MAX_BYTES)):
+            check_entry_answers(state, event)
+
+
+GOOD_STATE = {"cap": 4, "kept": 1, "dropped": 0, "end": None}
+
+MALFORMED: list[tuple[object, str]] = [
+    (None, "request"),
+    ([], "request"),
+    ({"state": GOOD_STATE}, "request"),
+    ({"state": GOOD_STATE, "event": "tick", "extra": 1}, "request"),
+    ({"state": None, "event": "tick"}, "state"),
+    ({"state": {**GOOD_STATE, "more": 1}, "event": "tick"}, "state"),
+    ({"state": {"cap": 4, "kept": 1, "dropped": 0}, "event": "tick"}, "state"),
+    ({"state": {**GOOD_STATE, "cap": -1}, "event": "tick"}, "state.cap"),
+    ({"state": {**GOOD_STATE, "cap": True}, "event": "tick"}, "state.cap"),
+    ({"state": {**GOOD_STATE, "cap": 1.5}, "event": "tick"}, "state.cap"),
+    ({"state": {**GOOD_STATE, "cap": MAX_BYTES + 1}, "event": "tick"}, "state.cap"),
+    ({"state": {**GOOD_STATE, "kept": "1"}, "event": "tick"}, "state.kept"),
+    ({"state": {**GOOD_STATE, "kept": 5}, "event": "tick"}, "state.kept"),
+    ({"state": {**GOOD_STATE, "dropped": -2}, "event": "tick"}, "state.dropped"),
+    ({"state": {**GOOD_STATE, "dropped": MAX_BYTES}, "event": "tick"}, "state.dropped"),
+    ({"state": {**GOOD_STATE, "end": "exited"}, "event": "tick"}, "state.end"),
+    ({"state": {**GOOD_STATE, "end": {"exit": "0"}}, "event": "tick"}, "state.end.exit"),
+    ({"state": {**GOOD_STATE, "end": {"exit": 0, "x": 1}}, "event": "tick"}, "state.end"),
+    ({"state": GOOD_STATE, "event": "stop"}, "event"),
+    ({"state": GOOD_STATE, "event": None}, "event"),
+    ({"state": GOOD_STATE, "event": {"output": -1}}, "event.output"),
+    ({"state": GOOD_STATE, "event": {"output": False}}, "event.output"),
+    ({"state": GOOD_STATE, "event": {"output": MAX_BYTES + 1}}, "event.output"),
+    ({"state": GOOD_STATE, "event": {"exit": None}}, "event.exit"),
+    ({"state": GOOD_STATE, "event": {"output": 1, "exit": 0}}, "event"),
+    ({"state": GOOD_STATE, "event": {"kill": 1}}, "event"),
+]
+
+
+@pytest.mark.parametrize(("request_", "field"), MALFORMED)
+def test_job_entry_refuses_malformed_exactly(request_: object, field: str) -> None:
+    assert core.job_entry(request_) == JobRefused(field)
+    assert JobRefused.code == "job_request_malformed"
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4), st.lists))
+def test_job_entry_refuses_any_non_request(junk: object) -> None:
+    assert core.job_entry(junk) == JobRefused("request")
+
+
+@given(bounded_states(), events, st.sampled_from(["cap", "kept", "dropped"]), st.none() | st.text() | st.floats())
+def test_job_entry_refuses_one_bad_field(state: JobState, event: JobEvent, field: str, bad: object) -> None:
+    request = request_of(state, event)
+    state_json = dict(core.encode_state(state))
+    if field == "cap" and bad is None:
+        return  # None is a valid cap (the opt-out)
+    state_json[field] = bad
+    request["state"] = state_json
+    assert core.job_entry(request) == JobRefused(f"state.{field}")
+
+
+def test_job_entry_example() -> None:
+    """An anchor on the bytes the shell sends."""
+    request = {"state": {"cap": 3, "kept": 2, "dropped": 0, "end": None}, "event": {"output": 5}}
+    reply = core.job_entry(request)
+    assert isinstance(reply, JobReply)
+    assert reply.as_json() == {"state": {"cap": 3, "kept": 3, "dropped": 4, "end": None}, "ends": []}
+    reply = core.job_entry({"state": {"cap": None, "kept": 9, "dropped": 0, "end": None}, "event": {"exit": 2}})
+    assert isinstance(reply, JobReply)
+    assert reply.as_json() == {
+        "state": {"cap": None, "kept": 9, "dropped": 0, "end": {"exit": 2}},
+        "ends": [{"exit": 2}],
+    }

@@ -9,7 +9,16 @@ from collections.abc import Callable, Sequence
 from eukhe.cli.common import ArgumentParser, report_error
 from eukhe.errors import EukheError
 
-COMMAND_MODULES: tuple[str, ...] = ("eukhe.cli.run", "eukhe.cli.kernel")
+COMMAND_MODULES: tuple[str, ...] = (
+    "eukhe.cli.run",
+    "eukhe.cli.kernel",
+    "eukhe.cli.daemon",
+    "eukhe.cli.session",
+    "eukhe.cli.bash",
+    "eukhe.cli.jobs",
+    "eukhe.cli.watch",
+    "eukhe.cli.tree",
+)
 """Each module has `register(subparsers)`, which adds its commands and sets `handler` on them."""
 
 

@@ -1,0 +1,67 @@
+"""`eukhe bash --session ID [--budget-ms N] -- CMD`: run a user command as a job of a daemon-hosted session (S2).
+
+It blocks at most the budget (the session's `toolBlockingBudgetMs`, lowered by --budget-ms): the run settles
+(--json: `status: settled`, `exit_code`) or detaches (`status: detached`, `job`) with its output so far, and goes on
+in the daemon. Either way the bounded-output keys of `eukhe run --json` come along.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from eukhe.cli.common import emit_json, positive_int
+from eukhe.cli.daemon import add_daemon_options, call
+from eukhe.errors import UsageError
+
+
+def command_text(words: list[str]) -> str:
+    """The command after `--`, as one shell string (words joined by spaces, as ssh does)."""
+    if words and words[0] == "--":
+        words = words[1:]
+    if not words:
+        raise UsageError("eukhe bash: give a command after --")
+    return " ".join(words)
+
+
+def print_output(result: dict[str, Any]) -> None:
+    """The output window, then the truncation notice (if any) on stderr."""
+    text = result.get("text") or ""
+    sys.stdout.write(text)
+    if text and not text.endswith("\n"):
+        sys.stdout.write("\n")
+    sys.stdout.flush()
+    if result.get("notice"):
+        sys.stderr.write(f"{result['notice']}\n")
+
+
+def cmd_bash(args: argparse.Namespace) -> int:
+    """Run the command; print the answer (--json) or its output (the exit code mirrors the command's)."""
+    payload: dict[str, Any] = {"session": args.session, "command": command_text(args.command)}
+    if args.budget_ms is not None:
+        payload["budget_ms"] = args.budget_ms
+    result = call(args, "bash", payload, wait_label=f"running {payload['command']!r}")
+    if args.json:
+        emit_json(result)
+        return 0
+    print_output(result)
+    if result["status"] == "detached":
+        sys.stderr.write(
+            f"eukhe: still running after {result['budget_ms']} ms: detached as job {result['job']}; "
+            f"`eukhe jobs wait --session {args.session} {result['job']}` waits for it\n"
+        )
+        return 0
+    if result.get("killed"):
+        return 137
+    return int(result.get("exit_code") or 0)
+
+
+def register(subparsers: Any) -> None:
+    """Add `eukhe bash` to the parser."""
+    parser = subparsers.add_parser("bash", help="run a command as a job of a session (detaches past the budget)")
+    parser.add_argument("--session", required=True, help="the session id")
+    parser.add_argument("--budget-ms", type=positive_int, help="block at most this long (within the session budget)")
+    add_daemon_options(parser)
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
+    parser.set_defaults(handler=cmd_bash)

@@ -1,0 +1,166 @@
+"""`eukhe daemon start|run|stop|status`, and what every daemon-backed command shares (issue 4).
+
+Every daemon-backed command takes `--json` and `--daemon-socket PATH`; it starts the daemon on first use when none
+answers (except `daemon stop` and `daemon status`, which only look). Long waits show a spinner on a terminal, never
+under --json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from eukhe.cli.common import emit_json
+from eukhe.daemon.client import DaemonClient, DaemonUnavailableError, connect, socket_path, start_daemon
+
+EXIT_NOT_RUNNING = 3
+"""`daemon status` when no daemon runs (the LSB init-script convention)."""
+STOP_TIMEOUT_S = 20.0
+
+
+def add_daemon_options(parser: argparse.ArgumentParser) -> None:
+    """The options every daemon-backed command has."""
+    parser.add_argument("--json", action="store_true", help="print one JSON value (errors: {error, message})")
+    parser.add_argument("--daemon-socket", metavar="PATH", help="the daemon's socket (default $TMPDIR/eukhe-UID/...)")
+
+
+@contextlib.contextmanager
+def progress(args: argparse.Namespace, label: str) -> Iterator[None]:
+    """A spinner with elapsed time on stderr while a long request runs; nothing under --json or off a terminal."""
+    if args.json or not sys.stderr.isatty():
+        yield
+        return
+    # Lazy: rich costs CLI start-up time, and only a terminal needs it.
+    from rich.console import Console  # noqa: PLC0415
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        bar.add_task(label, total=None)
+        yield
+
+
+def call(
+    args: argparse.Namespace,
+    op: str,
+    payload: dict[str, Any] | None = None,
+    *,
+    wait_label: str | None = None,
+    on_event: Callable[[Any], None] | None = None,
+) -> Any:
+    """Send one request to the daemon (starting it if needed) and return the result; errors raise DaemonError."""
+    with connect(socket_path(args.daemon_socket)) as client:
+        if wait_label is None:
+            return client.call(op, payload, on_event)
+        with progress(args, wait_label):
+            return client.call(op, payload, on_event)
+
+
+def _look(args: argparse.Namespace) -> DaemonClient | None:
+    """A connection to a running daemon, or None when none answers (never starts one)."""
+    try:
+        return connect(socket_path(args.daemon_socket), autostart=False)
+    except DaemonUnavailableError:
+        return None
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    """Start a daemon in the background; return once its socket answers."""
+    path = socket_path(args.daemon_socket)
+    client = _look(args)
+    started = client is None
+    if client is None:
+        client = start_daemon(path)
+    with client:
+        info = client.call("ping")
+    result = {"running": True, "started": started, "pid": info["pid"], "socket": str(path)}
+    if args.json:
+        emit_json(result)
+    else:
+        verb = "started" if started else "already running"
+        print(f"daemon {verb}: pid {info['pid']} on {path}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the daemon in this process (foreground) until stopped."""
+    from eukhe.daemon.supervisor import run_supervisor  # noqa: PLC0415  (lazy: only `daemon run` needs asyncio)
+
+    return run_supervisor(socket_path(args.daemon_socket))
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    """Ask the daemon to stop and wait until it is gone."""
+    path = socket_path(args.daemon_socket)
+    client = _look(args)
+    if client is None:
+        result: dict[str, Any] = {"running": False, "stopped": False, "socket": str(path)}
+    else:
+        with client:
+            info = client.call("stop")
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while _alive(int(info["pid"])) and time.monotonic() < deadline:
+            time.sleep(0.01)  # polling a real event: the daemon process exiting, bounded by the deadline
+        result = {"running": _alive(int(info["pid"])), "stopped": True, "pid": info["pid"], "socket": str(path)}
+    if args.json:
+        emit_json(result)
+    elif result["stopped"]:
+        print(f"daemon stopped: pid {result['pid']}")
+    else:
+        print(f"no daemon runs on {path}")
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Show the running daemon, its workers and its reports; exit 3 when none runs."""
+    path = socket_path(args.daemon_socket)
+    client = _look(args)
+    if client is None:
+        if args.json:
+            emit_json({"running": False, "socket": str(path)})
+        else:
+            print(f"no daemon runs on {path}")
+        return EXIT_NOT_RUNNING
+    with client:
+        status = client.call("status")
+    status = {"running": True, **status}
+    if args.json:
+        emit_json(status)
+        return 0
+    print(f"daemon pid {status['pid']} on {status['socket']}, up {status['uptimeS']:.0f} s")
+    for worker in status["workers"]:
+        print(f"  session {worker['session']}: worker pid {worker['pid']} in {worker['cwd']}")
+    for report in status["reports"]:
+        print(f"  report: {report}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add `eukhe daemon ...` to the parser."""
+    daemon = subparsers.add_parser("daemon", help="start, run, stop or inspect the eukhe daemon")
+    commands = daemon.add_subparsers(dest="daemon_command", required=True, parser_class=type(daemon))
+    for name, handler, text in (
+        ("start", cmd_start, "start the daemon in the background; return when its socket is ready"),
+        ("run", cmd_run, "run the daemon in the foreground"),
+        ("stop", cmd_stop, "stop the daemon and its session workers"),
+        ("status", cmd_status, "show the daemon, its workers and reports (exit 3: not running)"),
+    ):
+        parser = commands.add_parser(name, help=text)
+        add_daemon_options(parser)
+        parser.set_defaults(handler=handler)
+
+
+__all__ = ["add_daemon_options", "call", "progress", "register"]

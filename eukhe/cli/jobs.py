@@ -1,0 +1,73 @@
+"""`eukhe jobs list|wait|cancel --session ID`: the jobs of a daemon-hosted session (S2 "Jobs" 4).
+
+--json keys: `list` -> a list of {`id`, `status` (running or ended), `command`}; `wait` and `cancel` -> `status`
+(settled or detached) and, once the job ended, `exit_code` or `killed: true`, with the bounded-output keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from eukhe.cli.bash import print_output
+from eukhe.cli.common import emit_json, positive_int
+from eukhe.cli.daemon import add_daemon_options, call
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """List the session's jobs (since it opened)."""
+    jobs = call(args, "jobs.list", {"session": args.session})["jobs"]
+    if args.json:
+        emit_json(jobs)
+        return 0
+    for job in jobs:
+        end = "" if job["status"] == "running" else ("killed" if job.get("killed") else f"exit {job.get('exit_code')}")
+        print(f"{job['id']}  {job['status']:7}  {end:8}  {job['command']}")
+    return 0
+
+
+def _report(args: argparse.Namespace, result: dict[str, Any]) -> int:
+    if args.json:
+        emit_json(result)
+        return 0
+    print_output(result)
+    if result["status"] == "detached":
+        sys.stderr.write(f"eukhe: job {result['job']} is still running\n")
+    elif result.get("killed"):
+        sys.stderr.write(f"eukhe: job {result['job']} was killed\n")
+    else:
+        sys.stderr.write(f"eukhe: job {result['job']} exited with {result.get('exit_code')}\n")
+    return 0
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    """Wait for a job's end, at most --timeout-ms (and the session budget)."""
+    payload: dict[str, Any] = {"session": args.session, "job": args.job}
+    if args.timeout_ms is not None:
+        payload["timeout_ms"] = args.timeout_ms
+    return _report(args, call(args, "jobs.wait", payload, wait_label=f"waiting for job {args.job}"))
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    """Kill a job and wait for its end (at most the session budget)."""
+    payload = {"session": args.session, "job": args.job}
+    return _report(args, call(args, "jobs.cancel", payload, wait_label=f"cancelling job {args.job}"))
+
+
+def register(subparsers: Any) -> None:
+    """Add `eukhe jobs ...` to the parser."""
+    jobs = subparsers.add_parser("jobs", help="list, wait for or cancel a session's jobs")
+    commands = jobs.add_subparsers(dest="jobs_command", required=True, parser_class=type(jobs))
+    listing = commands.add_parser("list", help="list the session's jobs")
+    listing.set_defaults(handler=cmd_list)
+    wait = commands.add_parser("wait", help="wait for a job's end (at most the timeout and the budget)")
+    wait.add_argument("job")
+    wait.add_argument("--timeout-ms", type=positive_int)
+    wait.set_defaults(handler=cmd_wait)
+    cancel = commands.add_parser("cancel", help="kill a job and wait for its end")
+    cancel.add_argument("job")
+    cancel.set_defaults(handler=cmd_cancel)
+    for parser in (listing, wait, cancel):
+        parser.add_argument("--session", required=True, help="the session id")
+        add_daemon_options(parser)

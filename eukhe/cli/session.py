@@ -1,0 +1,77 @@
+"""`eukhe session create|list|show`: sessions hosted by the daemon (issue 4).
+
+--json keys scripts rely on: `create` -> `id`; `list` -> `sessions` (each with `id`); `show` -> `entries` (each with
+`id`, `parent`, `kind`) and `leaf`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from eukhe.cli.common import emit_json
+from eukhe.cli.daemon import add_daemon_options, call
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    """Create a session in an explicit working directory."""
+    # The daemon runs elsewhere: a relative directory is taken relative to this shell's. "" stays "" (refused).
+    cwd = os.path.abspath(args.cwd) if args.cwd else args.cwd
+    result = call(args, "session.create", {"cwd": cwd})
+    if args.json:
+        emit_json(result)
+    else:
+        print(result["id"])
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """List the saved sessions."""
+    result = call(args, "session.list")
+    if args.json:
+        emit_json(result)
+    else:
+        for session in result["sessions"]:
+            state = "open" if session.get("open") else "closed"
+            print(f"{session['id']}  {state:6}  {session.get('cwd', '')}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Show a session's entry tree and its current leaf."""
+    result = call(args, "session.show", {"session": args.id})
+    if args.json:
+        emit_json(result)
+        return 0
+    print(f"session {args.id}, leaf {result.get('leaf')}")
+    for entry in result.get("entries", []):
+        marker = "*" if entry["id"] == result.get("leaf") else " "
+        print(f" {marker} {entry['id']}  parent {entry['parent']}  {entry['kind']}  {summary(entry.get('content'))}")
+    return 0
+
+
+def summary(content: Any) -> str:
+    """One short line for an entry's content (a bash row: its command and end)."""
+    if isinstance(content, dict) and "command" in content:
+        end = "killed" if content.get("killed") else f"exit {content.get('exitCode')}"
+        return f"bash: {content['command']} ({end})"
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def register(subparsers: Any) -> None:
+    """Add `eukhe session ...` to the parser."""
+    session = subparsers.add_parser("session", help="create, list or show daemon-hosted sessions")
+    commands = session.add_subparsers(dest="session_command", required=True, parser_class=type(session))
+    create = commands.add_parser("create", help="create a session (prints its id)")
+    create.add_argument("--cwd", required=True, help="the session's working directory (must exist)")
+    create.set_defaults(handler=cmd_create)
+    listing = commands.add_parser("list", help="list saved sessions")
+    listing.set_defaults(handler=cmd_list)
+    show = commands.add_parser("show", help="show a session's entry tree and leaf")
+    show.add_argument("id")
+    show.set_defaults(handler=cmd_show)
+    for parser in (create, listing, show):
+        add_daemon_options(parser)

@@ -1,0 +1,53 @@
+"""`eukhe tree navigate|fork --session ID ENTRY|none`: rewind a session, stopping the jobs started after the target.
+
+--json keys: `stoppedJobs` (ended within the budget), `stoppingJobs` (killed, not yet ended), and for a fork the new
+session's `id` (the fork goes on in the same worker, with the jobs it keeps).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from eukhe.cli.common import emit_json
+from eukhe.cli.daemon import add_daemon_options, call
+
+
+def _rewind(args: argparse.Namespace, op: str) -> int:
+    entry = None if args.entry == "none" else args.entry
+    result = call(args, op, {"session": args.session, "entry": entry}, wait_label="stopping jobs")
+    if args.json:
+        emit_json(result)
+        return 0
+    if op == "tree.fork":
+        print(f"forked: new session {result['id']} at {args.entry}")
+    else:
+        print(f"leaf is now {args.entry}")
+    print(f"stopped jobs: {' '.join(result['stoppedJobs']) or '-'}")
+    print(f"still stopping: {' '.join(result['stoppingJobs']) or '-'}")
+    return 0
+
+
+def cmd_navigate(args: argparse.Namespace) -> int:
+    """Move the session's leaf to ENTRY (none: before every entry)."""
+    return _rewind(args, "tree.navigate")
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    """Fork a new session holding the branch up to ENTRY (none: empty)."""
+    return _rewind(args, "tree.fork")
+
+
+def register(subparsers: Any) -> None:
+    """Add `eukhe tree ...` to the parser."""
+    tree = subparsers.add_parser("tree", help="rewind a session: navigate to or fork at an entry")
+    commands = tree.add_subparsers(dest="tree_command", required=True, parser_class=type(tree))
+    for name, handler, text in (
+        ("navigate", cmd_navigate, "move the leaf to ENTRY (none: before every entry); stops later jobs"),
+        ("fork", cmd_fork, "fork a new session at ENTRY (none: before every entry); stops later jobs"),
+    ):
+        parser = commands.add_parser(name, help=text)
+        parser.add_argument("--session", required=True, help="the session id")
+        parser.add_argument("entry", metavar="ENTRY|none")
+        add_daemon_options(parser)
+        parser.set_defaults(handler=handler)

@@ -1,0 +1,68 @@
+"""`eukhe watch --session ID`: live progress of a session's running calls and jobs (S2 "A tool call" 2).
+
+Prints each event as it comes (--json: one JSON object per line): first a snapshot of the running calls, then one
+`tool_execution_update` per change, and `job_update` when a job's output counters or state change. Runs until
+Ctrl-C, or until --max-events events were printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from eukhe.cli.common import positive_int
+from eukhe.cli.daemon import add_daemon_options, call
+
+
+class _Enough(Exception):  # noqa: N818  (control flow, never escapes this module)
+    """Raised from the event callback once --max-events events were printed."""
+
+
+def format_event(event: dict[str, Any]) -> str:
+    """One event as a line for a person."""
+    kind = event.get("type")
+    if kind == "snapshot":
+        return f"running calls: {len(event.get('calls', []))}"
+    if kind == "job_update":
+        end = (
+            ""
+            if event["status"] == "running"
+            else (" killed" if event.get("killed") else f" exit {event.get('exit_code')}")
+        )
+        return f"job {event['id']} {event['status']}{end}: {event['bytes_kept']} bytes  {event['command']}"
+    if kind == "tool_execution_update":
+        return f"call {event.get('call')} ({event.get('tool')}): progress"
+    if kind == "tool_execution_end":
+        return f"call {event.get('call')} ({event.get('tool')}): {event.get('status')}"
+    return json.dumps(event)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    """Stream the session's events until interrupted (or --max-events)."""
+    printed = 0
+
+    def on_event(event: Any) -> None:
+        nonlocal printed
+        line = json.dumps(event, ensure_ascii=False) if args.json else format_event(event)
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        printed += 1
+        if args.max_events is not None and printed >= args.max_events:
+            raise _Enough
+
+    try:
+        call(args, "watch", {"session": args.session}, on_event=on_event)
+    except _Enough:
+        return 0
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add `eukhe watch` to the parser."""
+    parser = subparsers.add_parser("watch", help="live progress of a session's running calls and jobs")
+    parser.add_argument("--session", required=True, help="the session id")
+    parser.add_argument("--max-events", type=positive_int, help="stop after this many events")
+    add_daemon_options(parser)
+    parser.set_defaults(handler=cmd_watch)

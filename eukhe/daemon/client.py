@@ -1,0 +1,201 @@
+"""The CLI's side of the daemon: find the socket, start the daemon on first use, send requests, read replies.
+
+Plain blocking sockets (no asyncio): a CLI call is one short-lived process, and its start-up time is the cost a
+user feels (bench/cli_roundtrip.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
+from eukhe.errors import EukheError
+
+if TYPE_CHECKING:
+    import subprocess
+
+START_TIMEOUT_S = 20.0
+EXIT_ANOTHER_DAEMON = 75
+"""A daemon that exits with this found another one starting on the same socket: poll for that one instead."""
+"""How long `daemon start` (or a first CLI call) waits for the socket to answer."""
+
+
+def default_socket_path() -> Path:
+    """`$TMPDIR/eukhe-<uid>/daemon.sock`, `/tmp` when TMPDIR is unset or empty."""
+    base = os.environ.get("TMPDIR") or "/tmp"
+    return Path(base) / f"eukhe-{os.getuid()}" / "daemon.sock"
+
+
+def socket_path(option: str | None) -> Path:
+    """The socket the CLI talks to: `--daemon-socket` if given, else the default; made absolute."""
+    return Path(os.path.abspath(option)) if option else default_socket_path()
+
+
+class DaemonError(EukheError):
+    """An error reply from the daemon; `code` is the daemon's stable code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class DaemonUnavailableError(EukheError):
+    """No daemon answers at the socket and none could be started."""
+
+    code = "daemon_unavailable"
+
+
+class DaemonProtocolError(EukheError):
+    """The daemon's reply broke the protocol (not JSON, wrong id, connection closed mid-reply)."""
+
+    code = "daemon_protocol"
+
+
+class DaemonClient:
+    """One connection to a daemon (supervisor or worker); requests go one at a time."""
+
+    def __init__(self, sock: socket.socket, path: Path) -> None:
+        self._sock = sock
+        self._file = sock.makefile("rb")
+        self._next_id = 1
+        self.path = path
+
+    @classmethod
+    def connect(cls, path: Path) -> DaemonClient:
+        """Connect, or raise OSError (ENOENT / ECONNREFUSED when no daemon listens)."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(os.fspath(path))
+        except OSError:
+            sock.close()
+            raise
+        return cls(sock, path)
+
+    def call(self, op: str, args: dict[str, Any] | None = None, on_event: Callable[[Any], None] | None = None) -> Any:
+        """Send one request and return its result; events of a stream go to `on_event`; errors raise DaemonError."""
+        request_id = self._next_id
+        self._next_id += 1
+        self._sock.sendall(encode_request(request_id, op, args))
+        while True:
+            reply = self.read_reply()
+            if reply.get("id") != request_id:
+                raise DaemonProtocolError(f"reply for id {reply.get('id')!r}, expected {request_id}")
+            if "event" in reply:
+                if on_event is not None:
+                    on_event(reply["event"])
+                continue
+            if reply.get("ok") is True:
+                return reply.get("result")
+            error = reply.get("error") or {}
+            raise DaemonError(str(error.get("code", "error")), str(error.get("message", "error")))
+
+    def send_raw(self, data: bytes) -> None:
+        """Write bytes as they are (tests of malformed and oversized requests)."""
+        self._sock.sendall(data)
+
+    def read_reply(self) -> dict[str, Any]:
+        """Read one reply line."""
+        line = self._file.readline(MAX_REPLY_BYTES + 1)
+        if not line:
+            raise DaemonProtocolError(f"the daemon at {self.path} closed the connection")
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DaemonProtocolError(f"unreadable reply: {error}") from error
+        if not isinstance(value, dict):
+            raise DaemonProtocolError("a reply is a JSON object")
+        return value
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._file.close()
+        self._sock.close()
+
+    def __enter__(self) -> DaemonClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _no_daemon(error: OSError) -> bool:
+    return error.errno in (errno.ENOENT, errno.ECONNREFUSED)
+
+
+def log_path() -> Path:
+    """Where a background daemon writes its log: `<agent dir>/daemon.log`."""
+    from eukhe.paths import agent_dir  # noqa: PLC0415  (lazy: only a start needs it; CLI start-up time)
+
+    return agent_dir() / "daemon.log"
+
+
+def spawn_daemon(path: Path) -> subprocess.Popen[bytes]:
+    """Start a supervisor in the background (its own session), logging to `<agent dir>/daemon.log`."""
+    import subprocess  # noqa: PLC0415  (lazy: only a start needs it; CLI start-up time)
+
+    from eukhe.private_fs import make_private_dirs, open_private_file  # noqa: PLC0415  (same reason)
+
+    log = log_path()
+    make_private_dirs(log.parent)
+    fd = open_private_file(log)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "eukhe.daemon.supervisor", "--socket", os.fspath(path)],
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        os.close(fd)
+
+
+def start_daemon(path: Path, timeout_s: float = START_TIMEOUT_S) -> DaemonClient:
+    """Start a daemon at `path` and return a connection once it answers; raise DaemonUnavailableError if it does not."""
+    process = spawn_daemon(path)
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            return DaemonClient.connect(path)
+        except OSError as error:
+            if not _no_daemon(error):
+                raise DaemonUnavailableError(f"cannot reach the daemon at {path}: {error.strerror}") from error
+        code = process.poll()
+        if code is not None and code != EXIT_ANOTHER_DAEMON:
+            with contextlib.suppress(OSError):
+                return DaemonClient.connect(path)
+            raise DaemonUnavailableError(f"the daemon did not start (exit {code}): {_log_tail()}")
+        if time.monotonic() > deadline:
+            raise DaemonUnavailableError(f"the daemon did not answer at {path} within {timeout_s:.0f} s")
+        time.sleep(delay)  # polling a real event (the socket answering), bounded by the deadline
+        delay = min(delay * 2, 0.1)
+
+
+def _log_tail() -> str:
+    """The last lines of the daemon log, to explain a failed start."""
+    try:
+        lines = log_path().read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return " | ".join(lines[-3:]) if lines else "(empty log)"
+
+
+def connect(path: Path, *, autostart: bool = True) -> DaemonClient:
+    """Connect to the daemon at `path`, starting one first when none answers (and `autostart`)."""
+    try:
+        return DaemonClient.connect(path)
+    except OSError as error:
+        if not _no_daemon(error) or not autostart:
+            raise DaemonUnavailableError(f"no daemon answers at {path}: {error.strerror}") from error
+    return start_daemon(path)

@@ -1,0 +1,394 @@
+"""The supervisor: the daemon's front door on `$TMPDIR/eukhe-<uid>/daemon.sock` (spec "Local access", issue 4).
+
+It makes the agent dir and sessions root private (or refuses to start), checks its socket dir, binds 0600, and
+serves the client protocol. Session-scoped requests go to the session's worker, one process per open session,
+started in the session's working directory (a gone directory fails the start with the spec's text). A worker that
+dies is reported (log and `status`), what its jobs left is killed, and the session is reopened in a fresh worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eukhe.daemon.client import default_socket_path
+from eukhe.daemon.host import SESSION_OPS, list_sessions, saved_cwd
+from eukhe.daemon.local_access import (
+    bind_private_socket,
+    ensure_private_state_dirs,
+    ensure_socket_dir,
+    serve_private,
+    socket_is_live,
+)
+from eukhe.daemon.procs import become_subreaper, end_orphans
+from eukhe.daemon.protocol import JSON, MAX_REPLY_BYTES, PROTOCOL_VERSION, Request, encode_request
+from eukhe.daemon.server import EventSink, RequestError, arg_str, close_writer, serve_requests
+from eukhe.errors import EukheError
+from eukhe.private_fs import check_working_dir, open_private_file
+
+log = logging.getLogger("eukhe.daemon")
+
+EXIT_ANOTHER_DAEMON = 75
+"""Exit code of a daemon that found another one holding its socket (EX_TEMPFAIL): a client keeps polling."""
+WORKER_READY_TIMEOUT_S = 30.0
+WORKER_STOP_GRACE_S = 10.0
+REPORTS_KEPT = 50
+CRASH_LOOP_S = 5.0
+CRASH_LOOP_LIMIT = 3
+"""A worker that dies this many times in a row within CRASH_LOOP_S of its start is not reopened eagerly."""
+
+
+class DaemonStartError(EukheError):
+    """The daemon cannot start (another one holds the lock, or a start check failed)."""
+
+    code = "daemon_start_failed"
+
+
+class DaemonRunningError(DaemonStartError):
+    """Another daemon holds this socket's lock (it is running, or starting right now)."""
+
+    code = "daemon_running"
+    exit_code = EXIT_ANOTHER_DAEMON
+
+
+class WorkerUnreachableError(RequestError):
+    """The worker's socket did not accept the connection: the request did not reach it (safe to send again)."""
+
+
+class WorkerStartError(RequestError):
+    """A session's worker did not start; the message is the worker's (e.g. `working directory is gone`)."""
+
+
+@dataclass
+class Worker:
+    """One session's worker process as the supervisor sees it."""
+
+    session_id: str
+    cwd: str
+    socket: Path
+    process: asyncio.subprocess.Process
+    started: float = field(default_factory=time.time)
+
+
+class Supervisor:
+    """The daemon's supervisor: one per socket."""
+
+    def __init__(self, socket_path: Path) -> None:
+        self.socket_path = socket_path
+        self.workers: dict[str, Worker] = {}
+        self.restarts: dict[str, int] = {}
+        self.reports: list[dict[str, JSON]] = []
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._stop = asyncio.Event()
+        self._stopping = False
+        self._started = time.time()
+        self._monitors: set[asyncio.Task[None]] = set()
+        self._spawned = 0
+        self._quick_deaths: dict[str, int] = {}
+        self._spawn_lock = asyncio.Lock()
+
+    # --- lifecycle ------------------------------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Start checks, bind, serve until `stop` or a signal, then stop every worker; the exit code."""
+        ensure_private_state_dirs()
+        ensure_socket_dir(self.socket_path.parent)
+        lock_fd = open_private_file(self.socket_path.parent / (self.socket_path.name + ".lock"), os.O_RDWR)
+        try:
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise DaemonRunningError(f"another daemon holds {self.socket_path}") from None
+            become_subreaper()
+            self._remove_stale_worker_sockets()
+            listener = bind_private_socket(self.socket_path)
+            try:
+                await self._serve(listener)
+            finally:
+                listener.close()
+                with contextlib.suppress(OSError):
+                    os.unlink(self.socket_path)
+                await self._stop_workers()
+        finally:
+            os.close(lock_fd)
+        return 0
+
+    async def _serve(self, listener: socket.socket) -> None:
+        """Accept clients until stopped."""
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, self._stop.set)
+        loop.add_signal_handler(signal.SIGINT, self._stop.set)
+        log.info("daemon %d listening on %s", os.getpid(), self.socket_path)
+        server = asyncio.create_task(serve_private(listener, self._connection, "supervisor"))
+        stopper = asyncio.create_task(self._stop.wait())
+        await asyncio.wait({server, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        self._stopping = True
+        for task in (server, stopper):
+            task.cancel()
+        await asyncio.gather(server, stopper, return_exceptions=True)
+        if server.done() and not server.cancelled() and server.exception() is not None:
+            log.error("listener failed: %s", server.exception())
+
+    async def _stop_workers(self) -> None:
+        """Close every worker's stdin, wait for them, kill the ones that linger; end all orphans."""
+        self._stopping = True
+        workers = list(self.workers.values())
+        for worker in workers:
+            if worker.process.stdin is not None:
+                worker.process.stdin.close()
+        for worker in workers:
+            try:
+                await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    worker.process.kill()
+                await worker.process.wait()
+        for task in list(self._monitors):
+            task.cancel()
+        await asyncio.gather(*self._monitors, return_exceptions=True)
+        end_orphans(keep=())
+        log.info("daemon %d stopped", os.getpid())
+
+    # --- requests -------------------------------------------------------------------------------------------------
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await serve_requests(reader, writer, self.handle)
+
+    async def handle(self, request: Request, emit: EventSink) -> JSON:
+        """Answer one client request."""
+        op = request.op
+        if op == "ping":
+            return {"pong": True, "pid": os.getpid(), "version": PROTOCOL_VERSION}
+        if op == "status":
+            return self.status()
+        if op == "stop":
+            asyncio.get_running_loop().call_soon(self._stop.set)
+            return {"stopping": True, "pid": os.getpid()}
+        if op == "session.create":
+            return await self.create_session(request)
+        if op == "session.list":
+            return {"sessions": [{**s, "open": s["id"] in self.workers} for s in list_sessions()]}
+        if op in SESSION_OPS:
+            session_id = arg_str(request, "session")
+            assert session_id is not None
+            worker = await self.ensure_worker(session_id)
+            try:
+                result = await self.forward(worker, request, emit)
+            except WorkerUnreachableError:
+                # The request never reached the worker (it is dying): wait for its end, reopen, send it once more.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
+                result = await self.forward(await self.ensure_worker(session_id), request, emit)
+            if op == "tree.fork" and isinstance(result, dict) and isinstance(result.get("id"), str):
+                self._rekey(worker, result["id"])
+            return result
+        raise RequestError("unknown_op", f"unknown request {op!r}")
+
+    def _rekey(self, worker: Worker, session_id: str) -> None:
+        """After a fork the worker goes on in the new session; the old one reopens in a fresh worker when asked."""
+        if self.workers.get(worker.session_id) is worker:
+            del self.workers[worker.session_id]
+        worker.session_id = session_id
+        self.workers[session_id] = worker
+        log.info("worker %d now serves the fork %s", worker.process.pid, session_id)
+
+    def status(self) -> dict[str, JSON]:
+        """What `daemon status` shows."""
+        return {
+            "pid": os.getpid(),
+            "socket": str(self.socket_path),
+            "version": PROTOCOL_VERSION,
+            "uptimeS": round(time.time() - self._started, 3),
+            "workers": [
+                {
+                    "session": w.session_id,
+                    "pid": w.process.pid,
+                    "cwd": w.cwd,
+                    "socket": str(w.socket),
+                    "restarts": self.restarts.get(w.session_id, 0),
+                }
+                for w in self.workers.values()
+            ],
+            "reports": self.reports[-REPORTS_KEPT:],
+        }
+
+    async def create_session(self, request: Request) -> JSON:
+        """Create a session in an explicit, existing working dir, hosted by a new worker."""
+        raw = request.args.get("cwd")
+        if raw is not None and not isinstance(raw, str):
+            raise RequestError("bad_args", "session.create: `cwd` must be a string")
+        cwd = check_working_dir(raw)
+        worker = await self._spawn(None, str(cwd))
+        return {"id": worker.session_id, "cwd": worker.cwd, "pid": worker.process.pid}
+
+    async def ensure_worker(self, session_id: str) -> Worker:
+        """The session's live worker, starting one (reopening the session) if none runs."""
+        lock = self._locks.setdefault(session_id, asyncio.Lock())
+        async with lock:
+            worker = self.workers.get(session_id)
+            if worker is not None and worker.process.returncode is None:
+                return worker
+            return await self._spawn(session_id, saved_cwd(session_id))
+
+    def _worker_socket(self) -> Path:
+        """A fresh worker socket path beside the daemon's (short: AF_UNIX paths stop at 107 bytes)."""
+        self._spawned += 1
+        return self.socket_path.parent / f"w-{os.getpid()}-{self._spawned}.sock"
+
+    def _remove_stale_worker_sockets(self) -> None:
+        """Worker sockets a crashed daemon left (no listener behind them) are removed at start."""
+        for path in self.socket_path.parent.glob("w-*.sock"):
+            if not socket_is_live(path):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+
+    async def _spawn(self, session_id: str | None, cwd: str) -> Worker:
+        """Start a worker in `cwd` for `session_id` (None: create a new session) and wait for its ready line."""
+        if self._stopping:
+            raise RequestError("daemon_stopping", "the daemon is stopping")
+        check_working_dir(cwd)  # gone at a restart: the restart fails with the spec's text
+        key = session_id or f"new-{os.getpid()}-{time.monotonic_ns()}"
+        sock = self._worker_socket()
+        args = ["--session", session_id] if session_id else ["--create"]
+        # Under the spawn lock from fork to registration: an orphan sweep never sees an unregistered worker.
+        async with self._spawn_lock:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "eukhe.daemon.worker",
+                "--socket",
+                str(sock),
+                *args,
+                cwd=cwd,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+            placeholder = Worker(session_id or key, cwd, sock, process)
+            self.workers[placeholder.session_id] = placeholder
+        try:
+            assert process.stdout is not None
+            line = await asyncio.wait_for(process.stdout.readline(), WORKER_READY_TIMEOUT_S)
+            ready = json.loads(line) if line.strip() else {"ready": False, "message": "the worker exited at start"}
+        except (TimeoutError, json.JSONDecodeError) as error:
+            ready = {"ready": False, "error": "worker_start_failed", "message": f"worker did not start: {error!r}"}
+        finally:
+            if self.workers.get(placeholder.session_id) is placeholder:
+                del self.workers[placeholder.session_id]
+        if not ready.get("ready"):
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+            raise WorkerStartError(str(ready.get("error", "worker_start_failed")), str(ready.get("message")))
+        worker = Worker(str(ready["session"]), cwd, sock, process)
+        self.workers[worker.session_id] = worker
+        monitor = asyncio.create_task(self._monitor(worker))
+        self._monitors.add(monitor)
+        monitor.add_done_callback(self._monitors.discard)
+        log.info("worker %d serves session %s in %s", process.pid, worker.session_id, cwd)
+        return worker
+
+    async def _monitor(self, worker: Worker) -> None:
+        """Wait for a worker's end; if it was not asked to stop, report it, end its orphans and reopen the session."""
+        code = await worker.process.wait()
+        if self.workers.get(worker.session_id) is worker:
+            del self.workers[worker.session_id]
+        if self._stopping:
+            return
+        how = f"killed by signal {-code}" if code < 0 else f"exited with {code}"
+        log.warning("worker %d of session %s %s", worker.process.pid, worker.session_id, how)
+        async with self._spawn_lock:
+            live = {w.process.pid for w in self.workers.values()}
+            ended = await asyncio.to_thread(end_orphans, live)
+        report: dict[str, JSON] = {
+            "event": "worker_died",
+            "session": worker.session_id,
+            "pid": worker.process.pid,
+            "exit": code,
+            "orphansEnded": ended,
+            "at": time.time(),
+        }
+        self.restarts[worker.session_id] = self.restarts.get(worker.session_id, 0) + 1
+        quick = time.time() - worker.started < CRASH_LOOP_S
+        self._quick_deaths[worker.session_id] = self._quick_deaths.get(worker.session_id, 0) + 1 if quick else 0
+        if self._quick_deaths[worker.session_id] >= CRASH_LOOP_LIMIT:
+            log.error(
+                "session %s: worker died %d times in a row within %.0f s of its start; not reopened until asked",
+                worker.session_id,
+                CRASH_LOOP_LIMIT,
+                CRASH_LOOP_S,
+            )
+            report["reopenError"] = "crash loop: reopened on the next request only"
+            self.reports.append(report)
+            return
+        try:
+            fresh = await self.ensure_worker(worker.session_id)
+            report["reopened"] = {"pid": fresh.process.pid}
+        except EukheError as error:
+            log.error("session %s not reopened: %s", worker.session_id, error)
+            report["reopenError"] = str(error)
+        self.reports.append(report)
+
+    async def forward(self, worker: Worker, request: Request, emit: EventSink) -> JSON:
+        """Send one request to a worker and relay its events and reply."""
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(worker.socket), limit=MAX_REPLY_BYTES)
+        except OSError as error:
+            raise WorkerUnreachableError(
+                "worker_unavailable", f"session {worker.session_id}: {error.strerror}"
+            ) from error
+        try:
+            writer.write(encode_request(request.id, request.op, request.args))
+            await writer.drain()
+            while True:
+                line = await reader.readline()
+                if not line:
+                    raise RequestError("worker_died", f"the worker of session {worker.session_id} ended mid-request")
+                reply = json.loads(line)
+                if "event" in reply:
+                    await emit(reply["event"])
+                    continue
+                if reply.get("ok"):
+                    return reply.get("result")
+                fault = reply.get("error") or {}
+                raise RequestError(str(fault.get("code", "error")), str(fault.get("message", "")))
+        finally:
+            await close_writer(writer)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the daemon process (`eukhe daemon run` runs it in the foreground)."""
+    parser = argparse.ArgumentParser(prog="eukhe-daemon")
+    parser.add_argument("--socket")
+    args = parser.parse_args(argv)
+    path = Path(os.path.abspath(args.socket)) if args.socket else default_socket_path()
+    return run_supervisor(path)
+
+
+def run_supervisor(path: Path) -> int:
+    """Run a supervisor on `path` in this process until it stops; errors are logged and give exit code 1."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s daemon[%(process)d] %(levelname)s %(message)s")
+    try:
+        return asyncio.run(Supervisor(path).run())
+    except DaemonRunningError as error:
+        log.info("%s", error)
+        return EXIT_ANOTHER_DAEMON
+    except EukheError as error:
+        log.error("%s", error)
+        sys.stderr.write(f"eukhe daemon: {error}\n")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""A session worker: one process per open session, in the session's working directory, on its own socket.
+
+Started by the supervisor (`python -m eukhe.daemon.worker --socket PATH (--session ID | --create)`), it opens the
+session, checks its socket dir and binds (eukhe.daemon.local_access), announces one JSON line on stdout
+(`{"ready": true, "session": ID, "pid": N}` or `{"ready": false, "error": CODE, "message": TEXT}`), then serves
+requests until its stdin closes (the supervisor stopped or died) or it gets SIGTERM. On the way out it closes the
+session (its jobs end) and kills whatever is left of its children's process groups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+from eukhe.daemon.host import SessionHost, open_host
+from eukhe.daemon.local_access import bind_private_socket, serve_private
+from eukhe.daemon.procs import become_subreaper, end_orphans
+from eukhe.daemon.protocol import JSON, Request
+from eukhe.daemon.server import EventSink, code_of, serve_requests
+from eukhe.errors import EukheError
+
+log = logging.getLogger("eukhe.daemon")
+
+
+def _announce(payload: dict[str, JSON]) -> None:
+    """Write the one ready line on stdout, then point stdout at stderr (the log) so nothing else reaches the pipe."""
+    os.write(1, json.dumps(payload).encode() + b"\n")
+    os.dup2(2, 1)
+
+
+async def _stdin_closed() -> None:
+    """Return when stdin (the pipe from the supervisor) reaches EOF."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    try:
+        while await reader.read(4096):
+            pass
+    finally:
+        transport.close()
+
+
+async def run_worker(socket_path: Path, session_id: str | None) -> int:
+    """Open the session, bind, serve until told to stop; return the exit code."""
+    become_subreaper()
+    cwd = Path.cwd()
+    try:
+        host = await open_host(session_id, cwd)
+        listener = bind_private_socket(socket_path)
+    except EukheError as error:
+        _announce({"ready": False, "error": code_of(error), "message": str(error)})
+        return 1
+    try:
+        _announce({"ready": True, "session": host.session_id, "pid": os.getpid(), "socket": str(socket_path)})
+        await _serve_until_stopped(host, listener)
+    finally:
+        listener.close()
+        with contextlib.suppress(OSError):
+            os.unlink(socket_path)
+        await host.close()
+        end_orphans(keep=())
+    return 0
+
+
+async def _serve_until_stopped(host: SessionHost, listener: socket.socket) -> None:
+    """Serve the worker socket until stdin closes or a signal asks to stop."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+
+    async def handle(request: Request, emit: EventSink) -> JSON:
+        if request.op == "ping":
+            return {"pong": True, "session": host.session_id, "pid": os.getpid()}
+        return await host.handle(request, emit)
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await serve_requests(reader, writer, handle)
+
+    server = asyncio.create_task(serve_private(listener, connection, f"worker {host.session_id}"))
+    watcher = asyncio.create_task(_stdin_closed())
+    stopper = asyncio.create_task(stop.wait())
+    await asyncio.wait({server, watcher, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (server, watcher, stopper):
+        task.cancel()
+    await asyncio.gather(server, watcher, stopper, return_exceptions=True)
+    log.info("worker %s for %s stops", os.getpid(), host.session_id)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of a worker process."""
+    parser = argparse.ArgumentParser(prog="eukhe-worker")
+    parser.add_argument("--socket", required=True)
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--session")
+    group.add_argument("--create", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s worker[%(process)d] %(levelname)s %(message)s")
+    return asyncio.run(run_worker(Path(args.socket), None if args.create else args.session))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -83,7 +83,7 @@ class BoundedOutput:
         self._artifact_dir = artifact_dir
         self._artifact_prefix = artifact_prefix
         self._artifact_path: Path | None = None
-        self._artifact_file: Any = None
+        self._artifact_fd: int | None = None
         self._artifact_error: str | None = None
         self._store = bytearray()
         self._pending: bytearray | None = bytearray()  # all bytes so far, until they spill to the artifact
@@ -153,35 +153,38 @@ class BoundedOutput:
         try:
             make_private_dirs(self._artifact_dir)
             path = self._artifact_dir / f"{self._artifact_prefix}-{uuid.uuid4().hex[:16]}.log"
-            self._artifact_file = os.fdopen(create_private_file(path), "wb")
+            self._artifact_fd = create_private_file(path)
             self._artifact_path = path
         except OSError as error:
             self._artifact_error = f"cannot create the artifact in {self._artifact_dir}: {error.strerror or error}"
 
     def _to_artifact(self, data: bytes | bytearray) -> None:
-        if self._artifact_file is None:
+        # Unbuffered: every byte read is in the kernel's hands at once, so a crash of this process loses none.
+        if self._artifact_fd is None:
             return
         try:
-            self._artifact_file.write(data)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._artifact_fd, view) :]
         except OSError as error:
             self._artifact_error = f"cannot write the artifact {self._artifact_path}: {error.strerror or error}"
-            self._artifact_file.close()
-            self._artifact_file = None
+            self._close_artifact()
+
+    def _close_artifact(self) -> None:
+        if self._artifact_fd is not None:
+            os.close(self._artifact_fd)
+            self._artifact_fd = None
 
     def snapshot(self) -> BoundedResult:
         """The window so far, without closing."""
         if self._final is not None:
             return self._final
-        if self._artifact_file is not None:
-            self._artifact_file.flush()
         return self._read(close=False)
 
     def close(self) -> BoundedResult:
         """The final window; the artifact (if any) is complete and closed. Idempotent."""
         if self._final is None:
-            if self._artifact_file is not None:
-                self._artifact_file.close()
-                self._artifact_file = None
+            self._close_artifact()
             self._final = self._read(close=True)
             self._pending = None
         return self._final

@@ -9,26 +9,34 @@ from collections.abc import Callable, Sequence
 from eukhe.cli.common import ArgumentParser, report_error
 from eukhe.errors import EukheError
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "eukhe.cli.run",
-    "eukhe.cli.daemon",
-    "eukhe.cli.session",
-    "eukhe.cli.bash",
-    "eukhe.cli.ipython",
-    "eukhe.cli.jobs",
-    "eukhe.cli.watch",
-    "eukhe.cli.tree",
-)
-"""Each module has `register(subparsers)`, which adds its commands and sets `handler` on them."""
+COMMANDS: dict[str, str] = {
+    "run": "eukhe.cli.run",
+    "kernel": "eukhe.cli.kernel",
+    "daemon": "eukhe.cli.daemon",
+    "session": "eukhe.cli.session",
+    "bash": "eukhe.cli.bash",
+    "ipython": "eukhe.cli.ipython",
+    "jobs": "eukhe.cli.jobs",
+    "watch": "eukhe.cli.watch",
+    "tree": "eukhe.cli.tree",
+}
+"""Each command's module has `register(subparsers)`, which adds the command and sets `handler` on it."""
 
 
-def build_parser() -> ArgumentParser:
-    """The whole `eukhe` parser."""
+def build_parser(command: str | None = None) -> ArgumentParser:
+    """The `eukhe` parser: only the named command's module is imported (start-up stays quick), or every module
+    when no known command is named (help and usage errors list them all)."""
     parser = ArgumentParser(prog="eukhe", description="The execution layer of a coding agent.")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=ArgumentParser)
-    for name in COMMAND_MODULES:
+    names = [COMMANDS[command]] if command in COMMANDS else list(COMMANDS.values())
+    for name in names:
         importlib.import_module(name).register(subparsers)
     return parser
+
+
+def chosen_command(args: Sequence[str]) -> str | None:
+    """The command word of an argument list (its first argument that is not an option), if any."""
+    return next((arg for arg in args if not arg.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     own_args = args_list[: args_list.index("--")] if "--" in args_list else args_list
     as_json = "--json" in own_args
     try:
-        args = build_parser().parse_args(args_list)
+        args = build_parser(chosen_command(own_args)).parse_args(args_list)
         handler: Callable[..., int] = args.handler
         return handler(args)
     except EukheError as error:

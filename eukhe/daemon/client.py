@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eukhe.daemon.protocol import MAX_REPLY_BYTES, encode_request
+from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
 from eukhe.errors import EukheError
 
 if TYPE_CHECKING:

@@ -79,7 +79,6 @@ class Worker:
     socket: Path
     process: asyncio.subprocess.Process
     started: float = field(default_factory=time.time)
-    restarts: int = 0
 
 
 class Supervisor:

@@ -78,6 +78,7 @@ class _Running:
         self.progress = progress
         self.task = task
         self.aborted = False
+        self.done = asyncio.Event()  # set once the call's `call` coroutine has finished (settled or not)
         self.settled: ToolResult | None = None
         self.pending_settle: tuple[str, str, str] | None = None  # (status, tool, failure) of a settle not committed
 
@@ -169,6 +170,7 @@ class Harness:
         finally:
             if running.settled is not None:
                 self._running.pop(call, None)
+            running.done.set()
         if outer_cancel is not None:
             raise outer_cancel
         return result
@@ -185,6 +187,18 @@ class Harness:
         elif running.settled is None and running.pending_settle is not None:
             self._settle(running, "cancelled", running.pending_settle[2])
             self._running.pop(call_id, None)
+
+    async def abort_all(self) -> None:
+        """Abort every running call and wait until each has settled (or failed to: it stays on the board)."""
+        for call_id in list(self._running):
+            running = self._running.get(call_id)
+            if running is None:
+                continue
+            try:
+                self.abort(call_id)
+            except JournalError:
+                continue  # its settle cannot commit now: the next open settles it from what is durable
+            await running.done.wait()
 
     def _settle(self, running: _Running, status: str, failure: str) -> ToolResult:
         """Commit slot `done` and the result entry in one commit, from the board; the board drops the call after."""
@@ -217,7 +231,7 @@ class Harness:
     def settle_interrupted(self, slots: Mapping[str, Slot]) -> list[ToolResult]:
         """After a crash: settle every slot still `running` from what is durable (its artifact, if any)."""
         results: list[ToolResult] = []
-        for slot in slots.values():
+        for slot in list(slots.values()):
             if slot.status != "running" or slot.call in self._running:
                 continue
             checkpoint = slot.checkpoint if isinstance(slot.checkpoint, Mapping) else {}
@@ -246,7 +260,7 @@ def durable_output(checkpoint: Mapping[str, JSON]) -> BoundedResult:
     if isinstance(directory, str) and isinstance(prefix, str):
         root = Path(directory)
         if root.is_dir():
-            found = sorted(path for path in root.iterdir() if path.name.startswith(prefix))
+            found = sorted(path for path in root.iterdir() if path.name.startswith(f"{prefix}-"))
     bounder = BoundedOutput(truncation, None)
     if not found:
         return bounder.close()

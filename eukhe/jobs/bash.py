@@ -11,7 +11,8 @@ has exited and no live member of the group remains, so a cancel that waits for t
 The group ends with the job. When the leader exits, the pipe may drain for a moment (`drain_s`); then any process
 left in the group gets SIGTERM, and SIGKILL after the grace; then the pipe is closed and the job ends with the
 leader's exit code. So a command that leaves a background child holding its stdout returns at once, and the child is
-gone. A process that left the group (its own `setsid`) is not ours: we only stop reading its output.
+gone. Once the group is gone the rest of the pipe is read to its EOF (at most 1 s more: only a process that left the
+group with its own `setsid` can hold it open; it is not ours to kill, and we stop reading its output).
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ from eukhe.core import job as core
 from eukhe.core.limits import Truncation
 from eukhe.errors import EukheError
 from eukhe.jobs.job import Job, JobSpec
-from eukhe.jobs.table import JobTable, JobTableClosedError
+from eukhe.jobs.table import JobTable
 from eukhe.jobs.wait import wait_until
 from eukhe.output import BoundedResult
 
 _GIVE_UP_S = 10.0  # past the kill grace: a member that survives SIGKILL this long (stuck in the kernel) is given up
+_EOF_AFTER_GROUP_S = 1.0  # once the group is gone the pipe's EOF is due; only a process that left the group delays it
 
 
 class BashStartError(EukheError):
@@ -159,7 +161,7 @@ class BashRun:
             if group_alive(self.pgid):
                 self._terminate()
                 await self._until_group_gone()
-            await _within(self.pipe.eof, self.options.drain_s)
+            await _within(self.pipe.eof, max(self.options.drain_s, _EOF_AFTER_GROUP_S))
             done = True
         finally:
             if not done:  # cancelled (the loop is closing): leave no process behind
@@ -220,8 +222,9 @@ async def start_bash(
     run = BashRun(transport, pipe, opts)
     try:
         job = table.start(JobSpec("bash", command, truncation, artifact_dir), run)
-    except JobTableClosedError:
+    except BaseException:  # a closed table (JobTableClosedError) or a failing listener: leave no process behind
         _signal_group(run.pgid, signal.SIGKILL)
+        await _within(pipe.exited, _GIVE_UP_S)  # reaped before the transport goes
         transport.close()
         raise
     run.job = job

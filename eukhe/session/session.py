@@ -159,6 +159,7 @@ class Session:
         self.writer = JobWriter(self.commit, self.entry_record, self._job_nodes)
         self._unsubscribe = self.job_table.subscribe(self)
         self._closed = False
+        self.last_read: JournalRead | None = None  # what the reopen read: its commits and skipped lines
         self._kernel: SessionKernel | None = None  # the Python kernel, started by the first `ipython` cell
 
     # ---- open, create, close -------------------------------------------------------------------------------------
@@ -220,13 +221,13 @@ class Session:
         session.writer.start()
         return session
 
-    last_read: JournalRead | None = None
-
     async def close(self) -> None:
-        """Kill every running job (waiting at most the budget), commit what the writer holds, close the journal."""
+        """Abort the running tool calls (each settles), kill every running job (waiting at most the budget), commit
+        what the writer holds, close the journal."""
         if self._closed:
             return
         self._closed = True
+        await self.harness.abort_all()
         clock = self.job_table.clock
         await self.job_table.quit(deadline_for(clock.now_ms(), None, self.budget_ms))
         if self._kernel is not None:

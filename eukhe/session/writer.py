@@ -98,7 +98,10 @@ class JobWriter:
             batch, self._queue = tuple(self._queue), []
             if batch:
                 self.batches.append(batch)
-                self._write_batch(batch)
+                try:
+                    self._write_batch(batch)
+                except Exception as error:  # a bug must not stop the writer: later records still get written
+                    sys.stderr.write(f"eukhe: job writer could not write a batch: {error!r}\n")
             if not self._queue:
                 self._idle.set()
 

@@ -8,8 +8,9 @@ job table history. (The stream_* laws over `journal` belong to the session half.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -165,25 +166,36 @@ def reachable_states(cap: int | None, seq: Sequence[JobEvent]) -> Iterator[JobSt
         yield state
 
 
-@pytest.mark.parametrize("law", ["bounded", "loss", "optout", "excess", "once", "final", "kill"])
-def test_job_laws_exhaustively_over_short_sequences(law: str) -> None:
-    """job_output_bounded job_no_silent_loss job_optout_keeps_all job_cap_drops_only_excess job_ends_once
-    job_end_is_final job_kill_ends_now: every (cap, sequence) of the small domain, up to 4 events."""
+JOB_LAWS = [
+    "job_output_bounded",
+    "job_no_silent_loss",
+    "job_optout_keeps_all",
+    "job_cap_drops_only_excess",
+    "job_ends_once",
+    "job_end_is_final",
+    "job_kill_ends_now",
+]
+
+
+@pytest.mark.parametrize("law", JOB_LAWS, ids=[f"{law}_exhaustively" for law in JOB_LAWS])
+def test_exhaustively_over_short_sequences(law: str) -> None:
+    """Each job law over every (cap, sequence) of the small domain, up to 4 events."""
     for cap, seq in EXHAUSTIVE:
-        if law == "bounded":
+        if law == "job_output_bounded":
             check_output_bounded(cap, seq)
-        elif law == "loss":
+        elif law == "job_no_silent_loss":
             check_no_silent_loss(cap, seq)
-        elif law == "optout" and cap is None:
+        elif law == "job_optout_keeps_all" and cap is None:
             check_optout_keeps_all(seq)
-        elif law == "excess" and cap is not None:
+        elif law == "job_cap_drops_only_excess" and cap is not None:
             check_cap_drops_only_excess(cap, seq)
-        elif law == "once":
+        elif law == "job_ends_once":
             check_ends_once(cap, seq)
-        elif law in ("final", "kill") and len(seq) <= 3:
+        elif law in ("job_end_is_final", "job_kill_ends_now") and len(seq) <= 3:
+            check = check_end_is_final if law == "job_end_is_final" else check_kill_ends_now
             for state in reachable_states(cap, seq):
                 for event in SMALL_EVENTS:
-                    (check_end_is_final if law == "final" else check_kill_ends_now)(state, event)
+                    check(state, event)
 
 
 @given(caps, event_lists)
@@ -367,7 +379,7 @@ def test_call_settles_with_job(state: JobState, timeline: list[JobEvent], now: i
     check_call_settles_with_job(state, timeline, now, budget)
 
 
-def test_call_laws_exhaustively_over_short_timelines() -> None:
+def test_call_blocks_at_most_budget_and_call_settles_with_job_exhaustively() -> None:
     """call_blocks_at_most_budget, call_settles_with_job: every short timeline of ticks, outputs and ends."""
     moments: tuple[JobEvent, ...] = (Tick(), Output(1), Exit(0), Exit(2), Kill())
     starts = (JobState(2), JobState(2, end=Exited(7)), JobState(None, end=Killed()))
@@ -504,7 +516,7 @@ def test_rewind_keeps_target_jobs(history: list[TableEvent], target: int) -> Non
         assert model.running == {job for job in running if started_before(model.order, job, model.entries[-1])}
 
 
-def test_rewind_laws_exhaustively_over_short_histories() -> None:
+def test_rewind_stops_orphans_and_rewind_keeps_target_jobs_exhaustively() -> None:
     """rewind_stops_orphans, rewind_keeps_target_jobs: every history of up to 5 table events, then every rewind."""
     alphabet: tuple[TableEvent, ...] = (Commit(), Begin(), Finish(0), Finish(1), Back(None), Back(0), Back(1))
     for length in range(6):
@@ -654,20 +666,26 @@ def small_bounded_states() -> Iterator[JobState]:
             )
 
 
-def test_job_feed_laws_exhaustively_near_the_bound() -> None:
-    """job_feed_*: every small state near MAX_BYTES and every output size around the room left."""
+FEED_LAWS = {
+    "job_feed_fits": check_feed_fits,
+    "job_feed_no_output": check_feed_no_output,
+    "job_feed_ended": check_feed_ended,
+    "job_feed_is_a_step": check_feed_is_a_step,
+    "job_feed_bounded": check_feed_bounded,
+    "job_feed_fills": check_feed_fills,
+}
+OUTPUT_ONLY = {"job_feed_fits", "job_feed_is_a_step", "job_feed_fills"}
+
+
+@pytest.mark.parametrize("law", list(FEED_LAWS), ids=[f"{law}_exhaustively" for law in FEED_LAWS])
+def test_exhaustively_near_the_bound(law: str) -> None:
+    """Each job_feed law over every small state near MAX_BYTES and every output size around the room left."""
+    check: Callable[[JobState, Any], None] = FEED_LAWS[law]
     sizes = (0, 1, 2, 3, MAX_BYTES - 1, MAX_BYTES, MAX_BYTES + 1)
+    others = () if law in OUTPUT_ONLY else SMALL_EVENTS
     for state in small_bounded_states():
-        for size in sizes:
-            event = Output(size)
-            check_feed_fits(state, event)
-            check_feed_is_a_step(state, event)
-            check_feed_bounded(state, event)
-            check_feed_fills(state, event)
-        for other in SMALL_EVENTS:
-            check_feed_no_output(state, other)
-            check_feed_ended(state, other)
-            check_feed_bounded(state, other)
+        for event in (*(Output(size) for size in sizes), *others):
+            check(state, event)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -693,6 +711,7 @@ def test_job_entry_answers_the_model(state: JobState, event: JobEvent) -> None:
 
 
 def test_job_entry_answers_exhaustively() -> None:
+    """job_entry over every small state near the bound and every small event."""
     for state in small_bounded_states():
         for event in (*SMALL_EVENTS, Output(MAX_BYTES)):
             check_entry_answers(state, event)

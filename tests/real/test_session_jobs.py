@@ -209,5 +209,64 @@ def test_fork_copies_the_branch_through_a_private_staging_dir_and_stops_the_orph
         await session.close()
         old = read_journal(tmp_path / "sessions" / old_id / "main.jsonl")
         assert not any(r.get("content") == "in the fork" for c in old.commits for r in c.records)
+        # a fork to "none": before every entry, every running job stops
+        again = await Session.open(old_id, root=tmp_path / "sessions", bash_options=FAST)
+        late = await detach(again, "sleep 60")
+        empty = await again.fork(None)
+        assert empty.stopped_jobs == (late,)
+        assert again.entries() == []
+        assert again.leaf is None
+        await again.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_rewind_answers_the_jobs_not_ended_within_the_budget_as_stopping(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        work = tmp_path / "work"
+        work.mkdir()
+        session = await Session.create(
+            work,
+            root=tmp_path / "sessions",
+            settings=SessionSettings(tool_blocking_budget_ms=100),
+            bash_options=BashOptions(kill_grace_s=1.0, drain_s=0.05),
+        )
+        target = session.append("user", "one")
+        stubborn = await detach(session, "trap '' TERM; echo ready; while :; do sleep 0.05; done")
+        job = session.job_table.get(stubborn)
+        assert job is not None
+        await poll_until(lambda: job.snapshot().text == b"ready\n")
+        rewound = await session.navigate_tree(target.id)
+        assert rewound.as_json()["stoppingJobs"] == [stubborn]
+        assert rewound.as_json()["stoppedJobs"] == []
+        await poll_until(lambda: not job.running)  # SIGKILL after the grace ends it later
+        assert job.end is not None
+        await session.close()
+
+    asyncio.run(scenario())
+
+
+def test_close_settles_the_running_tool_calls_as_cancelled(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        from eukhe.harness import ToolRegistration
+
+        session = await new_session(tmp_path)
+        started = asyncio.Event()
+
+        async def execute(args: Any, api: Any) -> None:
+            api.output("so far")
+            started.set()
+            await asyncio.Event().wait()
+
+        session.harness.register(ToolRegistration("hang", {"type": "object"}, execute))
+        call = asyncio.ensure_future(session.harness.call("hang", {}, call_id="c1"))
+        await started.wait()
+        await session.close()
+        result = await call
+        assert result.status == "cancelled"
+        assert result.output.text == b"so far"
+        reopened = await Session.open(session.id, root=tmp_path / "sessions")
+        assert reopened.view_state().slots["c1"].outcome == "cancelled"
+        await reopened.close()
 
     asyncio.run(scenario())

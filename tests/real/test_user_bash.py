@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -16,7 +17,7 @@ import pytest
 
 from eukhe.core.job import Detached, Exited, Killed, Settled
 from eukhe.core.limits import DEFAULT_TRUNCATION, Keep, Off, On, OutputLimits, Truncation
-from eukhe.jobs import Job, JobTable, wait_until
+from eukhe.jobs import Job, JobTable, JobTableClosedError, wait_until
 from eukhe.jobs.bash import (
     BashDetached,
     BashOptions,
@@ -289,3 +290,67 @@ def _comm(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return ""
+
+
+def test_a_process_that_left_the_group_does_not_hold_the_job_open(tmp_path: Path) -> None:
+    """A `setsid` child is not in the job's group: the job still ends; we stop reading the pipe it holds."""
+    escaped: list[int] = []
+
+    async def body(table: JobTable) -> None:
+        answer = await bash_and_wait(
+            "setsid sleep 1000 & echo $!",
+            tmp_path,
+            truncation=DEFAULT_TRUNCATION,
+            artifact_dir=None,
+            table=table,
+            budget_ms=8_000,
+            options=FAST,
+        )
+        assert isinstance(answer, BashSettled), answer
+        escaped.append(int(answer.output.text))
+        assert answer.exit_code == 0
+        assert _comm(escaped[0]) == "sleep"  # not ours: left running
+
+    try:
+        run(body)
+    finally:
+        for pid in escaped:
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_after_the_host_quits_no_bash_starts_and_none_is_left_behind(tmp_path: Path) -> None:
+    marker = f"eukhe-quit-marker-{os.getpid()}"
+
+    def marked() -> list[int]:
+        found = []
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if marker.encode() in cmdline and _all_live([int(name)]):
+                    found.append(int(name))
+        return found
+
+    async def body(table: JobTable) -> None:
+        await table.quit(table.clock.now_ms())
+        with pytest.raises(JobTableClosedError):
+            await bash(table, f"exec -a {marker} sleep 1000", tmp_path)
+        assert table.jobs() == ()
+        await until(lambda: marked() == [])  # the spawned run was killed at once
+
+    run(body)
+
+
+def _all_live(pids: list[int]) -> list[int]:
+    """The pids that are live (not zombies)."""
+    live = []
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+        except OSError:
+            continue
+        if stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X"):
+            live.append(pid)
+    return live

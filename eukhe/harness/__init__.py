@@ -1,0 +1,16 @@
+"""Tool calls (S2 "A tool call"): registrations, the one Truncation resolver, the progress board, the Harness."""
+
+from __future__ import annotations
+
+from eukhe.harness.harness import CallNotRunningError, Harness, UnknownToolError
+from eukhe.harness.tool import ToolExecutionApi, ToolRegistration, ToolResult, reporting_for
+
+__all__ = [
+    "CallNotRunningError",
+    "Harness",
+    "ToolExecutionApi",
+    "ToolRegistration",
+    "ToolResult",
+    "UnknownToolError",
+    "reporting_for",
+]

@@ -1,0 +1,330 @@
+"""The kernel venv: where it lives, its build id and stamp, and the uv commands of the core's plan.
+
+`venv_build_commands` writes each command of a `Build` plan as uv's argv, `--offline` exactly where the plan says;
+`build_venv` runs them in a staging directory and stamps the venv "checked, for this build" only after `uv pip check`
+passed, then renames it into place: a half-built venv is never at the venv path, and never stamped.
+
+The build id hashes what the venv is made of: the lock file, the runtime's local sources (the build backend,
+its pyproject and every file of the `eukhe_kernel` package) and the pinned Python version. A venv stamped with
+another id is STALE (after an update) and a session rebuilds it offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import importlib.util
+import itertools
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from eukhe.core.kernel_local import LOCK_NAME, Action, Build, PythonSource, VenvState
+from eukhe.kernel.bootstrap.errors import KernelSetupError
+from eukhe.paths import agent_dir, kernel_venv_dir
+from eukhe.private_fs import create_private_file
+
+RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
+"""The runtime's packaging (pyproject.toml, its stdlib-only build backend) and the lock files."""
+KERNEL_LOCK = RUNTIME_DIR / "requirements-kernel.txt"
+"""The kernel's requirements, every one pinned with its hashes."""
+RUNTIME_PACKAGING = ("pyproject.toml", "eukhe_runtime_build.py")
+KERNEL_PYTHON_VERSION = "3.11.18"
+"""The Python uv installs for the kernel (uv checks the download against the sha256 it pins for this version)."""
+STAMP_NAME = "eukhe-kernel-stamp.json"
+"""In the venv: written last, after `uv pip check` passed. No stamp: not checked."""
+
+_COUNTER = itertools.count()
+
+
+@dataclass(frozen=True, slots=True)
+class PythonChoice:
+    """The venv's base Python: uv's pinned version (MANAGED) or an existing interpreter (GIVEN, its path)."""
+
+    source: PythonSource
+    value: str  # the version request for MANAGED, the interpreter's absolute path for GIVEN
+
+    def as_json(self) -> dict[str, str]:
+        """As the stamp and the install record store it."""
+        return {"source": self.source.value, "value": self.value}
+
+    @staticmethod
+    def from_json(data: object) -> PythonChoice | None:
+        """Read back `as_json`; None for anything else."""
+        if not isinstance(data, Mapping):
+            return None
+        source, value = data.get("source"), data.get("value")
+        if not isinstance(value, str) or source not in {s.value for s in PythonSource}:
+            return None
+        return PythonChoice(PythonSource(source), value)
+
+
+MANAGED_PYTHON = PythonChoice(PythonSource.MANAGED, KERNEL_PYTHON_VERSION)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelPaths:
+    """Every path of the kernel environment, from the venv path (`EUKHE_KERNEL_VENV` or `<agent dir>/kernel-venv`)."""
+
+    venv: Path
+    python_installs: Path  # UV_PYTHON_INSTALL_DIR for the Pythons uv installs for the kernel
+
+    @property
+    def parent(self) -> Path:
+        """The directory that holds the venv, its bootstrap lock, its staging dirs and its install record."""
+        return self.venv.parent
+
+    @property
+    def lock(self) -> Path:
+        """The bootstrap lock."""
+        return self.parent / LOCK_NAME
+
+    @property
+    def record(self) -> Path:
+        """The last install's record: which Python the venv is built on (a session rebuild uses the same)."""
+        return self.parent / f"{self.venv.name}.install.json"
+
+    @property
+    def stamp(self) -> Path:
+        """The venv's stamp."""
+        return self.venv / STAMP_NAME
+
+    @property
+    def python(self) -> Path:
+        """The venv's interpreter."""
+        return self.venv / "bin" / "python"
+
+    def staging(self) -> Path:
+        """A fresh staging directory name beside the venv (only the lock holder makes one)."""
+        return self.parent / f"{self.venv.name}.staging-{os.getpid()}-{next(_COUNTER)}"
+
+    def leftovers(self) -> list[Path]:
+        """Staging and set-aside venv directories a killed build left (removed by the next lock holder)."""
+        if not self.parent.is_dir():
+            return []
+        prefixes = (f"{self.venv.name}.staging-", f"{self.venv.name}.old-")
+        return sorted(p for p in self.parent.iterdir() if p.name.startswith(prefixes))
+
+
+def kernel_paths() -> KernelPaths:
+    """The paths for this environment (the agent dir and `EUKHE_KERNEL_VENV` settings)."""
+    return KernelPaths(venv=kernel_venv_dir(), python_installs=agent_dir() / "kernel-python")
+
+
+def kernel_package_dir() -> Path:
+    """The `eukhe_kernel` package's directory (found without importing it)."""
+    spec = importlib.util.find_spec("eukhe_kernel")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("the eukhe_kernel package is not importable")
+    return Path(spec.origin).resolve().parent
+
+
+def runtime_sources(package_dir: Path | None = None) -> list[tuple[str, Path]]:
+    """The runtime's local files, as (path in the runtime source tree, file), sorted: packaging then the package."""
+    package = package_dir or kernel_package_dir()
+    files = [(name, RUNTIME_DIR / name) for name in RUNTIME_PACKAGING]
+    for path in sorted(package.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            files.append((f"eukhe_kernel/{path.relative_to(package).as_posix()}", path))
+    return files
+
+
+def build_id(lock: Path = KERNEL_LOCK, package_dir: Path | None = None) -> str:
+    """The id of what a venv built now is made of: lock, runtime sources, pinned Python version."""
+    digest = hashlib.sha256()
+    digest.update(f"python {KERNEL_PYTHON_VERSION}\n".encode())
+    digest.update(b"lock\n" + lock.read_bytes())
+    for name, path in runtime_sources(package_dir):
+        data = path.read_bytes()
+        digest.update(f"\n{name} {len(data)}\n".encode() + data)
+    return digest.hexdigest()
+
+
+def assemble_runtime(target: Path, package_dir: Path | None = None) -> str:
+    """Copy the runtime's local files into `target` (the directory uv installs from); return their hash."""
+    digest = hashlib.sha256()
+    for name, path in runtime_sources(package_dir):
+        data = path.read_bytes()
+        destination = target / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(data)
+        digest.update(f"{name} {hashlib.sha256(data).hexdigest()}\n".encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What a checked venv records: its build id and its base Python."""
+
+    build: str
+    python: PythonChoice
+
+    def as_json(self) -> dict[str, object]:
+        """As written to the stamp file."""
+        return {"checked": True, "build": self.build, "python": self.python.as_json()}
+
+
+def read_stamp(venv: Path) -> Stamp | None:
+    """The venv's stamp, or None if it is missing, unreadable or does not say checked."""
+    try:
+        data = json.loads((venv / STAMP_NAME).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("checked") is not True or not isinstance(data.get("build"), str):
+        return None
+    python = PythonChoice.from_json(data.get("python"))
+    return None if python is None else Stamp(data["build"], python)
+
+
+def read_record(paths: KernelPaths) -> PythonChoice | None:
+    """The last install's Python, or None if nothing was installed."""
+    try:
+        return PythonChoice.from_json(json.loads(paths.record.read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def write_json_atomically(path: Path, payload: object) -> None:
+    """Write JSON beside `path` and rename it over: readers see the old or the new file, never a part."""
+    temporary = path.with_name(f"{path.name}.tmp-{os.getpid()}-{next(_COUNTER)}")
+    fd = create_private_file(temporary)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(json.dumps(payload, indent=1) + "\n")
+    os.replace(temporary, path)
+
+
+def venv_state(paths: KernelPaths, current_build: str, wanted: PythonChoice | None) -> VenvState:
+    """The venv's state for the core: READY only with a valid stamp for this build (and the wanted Python)."""
+    if not paths.venv.exists():
+        return VenvState.ABSENT
+    stamp = read_stamp(paths.venv)
+    if stamp is None or not paths.python.exists():  # a venv whose base Python is gone is not usable
+        return VenvState.UNCHECKED
+    if stamp.build != current_build or (wanted is not None and stamp.python != wanted):
+        return VenvState.STALE
+    return VenvState.READY
+
+
+@dataclass(frozen=True, slots=True)
+class BuildCommand:
+    """One uv command of a plan: the core's action and the argv the shell runs."""
+
+    action: Action
+    argv: tuple[str, ...]
+
+
+def venv_build_commands(
+    plan: Build,
+    *,
+    uv: Path,
+    python: PythonChoice,
+    venv: Path,
+    lock: Path,
+    runtime_source: Path,
+) -> list[BuildCommand]:
+    """The uv argv of each command of the plan, `--offline` exactly where the plan says."""
+    venv_python = str(venv / "bin" / "python")
+    commands: list[BuildCommand] = []
+    for command in plan.commands:
+        offline = ["--offline"] if command.offline else []
+        if command.action is Action.PYTHON_INSTALL:
+            argv = [str(uv), "python", "install", *offline, "--no-bin", python.value]
+        elif command.action is Action.VENV:
+            managed = ["--managed-python"] if python.source is PythonSource.MANAGED else ["--no-managed-python"]
+            argv = [str(uv), "venv", *offline, "--no-python-downloads", *managed, "--no-project", "--relocatable"]
+            argv += ["--python", python.value, str(venv)]
+        elif command.action is Action.LOCK_INSTALL:
+            argv = [str(uv), "pip", "install", *offline, "--python", venv_python]
+            argv += ["--require-hashes", "--only-binary", ":all:", "-r", str(lock)]
+        elif command.action is Action.RUNTIME_INSTALL:
+            argv = [str(uv), "pip", "install", *offline, "--python", venv_python, "--no-deps", str(runtime_source)]
+        else:
+            argv = [str(uv), "pip", "check", *offline, "--python", venv_python]
+        commands.append(BuildCommand(command.action, tuple(argv)))
+    return commands
+
+
+def skill_install_args(uv: Path, venv_python: Path, skill_dir: Path) -> tuple[str, ...]:
+    """Install a Python skill into the kernel venv from its directory, like the runtime: local files, `--offline`."""
+    return (str(uv), "pip", "install", "--offline", "--python", str(venv_python), "--no-deps", str(skill_dir))
+
+
+def uv_environment(paths: KernelPaths, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of every uv command: uv's Python installs for the kernel live under the agent dir."""
+    env = dict(os.environ if base is None else base)
+    env["UV_PYTHON_INSTALL_DIR"] = str(paths.python_installs)
+    env.pop("VIRTUAL_ENV", None)  # the commands name their venv; an active one must not leak in
+    env.setdefault("UV_NO_PROGRESS", "1")
+    return env
+
+
+async def run_command(command: BuildCommand, env: Mapping[str, str]) -> str:
+    """Run one uv command; its output, or a KernelSetupError naming the step."""
+    process = await asyncio.create_subprocess_exec(
+        *command.argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=dict(env),
+    )
+    output_bytes, _ = await process.communicate()
+    output = output_bytes.decode(errors="replace")
+    if process.returncode != 0:
+        raise KernelSetupError(command.action.value, command.argv, process.returncode or 1, output)
+    return output
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a directory (or a file or symlink) if it is there."""
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    elif path.exists():
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_leftovers(paths: KernelPaths) -> None:
+    """Remove staging and set-aside venvs of builds that did not finish (only the lock holder calls this)."""
+    for leftover in paths.leftovers():
+        remove_tree(leftover)
+
+
+async def build_venv(
+    plan: Build,
+    *,
+    uv: Path,
+    python: PythonChoice,
+    paths: KernelPaths,
+    current_build: str,
+    lock: Path = KERNEL_LOCK,
+    package_dir: Path | None = None,
+    ran: list[BuildCommand] | None = None,
+) -> None:
+    """Run the plan in a staging dir, stamp it after the check, rename it into place. Hold the bootstrap lock."""
+    remove_leftovers(paths)
+    staging = paths.staging()
+    staging.mkdir(mode=0o700)
+    try:
+        source = staging / "runtime-src"
+        assemble_runtime(source, package_dir)
+        venv = staging / "venv"
+        env = uv_environment(paths)
+        commands = venv_build_commands(plan, uv=uv, python=python, venv=venv, lock=lock, runtime_source=source)
+        for command in commands:
+            if ran is not None:
+                ran.append(command)
+            await run_command(command, env)
+        # Stamp last: only a venv whose every command ran and whose check passed is ever stamped.
+        write_json_atomically(venv / STAMP_NAME, Stamp(current_build, python).as_json())
+        old = paths.parent / f"{paths.venv.name}.old-{os.getpid()}-{next(_COUNTER)}"
+        if paths.venv.exists() or paths.venv.is_symlink():
+            os.rename(paths.venv, old)
+        os.rename(venv, paths.venv)
+        write_json_atomically(paths.record, python.as_json())
+        remove_tree(old)
+    finally:
+        with contextlib.suppress(OSError):
+            remove_tree(staging)

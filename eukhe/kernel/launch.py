@@ -1,6 +1,8 @@
 """The one place that says how the Local transport starts a kernel (S3 "Where the sandbox runs" 1, 7).
 
-The argv and environment come from `kernel_launch()` only; the installed kernel venv (issue 6) slots in here.
+The argv and environment come from here only. `kernel_launch()` runs the stub on the project's own interpreter;
+`installed_kernel_launch()` runs it on the installed kernel venv (`ensure_kernel_python`, spec "The kernel
+environment"), raising `KernelNotInstalled` when local files are not enough. `KernelManager(launch=...)` takes either.
 """
 
 from __future__ import annotations
@@ -27,11 +29,18 @@ def kernel_python() -> str:
     return sys.executable
 
 
-def kernel_launch() -> KernelLaunch:
+def kernel_launch(python: str | None = None) -> KernelLaunch:
     """Local transport: `<python> -m eukhe_kernel`, the host's environment plus the owner pid the stub watches."""
     env = dict(os.environ)
     env[OWNER_PID_VARIABLE] = str(os.getpid())
     package_root = str(Path(__file__).resolve().parents[2])  # where eukhe_kernel lives, for an uninstalled tree
     existing = env.get("PYTHONPATH")
     env["PYTHONPATH"] = package_root + (os.pathsep + existing if existing else "")
-    return KernelLaunch((kernel_python(), "-m", "eukhe_kernel"), env)
+    return KernelLaunch((python or kernel_python(), "-m", "eukhe_kernel"), env)
+
+
+async def installed_kernel_launch() -> KernelLaunch:
+    """The Local transport on the installed kernel venv (or `EUKHE_KERNEL_PYTHON`); never downloads."""
+    from eukhe.kernel.bootstrap import ensure_kernel_python  # noqa: PLC0415 - only a session that runs cells needs it
+
+    return kernel_launch(str(await ensure_kernel_python()))

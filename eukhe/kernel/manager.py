@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import itertools
 import json
 import logging
@@ -163,7 +164,7 @@ class KernelManager:
         artifact_dir: Path | None = None,
         handlers: Mapping[str, HostHandler] | None = None,
         limits: GateLimits = DEFAULT_LIMITS,
-        launch: Callable[[], KernelLaunch] = kernel_launch,
+        launch: Callable[[], KernelLaunch | Awaitable[KernelLaunch]] = kernel_launch,
         cwd: Path | None = None,
         start_timeout: float = 30.0,
     ) -> None:
@@ -229,7 +230,8 @@ class KernelManager:
             return self._kernel
 
     async def _spawn(self) -> _Kernel:
-        launch = self._launch()
+        planned = self._launch()
+        launch = await planned if inspect.isawaitable(planned) else planned
         try:
             process = await asyncio.create_subprocess_exec(
                 *launch.argv,

@@ -342,3 +342,16 @@ def test_interrupting_a_cell_that_prints_in_a_tight_loop_never_cuts_a_frame() ->
             assert km.kernels_started == 1
 
     run(scenario())
+
+
+def test_an_async_launch_starts_the_kernel_too() -> None:
+    """The launch may be awaited (the installed venv's launch asks the kernel environment first)."""
+
+    async def launch() -> KernelLaunch:
+        return kernel_launch()
+
+    async def scenario() -> None:
+        async with KernelManager(launch=launch) as km:
+            assert (await km.run("2 + 2")).result == "4"
+
+    run(scenario())

@@ -56,7 +56,7 @@ def bash(command: str, *, timeout: float | None = None) -> subprocess.CompletedP
         errors="surrogateescape",
         start_new_session=True,
     ) as process:
-        kernel.children[process.pid] = process
+        kernel.child_started(process)
         try:
             output, _ = process.communicate(timeout=timeout)
         except BaseException:
@@ -64,7 +64,7 @@ def bash(command: str, *, timeout: float | None = None) -> subprocess.CompletedP
             process.wait()
             raise
         finally:
-            kernel.children.pop(process.pid, None)
+            kernel.child_ended(process)
     return subprocess.CompletedProcess(["bash", "-c", command], process.returncode, output, None)
 
 
@@ -72,7 +72,7 @@ def bash_background(command: str) -> subprocess.Popen[bytes]:
     """Start `command` with bash in its own process group, its output on the kernel's fd 1/2 (untagged)."""
     kernel = _kernel()
     process = subprocess.Popen(["bash", "-c", command], stdin=subprocess.DEVNULL, start_new_session=True)
-    kernel.children[process.pid] = process
+    kernel.child_started(process)
     return process
 
 

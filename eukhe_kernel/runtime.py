@@ -251,6 +251,17 @@ class Kernel:
             with contextlib.suppress(OSError):
                 os.killpg(pgid, signal.SIGKILL)
 
+    def child_started(self, process: subprocess.Popen[Any]) -> None:
+        """A `bash()` child runs in its own process group: remember it, and tell the host, which reaps it if the
+        stub dies before it can (S3 sandbox 8)."""
+        self.children[process.pid] = process
+        self.writer.frame(encode_frame("process", None, {"pgid": process.pid, "state": "started"}))
+
+    def child_ended(self, process: subprocess.Popen[Any]) -> None:
+        """A `bash()` child was waited for: its group is no longer ours to kill."""
+        if self.children.pop(process.pid, None) is not None:
+            self.writer.frame(encode_frame("process", None, {"pgid": process.pid, "state": "ended"}))
+
     def _host_gone(self) -> None:
         self._kill_children()
         os._exit(0)

@@ -37,7 +37,7 @@ FrameId = str | int
 HOST_REQUEST = "host_request"
 STREAM_EVENTS = frozenset({"stdout", "stderr", "display"})
 """Events whose oversized frames are dropped with a diagnostic: losing them loses output, not protocol state."""
-KERNEL_EVENTS = frozenset({"ready", "stdout", "stderr", "display", "result", "error", "done", "diagnostic"})
+KERNEL_EVENTS = frozenset({"ready", "stdout", "stderr", "display", "result", "error", "done", "diagnostic", "process"})
 """The events that answer the host's own requests (and the kernel's notices)."""
 
 

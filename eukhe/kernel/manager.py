@@ -139,6 +139,7 @@ class _Kernel:
     host_tasks: set[asyncio.Task[None]] = field(default_factory=set)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     stderr_tail: bytearray = field(default_factory=bytearray)
+    child_groups: set[int] = field(default_factory=set)  # the stub's `bash()` process groups, reaped at its end
     end_reason: KernelError | None = None
     gone: bool = False
 
@@ -276,6 +277,7 @@ class KernelManager:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
         await process.wait()
+        self._reap_children(kernel)
         for task in kernel.host_tasks:
             task.cancel()
         await asyncio.gather(*kernel.tasks, *kernel.host_tasks, return_exceptions=True)
@@ -283,6 +285,14 @@ class KernelManager:
         if stdin is not None:
             with contextlib.suppress(Exception):
                 await stdin.wait_closed()
+
+    @staticmethod
+    def _reap_children(kernel: _Kernel) -> None:
+        """Kill the `bash()` process groups the stub told us of and did not report ended (it may have died first)."""
+        for pgid in sorted(kernel.child_groups):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+        kernel.child_groups.clear()
 
     def _end_later(self, kernel: _Kernel, reason: KernelError) -> None:
         task = asyncio.create_task(self._terminate(kernel, reason))
@@ -503,5 +513,12 @@ class KernelManager:
         elif kind == "ready":
             if not kernel.ready.done():
                 kernel.ready.set_result(frame)
+        elif kind == "process":
+            pgid = frame.get("pgid")
+            if isinstance(pgid, int) and not isinstance(pgid, bool) and pgid > 1:
+                if frame.get("state") == "started":
+                    kernel.child_groups.add(pgid)
+                else:
+                    kernel.child_groups.discard(pgid)
         elif kind == "diagnostic":
             self._diagnose(f"python kernel: {frame.get('message')}")

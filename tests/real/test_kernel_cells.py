@@ -355,3 +355,20 @@ def test_an_async_launch_starts_the_kernel_too() -> None:
             assert (await km.run("2 + 2")).result == "4"
 
     run(scenario())
+
+
+def test_the_host_reaps_the_bash_groups_of_a_stub_that_died_abruptly() -> None:
+    """The stub tells the host of each `bash()` group; a stub killed before it could clean up leaves none behind."""
+
+    async def scenario() -> None:
+        async with KernelManager() as km:
+            started = await km.run("p = bash_background('sleep 300')\np.pid")
+            assert started.result is not None
+            child = int(started.result)
+            done = await km.run("bash('true').returncode")
+            assert done.result == "0"
+            died = await km.run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+            assert died.status == "died"
+            await until(lambda: process_gone(child), what="the orphaned bash() group to be reaped")
+
+    run(scenario())

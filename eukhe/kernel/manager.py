@@ -46,7 +46,6 @@ log = logging.getLogger("eukhe.kernel")
 HostHandler = Callable[[Admission], Awaitable[Any]]
 """Serves one accepted host request; its return value (JSON) or its exception is the one reply."""
 
-READ_CHUNK = 1 << 20
 STDERR_TAIL = 8192
 KILL_GRACE_S = 1.0
 """After closing stdin, how long the stub has to kill its `bash()` groups and exit before its group is killed."""
@@ -77,15 +76,25 @@ class CellOutcome:
 class CellRun:
     """A cell in flight: output goes to its `BoundedOutput` (and to listeners), `done` ends it exactly once."""
 
-    def __init__(self, cell_id: str, output: BoundedOutput) -> None:
+    def __init__(self, cell_id: str, make_output: Callable[[], BoundedOutput], empty: BoundedResult) -> None:
         self.id = cell_id
-        self.output = output
+        self._make_output = make_output
+        self._output: BoundedOutput | None = None
+        self._empty = empty
         self.result: str | None = None
         self.error: Mapping[str, Any] | None = None
         self.displays: list[Mapping[str, Any]] = []
         self._listeners: list[Callable[[bytes], None]] = []
         self._end_listeners: list[Callable[[CellOutcome], None]] = []
         self._done: asyncio.Future[CellOutcome] = asyncio.get_running_loop().create_future()
+        self._waiters: list[asyncio.Future[CellOutcome]] = []
+
+    @property
+    def output(self) -> BoundedOutput:
+        """The cell's bounded output (made at the first byte: most cells write nothing)."""
+        if self._output is None:
+            self._output = self._make_output()
+        return self._output
 
     def write(self, data: bytes) -> None:
         """Output of the cell, in arrival order."""
@@ -107,9 +116,17 @@ class CellRun:
         if self._done.done():
             return
         outcome = CellOutcome(
-            self.id, status, self.output.close(), self.result, error or self.error, tuple(self.displays)
+            self.id,
+            status,
+            self._empty if self._output is None else self._output.close(),
+            self.result,
+            error or self.error,
+            tuple(self.displays),
         )
         self._done.set_result(outcome)
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(outcome)
         for listener in self._end_listeners:
             listener(outcome)
 
@@ -124,7 +141,47 @@ class CellRun:
 
     async def wait(self) -> CellOutcome:
         """Wait for the end (cancelling the wait does not cancel the cell)."""
-        return await asyncio.shield(self._done)
+        if self._done.done():
+            return self._done.result()
+        waiter: asyncio.Future[CellOutcome] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            return await waiter
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+
+class _KernelPipes(asyncio.subprocess.SubprocessStreamProtocol):
+    """The kernel's pipes: stdout bytes go to the frame reader inside the callback (no reader task between)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=1 << 16, loop=loop)
+        self._on_stdout: Callable[[bytes], None] | None = None
+        self._early: list[bytes] = []
+        self.stdout_closed: asyncio.Future[None] = loop.create_future()
+
+    def attach(self, on_stdout: Callable[[bytes], None]) -> None:
+        """Start handing stdout to `on_stdout` (with what came before)."""
+        self._on_stdout = on_stdout
+        early, self._early = self._early, []
+        for data in early:
+            on_stdout(data)
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if fd != 1:
+            super().pipe_data_received(fd, data)
+            return
+        chunk = data.encode() if isinstance(data, str) else data
+        if self._on_stdout is None:
+            self._early.append(chunk)
+        else:
+            self._on_stdout(chunk)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        super().pipe_connection_lost(fd, exc)
+        if fd == 1 and not self.stdout_closed.done():
+            self.stdout_closed.set_result(None)
 
 
 @dataclass(eq=False)
@@ -132,6 +189,7 @@ class _Kernel:
     """One kernel process and what is in flight on it."""
 
     process: asyncio.subprocess.Process
+    pipes: _KernelPipes
     reader: FrameReader
     ready: asyncio.Future[Mapping[str, Any]]
     cells: dict[str, CellRun] = field(default_factory=dict)
@@ -185,6 +243,7 @@ class KernelManager:
         """Everything the host said loudly: repairs, refusals of used ids, dropped frames, kernel notices."""
         self.faults: list[ProtocolFault] = []
         self.kernels_started = 0
+        self._empty_output = BoundedOutput(truncation, None).close()  # the outcome's output of a silent cell
         self.background = BoundedOutput(truncation, artifact_dir, artifact_prefix="kernel-background")
         """Output of no cell in flight (a background task of an ended cell, a daemon subprocess)."""
 
@@ -233,8 +292,10 @@ class KernelManager:
     async def _spawn(self) -> _Kernel:
         planned = self._launch()
         launch = await planned if inspect.isawaitable(planned) else planned
+        loop = asyncio.get_running_loop()
         try:
-            process = await asyncio.create_subprocess_exec(
+            transport, pipes = await loop.subprocess_exec(
+                lambda: _KernelPipes(loop),
                 *launch.argv,
                 env=dict(launch.env),
                 stdin=asyncio.subprocess.PIPE,
@@ -245,9 +306,11 @@ class KernelManager:
             )
         except OSError as exc:
             raise KernelStartError(f"the Python kernel could not start ({launch.argv[0]}): {exc}") from exc
+        process = asyncio.subprocess.Process(transport, pipes, loop)
         reader = FrameReader(frozenset(self.handlers), self.limits)
-        kernel = _Kernel(process, reader, asyncio.get_running_loop().create_future())
-        kernel.tasks.append(asyncio.create_task(self._read(kernel)))
+        kernel = _Kernel(process, pipes, reader, loop.create_future())
+        pipes.attach(lambda data: self._on_stdout(kernel, data))
+        kernel.tasks.append(asyncio.create_task(self._watch_stdout(kernel)))
         kernel.tasks.append(asyncio.create_task(self._read_stderr(kernel)))
         self.kernels_started += 1
         try:
@@ -347,7 +410,11 @@ class KernelManager:
         """
         kernel = await self._ensure()
         cell_id = f"c{next(self._ids)}"
-        run = CellRun(cell_id, BoundedOutput(self.truncation, self.artifact_dir, artifact_prefix=f"cell-{cell_id}"))
+        run = CellRun(
+            cell_id,
+            lambda: BoundedOutput(self.truncation, self.artifact_dir, artifact_prefix=f"cell-{cell_id}"),
+            self._empty_output,
+        )
         if on_output is not None or on_end is not None:
             run.add_listener(on_output or (lambda _data: None), on_end or (lambda _outcome: None))
         kernel.cells[cell_id] = run
@@ -382,26 +449,26 @@ class KernelManager:
 
     # ---- frames from the kernel ---------------------------------------------------------------------------
 
-    async def _read(self, kernel: _Kernel) -> None:
-        stdout = kernel.process.stdout
-        assert stdout is not None
+    def _on_stdout(self, kernel: _Kernel, data: bytes) -> None:
+        """Kernel stdout, as it comes: the splitter and the gate decide each frame, then the host acts on it."""
+        if kernel.gone:
+            return
         try:
-            while True:
-                data = await stdout.read(READ_CHUNK)
-                if not data:
-                    break
-                for verdict in kernel.reader.feed(data):
-                    if isinstance(verdict, ProtocolFault):
-                        self._repair(kernel, verdict)
-                        return
-                    self._act(kernel, verdict)
+            for verdict in kernel.reader.feed(data):
+                if isinstance(verdict, ProtocolFault):
+                    self._repair(kernel, verdict)
+                    return
+                self._act(kernel, verdict)
         except Exception as exc:  # the host failed to act on a frame (e.g. a full disk under an artifact)
             error = KernelError(f"the host could not read the Python kernel's output: {type(exc).__name__}: {exc}")
             self._diagnose(f"{error}; the kernel is replaced", logging.ERROR)
             kernel.end_reason = error
             self._gone(kernel, error)
             self._end_later(kernel, error)
-            return
+
+    async def _watch_stdout(self, kernel: _Kernel) -> None:
+        """The kernel's stdout closed: unless the host ended it on purpose, it died; its requests end."""
+        await kernel.pipes.stdout_closed
         if kernel.end_reason is None:
             kernel.end_reason = KernelDiedError(await kernel.process.wait())
             self._end_later(kernel, kernel.end_reason)

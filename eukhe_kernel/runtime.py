@@ -495,10 +495,12 @@ class Kernel:
         """Compile and run one cell; a cell without await runs right here, one with await as its own task."""
         try:
             body, tail = self._compile(cell, source)
-            if not (body.co_flags | (tail.co_flags if tail is not None else 0)) & inspect.CO_COROUTINE:
+            flags = (body.co_flags if body is not None else 0) | (tail.co_flags if tail is not None else 0)
+            if not flags & inspect.CO_COROUTINE:
                 if cell.interrupted:
                     raise KeyboardInterrupt
-                eval(body, self.namespace)
+                if body is not None:
+                    eval(body, self.namespace)
                 value = eval(tail, self.namespace) if tail is not None else None
             else:
                 if cell.interrupted:
@@ -526,8 +528,8 @@ class Kernel:
             cell.final.append(self._error_frame(cell.id, type(exc).__name__, _safe_str(exc), _cell_traceback(exc)))
             return "error"
 
-    def _compile(self, cell: Cell, source: str) -> tuple[CodeType, CodeType | None]:
-        """The cell's statements and its trailing expression (if any), compiled with top-level await."""
+    def _compile(self, cell: Cell, source: str) -> tuple[CodeType | None, CodeType | None]:
+        """The cell's statements and its trailing expression (either may be absent), compiled with top-level await."""
         filename = f"<cell-{cell.id}>"
         flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
         linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
@@ -538,19 +540,21 @@ class Kernel:
             last = tree.body.pop()
             assert isinstance(last, ast.Expr)
             tail = ast.Expression(last.value)
-        body = compile(tree, filename, "exec", flags, dont_inherit=True)
-        cell.codes.add(body)
+        body = compile(tree, filename, "exec", flags, dont_inherit=True) if tree.body else None
+        if body is not None:
+            cell.codes.add(body)
         tail_code = compile(tail, filename, "eval", flags, dont_inherit=True) if tail is not None else None
         if tail_code is not None:
             cell.codes.add(tail_code)
         return body, tail_code
 
-    async def _run_async(self, body: CodeType, tail: CodeType | None) -> tuple[Any, BaseException | None]:
+    async def _run_async(self, body: CodeType | None, tail: CodeType | None) -> tuple[Any, BaseException | None]:
         """The cell's own task; every exception comes back as a value (a KeyboardInterrupt must not leave a task)."""
         try:
-            outcome = eval(body, self.namespace)
-            if body.co_flags & inspect.CO_COROUTINE:
-                await outcome
+            if body is not None:
+                outcome = eval(body, self.namespace)
+                if body.co_flags & inspect.CO_COROUTINE:
+                    await outcome
             value = None
             if tail is not None:
                 value = eval(tail, self.namespace)

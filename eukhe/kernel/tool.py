@@ -1,20 +1,22 @@
 """The `ipython` tool of a session (S2 "Jobs" 4, S3): one kernel per session, started at its first cell.
 
 `SessionKernel` owns the session's `KernelManager` (Local transport, in the session's working dir, output bounded
-by the session's Truncation with artifacts in its artifact dir) and the `CellJobs` that turn cells past their
+by the session's Truncation with artifacts in its artifact dir; `launch=installed_kernel_launch` runs it on the
+installed kernel venv) and the `CellJobs` that turn cells past their
 budget into jobs of the session's job table. `ipython_result` is the one JSON shape of an answer (the daemon's and
 `eukhe ipython --json`'s): the keys of `eukhe bash --json` plus `result` and `error`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from eukhe.core.limits import Truncation
 from eukhe.jobs.table import JobTable
 from eukhe.kernel.cells import CellDetached, CellJobs, CellSettled
+from eukhe.kernel.launch import KernelLaunch, kernel_launch
 from eukhe.kernel.manager import HostHandler, KernelManager
 
 
@@ -29,8 +31,11 @@ class SessionKernel:
         cwd: Path,
         table: JobTable,
         handlers: Mapping[str, HostHandler] | None = None,
+        launch: Callable[[], KernelLaunch | Awaitable[KernelLaunch]] = kernel_launch,
     ) -> None:
-        self.manager = KernelManager(truncation=truncation, artifact_dir=artifact_dir, cwd=cwd, handlers=handlers)
+        self.manager = KernelManager(
+            truncation=truncation, artifact_dir=artifact_dir, cwd=cwd, handlers=handlers, launch=launch
+        )
         self.cells = CellJobs(self.manager, table)
 
     async def ipython(self, code: str, budget_ms: int) -> CellSettled | CellDetached:

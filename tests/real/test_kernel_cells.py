@@ -372,3 +372,36 @@ def test_the_host_reaps_the_bash_groups_of_a_stub_that_died_abruptly() -> None:
             await until(lambda: process_gone(child), what="the orphaned bash() group to be reaped")
 
     run(scenario())
+
+
+def test_frames_from_many_writers_never_interleave() -> None:
+    """Threads printing, raw fd writes (pumped), displays and host requests at once: every line is one whole frame."""
+
+    async def scenario() -> None:
+        kernel = await RawKernel.start()
+        try:
+            code = (
+                "import os, sys, threading\n"
+                "def spam(n):\n"
+                "    for i in range(3000):\n"
+                "        sys.stdout.write(f'{n}-{i}-' + 'z' * (i % 300) + '\\n')  # one write: one piece\n"
+                "        if i % 500 == 0:\n"
+                "            os.write(1, b'raw' * 1000 + b'\\n')\n"
+                "            display(i)\n"
+                "threads = [threading.Thread(target=spam, args=(n,)) for n in range(4)]\n"
+                "for t in threads: t.start()\n"
+                "for t in threads: t.join()\n"
+            )
+            kernel.send({"request": "execute", "id": "c1", "code": code})
+            await kernel.until_frame(lambda f: f["event"] == "done")
+            # Threads do not carry the cell's context: their writes are untagged, like raw fd writes.
+            assert all(f["id"] is None for f in kernel.frames if f["event"] in ("stdout", "display"))
+            text = "".join(f["text"] for f in kernel.frames if f["event"] == "stdout")
+            expected = [f"{n}-{i}-" + "z" * (i % 300) + "\n" for n in range(4) for i in range(3000)]
+            expected += ["raw" * 1000 + "\n"] * 24  # one write under PIPE_BUF: one piece
+            assert sorted(text.splitlines(keepends=True)) == sorted(expected)
+            assert sum(f["event"] == "display" for f in kernel.frames) == 24
+        finally:
+            await kernel.close()
+
+    run(scenario())

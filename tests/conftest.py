@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from hypothesis import HealthCheck, settings
 
@@ -12,3 +13,7 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+# Sessions run their cells on the installed kernel venv; the suite runs them on its own interpreter instead (the
+# spec's user Python: nothing is installed). Tests of the kernel environment set or remove this themselves.
+os.environ.setdefault("EUKHE_KERNEL_PYTHON", sys.executable)

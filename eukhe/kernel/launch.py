@@ -29,13 +29,18 @@ def kernel_python() -> str:
     return sys.executable
 
 
-def kernel_launch(python: str | None = None) -> KernelLaunch:
-    """Local transport: `<python> -m eukhe_kernel`, the host's environment plus the owner pid the stub watches."""
+def kernel_launch(python: str | None = None, *, stub_on_path: bool = True) -> KernelLaunch:
+    """Local transport: `<python> -m eukhe_kernel`, the host's environment plus the owner pid the stub watches.
+
+    `stub_on_path` puts this tree's `eukhe_kernel` first on PYTHONPATH, for an interpreter that does not have the
+    stub installed (the project's own, or a user's `EUKHE_KERNEL_PYTHON`); the kernel venv has its own copy.
+    """
     env = dict(os.environ)
     env[OWNER_PID_VARIABLE] = str(os.getpid())
-    package_root = str(Path(__file__).resolve().parents[2])  # where eukhe_kernel lives, for an uninstalled tree
-    existing = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = package_root + (os.pathsep + existing if existing else "")
+    if stub_on_path:
+        package_root = str(Path(__file__).resolve().parents[2])  # where eukhe_kernel lives, for an uninstalled tree
+        existing = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = package_root + (os.pathsep + existing if existing else "")
     return KernelLaunch((python or kernel_python(), "-m", "eukhe_kernel"), env)
 
 
@@ -43,4 +48,5 @@ async def installed_kernel_launch() -> KernelLaunch:
     """The Local transport on the installed kernel venv (or `EUKHE_KERNEL_PYTHON`); never downloads."""
     from eukhe.kernel.bootstrap import ensure_kernel_python  # noqa: PLC0415 - only a session that runs cells needs it
 
-    return kernel_launch(str(await ensure_kernel_python()))
+    python = await ensure_kernel_python()
+    return kernel_launch(str(python), stub_on_path=bool(os.environ.get("EUKHE_KERNEL_PYTHON")))

@@ -24,6 +24,7 @@ from eukhe.harness.harness import Harness
 from eukhe.jobs import Clock, Job, JobTable, wait_until
 from eukhe.jobs.bash import BashDetached, BashOptions, BashSettled, bash_and_wait
 from eukhe.kernel.cells import CellDetached, CellSettled
+from eukhe.kernel.launch import installed_kernel_launch
 from eukhe.kernel.tool import SessionKernel
 from eukhe.private_fs import check_working_dir
 from eukhe.session import store
@@ -374,7 +375,11 @@ class Session:
         budget = self.budget_ms if budget_ms is None else min(max(budget_ms, 0), self.budget_ms)
         if self._kernel is None:
             self._kernel = SessionKernel(
-                truncation=self.settings.truncation, artifact_dir=self.artifact_dir, cwd=self.cwd, table=self.job_table
+                truncation=self.settings.truncation,
+                artifact_dir=self.artifact_dir,
+                cwd=self.cwd,
+                table=self.job_table,
+                launch=installed_kernel_launch,
             )
         return await self._kernel.ipython(code, budget)
 

@@ -117,6 +117,7 @@ def make_env(root: Path) -> DaemonEnv:
     world.tmpdir.mkdir(mode=0o700)
     env = {k: v for k, v in os.environ.items() if not k.startswith("EUKHE_")}
     env.update(TMPDIR=str(world.tmpdir), EUKHE_CODING_AGENT_DIR=str(world.agent_dir), HOME=str(root / "home"))
+    env["EUKHE_KERNEL_PYTHON"] = sys.executable  # cells run on the suite's interpreter: nothing to install
     world.env = env
     return world
 

@@ -470,3 +470,47 @@ def test_check_tells_the_truth_in_each_state(home: Path, monkeypatch: pytest.Mon
     assert state() == "ready"
     monkeypatch.setenv("EUKHE_KERNEL_PYTHON", BASE_PYTHON)
     assert (state(), check_state()["user_python"]) == ("user_python", BASE_PYTHON)
+
+
+def test_after_a_real_install_a_sessions_cells_run_on_that_venv(home: Path, tmp_path: Path) -> None:
+    """The issue's "done when": `eukhe kernel install`, then a session's `ipython` cells run on the venv it made."""
+    from eukhe.kernel.cells import CellSettled
+    from eukhe.session import Session
+
+    assert install()
+    paths = kernel_paths()
+
+    async def cells() -> tuple[object, object]:
+        session = await Session.create(tmp_path, root=tmp_path / "sessions")
+        try:
+            first = await session.ipython("import sys, tabulate; sys.executable", budget_ms=20_000)
+            second = await session.ipython("x = 6 * 7\nx", budget_ms=20_000)
+        finally:
+            await session.close()
+        return first, second
+
+    first, second = asyncio.run(cells())
+    assert isinstance(first, CellSettled)
+    assert isinstance(second, CellSettled)
+    assert first.as_json()["result"] == repr(str(paths.python))
+    assert second.as_json()["result"] == "42"
+
+
+def test_kernel_missing_spares_tools_in_a_session(home: Path, tmp_path: Path) -> None:
+    """A session whose kernel cannot be set up: `ipython` names the install; the session opens and bash runs."""
+    from eukhe.session import Session
+
+    async def session_work() -> tuple[BaseException, dict[str, object]]:
+        session = await Session.create(tmp_path, root=tmp_path / "sessions")
+        try:
+            with pytest.raises(KernelNotInstalled) as missing:
+                await session.ipython("1 + 1", budget_ms=5_000)
+            ran = await session.execute_bash_and_wait("echo bash runs", budget_ms=10_000)
+            return missing.value, ran.as_json()
+        finally:
+            await session.close()
+
+    error, ran = asyncio.run(session_work())
+    assert str(error) == KERNEL_MISSING_TEXT
+    assert ran["exitCode"] == 0
+    assert ran["output"]["text"] == "bash runs\n"  # type: ignore[index]

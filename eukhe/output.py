@@ -123,7 +123,10 @@ class BoundedOutput:
         front = len(piece) - bound.margin(limits)
         if limits.keep is Keep.TAIL and front > 0 and stepper.stored + len(piece) > 2 * bound.margin(limits):
             # Nothing before the last margin of this piece can be in a later window: count it, don't store it.
-            skipped = _ask(bound.SkipRequest(stepper, count_text(piece[:front])))
+            # Its counts are the whole piece's less the rest's, so the big front is never copied.
+            whole, rest = count_text(piece), count_text(piece[front:])
+            front_counts = bound.TextCounts(front, whole.newlines - rest.newlines, piece[front - 1] == 0x0A)
+            skipped = _ask(bound.SkipRequest(stepper, front_counts))
             if skipped.clears:
                 self._store.clear()
                 self._store_starts_inside_line = piece[front - 1] != 0x0A

@@ -34,11 +34,18 @@ EXIT_ANOTHER_DAEMON = 75
 """A daemon that exits with this found another one starting on the same socket: poll for that one instead."""
 
 
+def posix_path_text(path: str) -> str:
+    """`str(PurePosixPath(path))` without importing pathlib: empty and `.` parts dropped, `..` kept, a leading `//`
+    kept (POSIX leaves its meaning to the system)."""
+    root = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
+    return root + "/".join(part for part in path.split("/") if part and part != ".") or "."
+
+
 def default_socket_file() -> str:
-    """`$TMPDIR/eukhe-<uid>/daemon.sock`, `/tmp` when TMPDIR is unset or empty (a str: the client path does not
-    import pathlib)."""
+    """`$TMPDIR/eukhe-<uid>/daemon.sock`, `/tmp` when TMPDIR is unset or empty (a str, written as a Path would
+    write it: the client path does not import pathlib)."""
     base = os.environ.get("TMPDIR") or "/tmp"
-    return os.path.join(base, f"eukhe-{os.getuid()}", "daemon.sock")
+    return posix_path_text(f"{base}/eukhe-{os.getuid()}/daemon.sock")
 
 
 def default_socket_path() -> Path:

@@ -2,16 +2,23 @@
 command imports no asyncio, rich, typing, pathlib, socket, subprocess or daemon/session/job/kernel module.
 
 Each case runs in a fresh interpreter (this one has imported everything already) and lists what parsing added to
-sys.modules. tests/real/test_cli_client_imports.py checks a whole call against a running daemon the same way.
+sys.modules. tests/real/test_cli_client_imports.py checks a whole call against a running daemon the same way. The
+client's str socket paths (no pathlib) are checked against the daemon side's Path.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import PurePosixPath
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from eukhe.daemon.client import default_socket_file, default_socket_path, posix_path_text
 
 HEAVY_ROOTS = frozenset(
     {
@@ -97,3 +104,16 @@ def test_parsing_a_client_command_imports_nothing_heavy(argv: list[str]) -> None
     imported = json.loads(done.stdout)
     assert "eukhe.daemon.client" in imported
     assert heavy(imported) == [], f"`eukhe {' '.join(argv)}` imports {heavy(imported)} (CLI start-up time)"
+
+
+@given(st.lists(st.sampled_from(["", "/", "//", ".", "..", "a", "b.c", "./", "../"]), max_size=8).map("".join))
+def test_posix_path_text_writes_a_path_as_pathlib_does(text: str) -> None:
+    """The client's str socket paths read as the Path the daemon side makes of the same text."""
+    assert posix_path_text(text) == str(PurePosixPath(text))
+
+
+@pytest.mark.parametrize("tmpdir", ["", "/tmp", "/tmp/", "/var//tmp/./x", "rel/dir", "//net/tmp"])
+def test_the_default_socket_is_the_daemons_default_socket(tmpdir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMPDIR", tmpdir)
+    assert default_socket_file() == str(default_socket_path())
+    assert default_socket_path() == PurePosixPath(tmpdir or "/tmp") / f"eukhe-{os.getuid()}" / "daemon.sock"

@@ -1,9 +1,12 @@
 """CLI round trip against a warm daemon, against `bash -c true` measured in the same run (issue 4, 6).
 
 Prints: the median wall time of `bash -c true`, of `eukhe bash --json -- true` (a fresh CLI process each time, the
-daemon warm), and their ratio (target: under 10x); then where the time goes, and requests per second over one
-persistent connection (supervisor `ping`, a forwarded `session.ping`, and `bash true`). Uses a private TMPDIR and
-agent dir and stops the daemon it starts. `--quick` for a short run.
+daemon warm), and their ratio (target: under 10x); then where the time goes (`python -c pass`; the imports any CLI
+call needs, argparse and json, a floor no client code can go under; the bash command's imports; a daemon request
+that does no work), measured interleaved with the two, one call of each per round, so that load on a shared machine
+weighs on all alike; then requests per second over one persistent connection (supervisor `ping`, a forwarded
+`session.ping`, and `bash true`). Uses a private TMPDIR and agent dir and stops the daemon it starts. `--quick` for a
+short run.
 
 What is measured is the client's start-up as a user's shell runs it: the installed `eukhe` console script next to
 this interpreter (`.venv/bin/eukhe`), not `uv run eukhe`, which adds uv's own start-up (finding the project,
@@ -44,6 +47,19 @@ def timed(action: Callable[[], object], runs: int) -> list[float]:
     return times
 
 
+def timed_together(actions: dict[str, Callable[[], object]], runs: int) -> dict[str, list[float]]:
+    """Wall times of each action over `runs` rounds, one call of each per round (after one warm-up round): on a
+    shared machine, load that comes and goes then weighs on every action alike, and the ratios stay fair."""
+    times: dict[str, list[float]] = {name: [] for name in actions}
+    for round_number in range(runs + 1):
+        for name, action in actions.items():
+            start = time.perf_counter()
+            action()
+            if round_number:
+                times[name].append(time.perf_counter() - start)
+    return times
+
+
 def rate(action: Callable[[], object], runs: int) -> float:
     """Calls per second over `runs` calls."""
     action()
@@ -55,7 +71,7 @@ def rate(action: Callable[[], object], runs: int) -> float:
 
 def show(label: str, times: list[float], note: str = "") -> None:
     """One line: the label and the median of `times` in ms."""
-    print(f"{label:<40}{statistics.median(times) * 1000:8.2f} ms{note}")
+    print(f"{label:<46}{statistics.median(times) * 1000:8.2f} ms{note}")
 
 
 def main() -> int:
@@ -85,18 +101,28 @@ def main() -> int:
     try:
         session = json.loads(eukhe("session", "create", "--cwd", str(root / "p"), "--json"))["id"]
         bash_true = ("bash", "--session", session, "--json", "--", "true")
-        baseline = timed(lambda: subprocess.run(["bash", "-c", "true"], check=True), runs)
-        roundtrip = timed(lambda: eukhe(*bash_true), runs)
+        # Interleaved: the baseline, the round trip and where its time goes (the interpreter, the imports every CLI
+        # call needs, the bash command's imports, a daemon request that does no work).
+        times = timed_together(
+            {
+                "bash": lambda: subprocess.run(["bash", "-c", "true"], check=True),
+                "trip": lambda: eukhe(*bash_true),
+                "pass": lambda: python("pass"),
+                "floor": lambda: python("import argparse, json, _socket"),
+                "imports": lambda: python("import eukhe.cli.main, eukhe.cli.bash"),
+                "status": lambda: eukhe("daemon", "status", "--json"),
+            },
+            runs,
+        )
+        baseline, roundtrip = times["bash"], times["trip"]
         base, trip = statistics.median(baseline), statistics.median(roundtrip)
         show("bash -c true:", baseline, f" (median of {runs}; best {min(baseline) * 1000:.2f})")
         show("eukhe bash --json -- true (warm):", roundtrip, f" (median of {runs}; best {min(roundtrip) * 1000:.2f})")
-        print(f"{'ratio:':<40}{trip / base:8.1f}x (target < 10x; the console script {cli[0]})")
-        # Where the time goes: the interpreter, the bash command's imports, a daemon request that does no work.
-        show("  python -c pass:", timed(lambda: python("pass"), runs))
-        show(
-            "  python -c 'import eukhe.cli.bash':", timed(lambda: python("import eukhe.cli.main, eukhe.cli.bash"), runs)
-        )
-        show("  eukhe daemon status --json:", timed(lambda: eukhe("daemon", "status", "--json"), runs))
+        print(f"{'ratio:':<46}{trip / base:8.1f}x (target < 10x; the console script {cli[0]})")
+        show("  python -c pass:", times["pass"])
+        show("  python -c 'import argparse, json, _socket':", times["floor"], " (what any call imports)")
+        show("  python -c 'import eukhe.cli.bash':", times["imports"])
+        show("  eukhe daemon status --json:", times["status"])
         uncached = timed(lambda: eukhe(*bash_true, with_env=uncached_env), runs)
         show("  eukhe bash, PYTHONDONTWRITEBYTECODE=1:", uncached, " (for information)")
         if uv is not None:

@@ -133,12 +133,12 @@ class DaemonClient:
         searched = 0
         while True:
             end = self._buffer.find(b"\n", searched)
+            if end > MAX_REPLY_BYTES or (end < 0 and len(self._buffer) > MAX_REPLY_BYTES):
+                raise DaemonProtocolError(f"a reply line is longer than {MAX_REPLY_BYTES} bytes")
             if end >= 0:
                 line = bytes(self._buffer[: end + 1])
                 del self._buffer[: end + 1]
                 return line
-            if len(self._buffer) > MAX_REPLY_BYTES:
-                raise DaemonProtocolError(f"a reply line is longer than {MAX_REPLY_BYTES} bytes")
             searched = len(self._buffer)
             chunk = self._sock.recv(RECV_BYTES)
             if not chunk:

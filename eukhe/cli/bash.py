@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from eukhe.cli.common import emit_json, positive_int
 from eukhe.cli.daemon import add_daemon_options, call
 from eukhe.errors import UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def command_text(words: list[str]) -> str:

@@ -1,20 +1,55 @@
-"""What every CLI command shares: argument errors that exit 2, JSON output, and typed errors at one boundary."""
+"""What every CLI command shares: argument errors that exit 2, JSON output, and typed errors at one boundary.
+
+The client path (`eukhe bash`, `eukhe session ...`) imports this on every call, so it imports nothing beyond
+argparse, json, os and sys at run time (tests/unit/test_cli_imports.py guards the client path's imports).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import Any, NoReturn
 
 from eukhe.errors import EukheError, UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 EXIT_USAGE = 2
 EXIT_ERROR = 1
 
 
+def terminal_columns(fallback: int = 80) -> int:
+    """The terminal width as `shutil.get_terminal_size` finds it ($COLUMNS, then stdout's terminal, then 80),
+    without importing shutil (and its bz2, lzma and zlib): argparse makes a help formatter per argument."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = fallback
+    return columns or fallback
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help formatter, with the width found by `terminal_columns` (the same width, a cheaper import)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        super().__init__(prog, indent_increment, max_help_position, terminal_columns() - 2 if width is None else width)
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """An argparse parser whose errors are one line on stderr and exit code 2."""
+    """An argparse parser whose errors are one line on stderr and exit code 2 (and whose help formatter does not
+    import shutil)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")

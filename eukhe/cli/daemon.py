@@ -8,14 +8,17 @@ under --json.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
 
 from eukhe.cli.common import emit_json
 from eukhe.daemon.client import DaemonClient, DaemonUnavailableError, connect, socket_path, start_daemon
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+    from typing import Any
 
 EXIT_NOT_RUNNING = 3
 """`daemon status` when no daemon runs (the LSB init-script convention)."""
@@ -28,20 +31,30 @@ def add_daemon_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--daemon-socket", metavar="PATH", help="the daemon's socket (default $TMPDIR/eukhe-UID/...)")
 
 
-@contextlib.contextmanager
-def progress(args: argparse.Namespace, label: str) -> Iterator[None]:
-    """A spinner with elapsed time on stderr while a long request runs; nothing under --json or off a terminal."""
+class _NoProgress:
+    """The context a request runs in when no spinner is shown (contextlib.nullcontext, without importing
+    contextlib: CLI start-up time)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def progress(args: argparse.Namespace, label: str) -> AbstractContextManager[object]:
+    """A spinner with elapsed time on stderr while a long request runs (enter the result around the request);
+    nothing under --json or off a terminal."""
     if args.json or not sys.stderr.isatty():
-        yield
-        return
+        return _NoProgress()
     # Lazy: rich costs CLI start-up time, and only a terminal needs it.
     from rich.console import Console  # noqa: PLC0415
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # noqa: PLC0415
 
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        bar.add_task(label, total=None)
-        yield
+    bar = Progress(*columns, console=Console(stderr=True), transient=True)
+    bar.add_task(label, total=None)
+    return bar
 
 
 def call(
@@ -88,9 +101,11 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the daemon in this process (foreground) until stopped."""
+    from pathlib import Path  # noqa: PLC0415  (lazy: the client path works with str paths; CLI start-up time)
+
     from eukhe.daemon.supervisor import run_supervisor  # noqa: PLC0415  (lazy: only `daemon run` needs asyncio)
 
-    return run_supervisor(socket_path(args.daemon_socket))
+    return run_supervisor(Path(socket_path(args.daemon_socket)))
 
 
 def cmd_stop(args: argparse.Namespace) -> int:

@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
 
 from eukhe.cli.common import emit_json
 from eukhe.cli.daemon import add_daemon_options, call
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def cmd_create(args: argparse.Namespace) -> int:

@@ -7,10 +7,13 @@ session's `id` (the fork goes on in the same worker, with the jobs it keeps).
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from eukhe.cli.common import emit_json
 from eukhe.cli.daemon import add_daemon_options, call
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _rewind(args: argparse.Namespace, op: str) -> int:

@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from eukhe.cli.common import positive_int
 from eukhe.cli.daemon import add_daemon_options, call
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Enough(Exception):  # noqa: N818  (control flow, never escapes this module)

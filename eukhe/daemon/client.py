@@ -1,43 +1,63 @@
 """The CLI's side of the daemon: find the socket, start the daemon on first use, send requests, read replies.
 
 Plain blocking sockets (no asyncio): a CLI call is one short-lived process, and its start-up time is the cost a
-user feels (bench/cli_roundtrip.py).
+user feels (bench/cli_roundtrip.py). So this module imports no more than it needs on the way to a reply: no typing,
+pathlib, socket or subprocess (tests/unit/test_cli_imports.py); starting a daemon imports what it needs then.
 """
 
 from __future__ import annotations
 
-import contextlib
+import _socket
 import errno
 import json
 import os
-import socket
 import sys
 import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
 from eukhe.errors import EukheError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any
 
+    StrPath = str | os.PathLike[str]
+
+RECV_BYTES = 1 << 16
+"""How much one read of the socket asks for."""
 START_TIMEOUT_S = 20.0
+"""How long `daemon start` (or a first CLI call) waits for the socket to answer."""
 EXIT_ANOTHER_DAEMON = 75
 """A daemon that exits with this found another one starting on the same socket: poll for that one instead."""
-"""How long `daemon start` (or a first CLI call) waits for the socket to answer."""
+
+
+def posix_path_text(path: str) -> str:
+    """`str(PurePosixPath(path))` without importing pathlib: empty and `.` parts dropped, `..` kept, a leading `//`
+    kept (POSIX leaves its meaning to the system)."""
+    root = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
+    return root + "/".join(part for part in path.split("/") if part and part != ".") or "."
+
+
+def default_socket_file() -> str:
+    """`$TMPDIR/eukhe-<uid>/daemon.sock`, `/tmp` when TMPDIR is unset or empty (a str, written as a Path would
+    write it: the client path does not import pathlib)."""
+    base = os.environ.get("TMPDIR") or "/tmp"
+    return posix_path_text(f"{base}/eukhe-{os.getuid()}/daemon.sock")
 
 
 def default_socket_path() -> Path:
-    """`$TMPDIR/eukhe-<uid>/daemon.sock`, `/tmp` when TMPDIR is unset or empty."""
-    base = os.environ.get("TMPDIR") or "/tmp"
-    return Path(base) / f"eukhe-{os.getuid()}" / "daemon.sock"
+    """`default_socket_file()` as a Path (the daemon's side)."""
+    from pathlib import Path  # noqa: PLC0415  (lazy: the client path works with str paths; CLI start-up time)
+
+    return Path(default_socket_file())
 
 
-def socket_path(option: str | None) -> Path:
+def socket_path(option: str | None) -> str:
     """The socket the CLI talks to: `--daemon-socket` if given, else the default; made absolute."""
-    return Path(os.path.abspath(option)) if option else default_socket_path()
+    return os.path.abspath(option) if option else default_socket_file()
 
 
 class DaemonError(EukheError):
@@ -61,18 +81,23 @@ class DaemonProtocolError(EukheError):
 
 
 class DaemonClient:
-    """One connection to a daemon (supervisor or worker); requests go one at a time."""
+    """One connection to a daemon (supervisor or worker); requests go one at a time.
 
-    def __init__(self, sock: socket.socket, path: Path) -> None:
+    A bare `_socket.socket` and its own line buffer, not `socket.socket` and `makefile`: importing `socket` (its
+    enums, selectors, select, math, array) is a large part of a CLI call's start-up (bench/cli_roundtrip.py).
+    """
+
+    def __init__(self, sock: _socket.socket, path: StrPath) -> None:
         self._sock = sock
-        self._file = sock.makefile("rb")
+        self._buffer = bytearray()
+        """Bytes received and not yet returned as a reply line."""
         self._next_id = 1
         self.path = path
 
     @classmethod
-    def connect(cls, path: Path) -> DaemonClient:
+    def connect(cls, path: StrPath) -> DaemonClient:
         """Connect, or raise OSError (ENOENT / ECONNREFUSED when no daemon listens)."""
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             sock.connect(os.fspath(path))
         except OSError:
@@ -102,9 +127,29 @@ class DaemonClient:
         """Write bytes as they are (tests of malformed and oversized requests)."""
         self._sock.sendall(data)
 
+    def read_line(self) -> bytes:
+        """The next line with its newline; at end of stream the bytes left (empty when none); a line longer than
+        MAX_REPLY_BYTES raises DaemonProtocolError."""
+        searched = 0
+        while True:
+            end = self._buffer.find(b"\n", searched)
+            if end > MAX_REPLY_BYTES or (end < 0 and len(self._buffer) > MAX_REPLY_BYTES):
+                raise DaemonProtocolError(f"a reply line is longer than {MAX_REPLY_BYTES} bytes")
+            if end >= 0:
+                line = bytes(self._buffer[: end + 1])
+                del self._buffer[: end + 1]
+                return line
+            searched = len(self._buffer)
+            chunk = self._sock.recv(RECV_BYTES)
+            if not chunk:
+                line = bytes(self._buffer)
+                self._buffer.clear()
+                return line
+            self._buffer += chunk
+
     def read_reply(self) -> dict[str, Any]:
         """Read one reply line."""
-        line = self._file.readline(MAX_REPLY_BYTES + 1)
+        line = self.read_line()
         if not line:
             raise DaemonProtocolError(f"the daemon at {self.path} closed the connection")
         try:
@@ -117,7 +162,6 @@ class DaemonClient:
 
     def close(self) -> None:
         """Close the connection."""
-        self._file.close()
         self._sock.close()
 
     def __enter__(self) -> DaemonClient:
@@ -138,7 +182,7 @@ def log_path() -> Path:
     return agent_dir() / "daemon.log"
 
 
-def spawn_daemon(path: Path) -> subprocess.Popen[bytes]:
+def spawn_daemon(path: StrPath) -> subprocess.Popen[bytes]:
     """Start a supervisor in the background (its own session), logging to `<agent dir>/daemon.log`."""
     import subprocess  # noqa: PLC0415  (lazy: only a start needs it; CLI start-up time)
 
@@ -160,8 +204,10 @@ def spawn_daemon(path: Path) -> subprocess.Popen[bytes]:
         os.close(fd)
 
 
-def start_daemon(path: Path, timeout_s: float = START_TIMEOUT_S) -> DaemonClient:
+def start_daemon(path: StrPath, timeout_s: float = START_TIMEOUT_S) -> DaemonClient:
     """Start a daemon at `path` and return a connection once it answers; raise DaemonUnavailableError if it does not."""
+    import contextlib  # noqa: PLC0415  (lazy: only a start needs it; CLI start-up time)
+
     process = spawn_daemon(path)
     deadline = time.monotonic() + timeout_s
     delay = 0.005
@@ -191,7 +237,7 @@ def _log_tail() -> str:
     return " | ".join(lines[-3:]) if lines else "(empty log)"
 
 
-def connect(path: Path, *, autostart: bool = True) -> DaemonClient:
+def connect(path: StrPath, *, autostart: bool = True) -> DaemonClient:
     """Connect to the daemon at `path`, starting one first when none answers (and `autostart`)."""
     try:
         return DaemonClient.connect(path)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from eukhe.daemon.wire import (
-    JSON,
     MAX_REPLY_BYTES,
     MAX_REQUEST_BYTES,
     PROTOCOL_VERSION,
@@ -20,6 +20,9 @@ from eukhe.daemon.wire import (
     encode_request,
     encode_result,
 )
+
+JSON = Any
+"""Any JSON value."""
 
 __all__ = [
     "JSON",

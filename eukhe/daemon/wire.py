@@ -1,4 +1,5 @@
-"""The protocol's constants and line encoders, with no import beyond json: the CLI client loads only this.
+"""The protocol's constants and line encoders, with no import beyond json (not even typing): the CLI client loads
+only this.
 
 (`eukhe.daemon.protocol` re-exports all of it and adds the parsing side; docs/daemon-protocol.md is the reference.)
 """
@@ -6,7 +7,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+    JSON: TypeAlias = Any
+    """Any JSON value (a name for type checking only: `eukhe.daemon.protocol.JSON` is the run-time alias)."""
 
 PROTOCOL_VERSION = 1
 """Bumped on any incompatible change; a request with another `v` gets error `unsupported_version`."""
@@ -14,8 +21,6 @@ MAX_REQUEST_BYTES = 1 << 20
 """Longest request line (without its newline); longer ones get error `oversized` and are skipped."""
 MAX_REPLY_BYTES = 64 << 20
 """Longest reply line a client accepts."""
-
-JSON = Any
 
 
 def _line(payload: dict[str, JSON]) -> bytes:

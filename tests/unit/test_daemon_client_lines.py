@@ -1,0 +1,98 @@
+"""The client's own line reader over a bare socket (it replaced `socket.makefile`, for CLI start-up time): lines
+cut anywhere by the stream come back whole, in order; the end of the stream and an oversized line are reported."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import eukhe.daemon.client as client_module
+from eukhe.daemon.client import DaemonClient, DaemonProtocolError
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[DaemonClient, socket.socket]]:
+    """A client on one end of a real Unix socket pair, and the other end (the 'daemon')."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    client = DaemonClient(ours, "socketpair")
+    try:
+        yield client, theirs
+    finally:
+        client.close()
+        theirs.close()
+
+
+def send_in_pieces(sock: socket.socket, data: bytes, cuts: list[int]) -> None:
+    """Send `data` cut at `cuts`, then close the sending side."""
+    start = 0
+    for cut in [*sorted(set(cuts)), len(data)]:
+        if start < cut <= len(data):
+            sock.sendall(data[start:cut])
+            start = cut
+    sock.shutdown(socket.SHUT_WR)
+
+
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=8),
+    tail=st.binary(max_size=10).map(lambda b: b.replace(b"\n", b"")),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=10),
+)
+def test_lines_come_back_whole_however_the_stream_cuts_them(lines: list[bytes], tail: bytes, cuts: list[int]) -> None:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with DaemonClient(ours, "socketpair") as client, theirs:
+        data = b"".join(line + b"\n" for line in lines) + tail
+        sender = threading.Thread(target=send_in_pieces, args=(theirs, data, cuts))
+        sender.start()
+        read = [client.read_line() for _ in lines]
+        end = client.read_line()
+        sender.join(timeout=10)
+    assert read == [line + b"\n" for line in lines]
+    assert end == tail  # the end of the stream: what is left, b"" when nothing is
+
+
+def test_replies_and_events_in_one_chunk(pair: tuple[DaemonClient, socket.socket]) -> None:
+    client, daemon = pair
+    daemon.sendall(
+        b'{"v":1,"id":1,"event":{"n":1}}\n{"v":1,"id":1,"event":{"n":2}}\n{"v":1,"id":1,"ok":true,"result":7}\n'
+    )
+    events: list[object] = []
+    assert client.call("watch", on_event=events.append) == 7
+    assert events == [{"n": 1}, {"n": 2}]
+
+
+def test_a_closed_connection_and_a_torn_reply_are_protocol_errors(pair: tuple[DaemonClient, socket.socket]) -> None:
+    client, daemon = pair
+    daemon.sendall(b'{"v":1,"id":1,"ok":tr')
+    daemon.shutdown(socket.SHUT_WR)
+    with pytest.raises(DaemonProtocolError, match="unreadable reply"):
+        client.read_reply()
+    with pytest.raises(DaemonProtocolError, match="closed the connection"):
+        client.read_reply()
+
+
+def test_an_oversized_reply_line_is_a_protocol_error(
+    pair: tuple[DaemonClient, socket.socket], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, daemon = pair
+    monkeypatch.setattr(client_module, "MAX_REPLY_BYTES", 1000)
+    monkeypatch.setattr(client_module, "RECV_BYTES", 300)
+    daemon.sendall(b"x" * 1000 + b"\n")
+    assert client.read_line() == b"x" * 1000 + b"\n"  # exactly the limit: read
+    daemon.sendall(b"y" * 2000 + b"\n")
+    with pytest.raises(DaemonProtocolError, match="longer than 1000 bytes"):
+        client.read_line()
+
+
+def test_an_oversized_line_read_whole_in_one_chunk_is_a_protocol_error(
+    pair: tuple[DaemonClient, socket.socket], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, daemon = pair
+    monkeypatch.setattr(client_module, "MAX_REPLY_BYTES", 1000)
+    daemon.sendall(b"z" * 1001 + b"\n")
+    with pytest.raises(DaemonProtocolError, match="longer than 1000 bytes"):
+        client.read_line()

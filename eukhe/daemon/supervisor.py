@@ -284,6 +284,11 @@ class Supervisor:
             ready = json.loads(line) if line.strip() else {"ready": False, "message": "the worker exited at start"}
         except (TimeoutError, json.JSONDecodeError) as error:
             ready = {"ready": False, "error": "worker_start_failed", "message": f"worker did not start: {error!r}"}
+        except BaseException:  # cancelled (the daemon stops, the client left): no worker is left unregistered
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+            raise
         finally:
             if self.workers.get(placeholder.session_id) is placeholder:
                 del self.workers[placeholder.session_id]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from eukhe.core.job import exited
 from eukhe.core.limits import Truncation
 from eukhe.errors import EukheError
 from eukhe.output import BoundedOutput, BoundedResult
@@ -55,9 +56,7 @@ class RunResult:
 
 def exit_code_of(returncode: int) -> tuple[int, int | None]:
     """The shell's exit code for a child's return code (128 + signal for a child killed by a signal)."""
-    if returncode < 0:
-        return 128 - returncode, -returncode
-    return returncode, None
+    return exited(returncode).code, (-returncode if returncode < 0 else None)
 
 
 @contextlib.contextmanager

@@ -50,6 +50,11 @@ class Killed:
 End = Exited | Killed
 
 
+def exited(returncode: int) -> Exited:
+    """A leader's end from its return code as the OS reports it: -N (a signal N nobody asked for) exits 128 + N."""
+    return Exited(returncode if returncode >= 0 else 128 - returncode)
+
+
 def end_as_json(end: End) -> dict[str, Any]:
     """The end as callers see it: an exit code, or killed."""
     if isinstance(end, Exited):

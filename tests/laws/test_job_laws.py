@@ -783,3 +783,10 @@ def test_job_entry_example() -> None:
         "state": {"cap": None, "kept": 9, "dropped": 0, "end": {"exit": 2}},
         "ends": [{"exit": 2}],
     }
+
+
+@given(st.integers(min_value=-64, max_value=255))
+def test_a_return_code_exits_as_a_shell_says(returncode: int) -> None:
+    """0..255 exits as itself; -N (ended by signal N nobody asked for) exits 128 + N, as bash reports it."""
+    assert core.exited(returncode) == Exited(returncode if returncode >= 0 else 128 + -returncode)
+    assert core.exited(-9) == Exited(137)

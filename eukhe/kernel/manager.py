@@ -318,6 +318,9 @@ class KernelManager:
         self.kernels_started += 1
         try:
             ready = await asyncio.wait_for(asyncio.shield(kernel.ready), self._start_timeout)
+        except asyncio.CancelledError:  # the start was cancelled: the half-started kernel is not left running
+            await self._terminate(kernel, KernelStartError("the Python kernel's start was cancelled"))
+            raise
         except (TimeoutError, KernelError) as exc:
             await self._terminate(kernel, KernelStartError("the Python kernel did not start"))
             tail = kernel.stderr_tail.decode("utf-8", "replace").strip()

@@ -21,8 +21,8 @@ from eukhe.core import job as core
 from eukhe.jobs.job import Job, JobSpec
 from eukhe.jobs.table import JobTable
 from eukhe.jobs.wait import wait_until
-from eukhe.kernel._bounded import BoundedResult
 from eukhe.kernel.manager import CellOutcome, CellRun, KernelManager
+from eukhe.output import BoundedResult
 
 CANCEL_GRACE_S = 2.0
 """After interrupting a cancelled cell job, how long the cell has to end before its kernel is killed."""

@@ -35,10 +35,10 @@ from eukhe.core.gate import (
     Verdict,
 )
 from eukhe.core.limits import DEFAULT_TRUNCATION, Truncation
-from eukhe.kernel._bounded import BoundedOutput, BoundedResult
 from eukhe.kernel.errors import KernelClosedError, KernelDiedError, KernelError, KernelProtocolError, KernelStartError
 from eukhe.kernel.launch import KernelLaunch, kernel_launch
 from eukhe.kernel.splitter import FrameReader
+from eukhe.output import BoundedOutput, BoundedResult
 from eukhe_kernel.protocol import PROTOCOL_VERSION
 
 log = logging.getLogger("eukhe.kernel")

@@ -182,9 +182,20 @@ class Session:
         sid = session_id or store.new_session_id()
         directory = store.create_session_dir(base, sid)
         ledger = Ledger.create(directory / store.JOURNAL_NAME)
-        ledger.commit(
-            [{"t": "session", "id": sid, "cwd": str(working), "settings": (settings or SessionSettings()).as_json()}]
-        )
+        try:
+            ledger.commit(
+                [
+                    {
+                        "t": "session",
+                        "id": sid,
+                        "cwd": str(working),
+                        "settings": (settings or SessionSettings()).as_json(),
+                    }
+                ]
+            )
+        except BaseException:  # e.g. a full disk: the journal's descriptor is not leaked
+            ledger.close()
+            raise
         session = cls(
             root=base, directory=directory, ledger=ledger, cwd=working, clock=clock, bash_options=bash_options
         )
@@ -217,8 +228,13 @@ class Session:
             root=base, directory=directory, ledger=ledger, cwd=working, clock=clock, bash_options=bash_options
         )
         session.last_read = read
-        session.harness.settle_interrupted(ledger.trees.slots)
-        session.writer.retire_leftovers()
+        try:
+            session.harness.settle_interrupted(ledger.trees.slots)
+            session.writer.retire_leftovers()
+        except BaseException:  # a commit failed (e.g. a full disk): nothing runs yet, so only the journal is open
+            session._unsubscribe()
+            ledger.close()
+            raise
         session.writer.start()
         return session
 

@@ -54,8 +54,13 @@ async def run_worker(socket_path: Path, session_id: str | None) -> int:
     cwd = Path.cwd()
     try:
         host = await open_host(session_id, cwd)
+    except EukheError as error:
+        _announce({"ready": False, "error": error_code(error), "message": str(error)})
+        return 1
+    try:
         listener = bind_private_socket(socket_path)
     except EukheError as error:
+        await host.close()  # the session opened: close it (its writer commits, its lock goes) before saying why
         _announce({"ready": False, "error": error_code(error), "message": str(error)})
         return 1
     try:

@@ -89,8 +89,10 @@ def run_bounded(argv: Sequence[str], truncation: Truncation, artifact_dir: Path 
         except OSError as error:
             raise CommandNotStartedError(argv[0], error.strerror or str(error)) from None
         assert child.stdout is not None
-        with child, contextlib.suppress(OSError):
-            fcntl.fcntl(child.stdout.fileno(), F_SETPIPE_SZ, PIPE_SIZE)
+        with child:
+            # A bigger pipe only saves wake-ups; a refusal (the user's pipe quota) is fine.
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(child.stdout.fileno(), F_SETPIPE_SZ, PIPE_SIZE)
             stopped_reading = _pump(child, output)
     code, signum = exit_code_of(child.returncode)
     return RunResult(code, output.close(), signum, stopped_reading)

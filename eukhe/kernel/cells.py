@@ -191,10 +191,15 @@ class CellJobs:
             record.close()
             return CellSettled(outcome)
         written = record.memory() if record.in_memory else b""
-        job = self.table.start(
-            JobSpec("cell", title, self.manager.truncation, self.manager.artifact_dir, written=written),
-            _CellOwner(self, run),
-        )
+        try:
+            job = self.table.start(
+                JobSpec("cell", title, self.manager.truncation, self.manager.artifact_dir, written=written),
+                _CellOwner(self, run),
+            )
+        except BaseException:  # no job (the host is quitting): the cell must not go on unowned
+            self.cancel_later(run)
+            record.close()
+            raise
         if not record.in_memory:
             for chunk in record.chunks():
                 job.write(chunk)

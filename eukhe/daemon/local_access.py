@@ -209,7 +209,11 @@ async def serve_private(
 
 async def _serve_one(conn: socket.socket, handler: ConnectionHandler) -> None:
     """Wrap an accepted, judged connection in streams and run the handler; always close it."""
-    reader, writer = await asyncio.open_unix_connection(sock=conn)
+    try:
+        reader, writer = await asyncio.open_unix_connection(sock=conn)
+    except BaseException:  # cancelled (the server stops) or refused before the streams own the socket
+        conn.close()
+        raise
     try:
         await handler(reader, writer)
     finally:

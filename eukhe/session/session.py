@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from eukhe.core.job import Detached, Settled, deadline_for, end_as_json
+from eukhe.core.job import Detached, Settled, blocking_span, deadline_for, end_as_json
 from eukhe.core.jobdocs import JOB_DOC_TYPE, EntryRecord, JobEnded, JobStarted
 from eukhe.errors import EukheError
 from eukhe.harness.board import EventStream
@@ -372,7 +372,7 @@ class Session:
         """Run `command` as a job; settled within the budget, else `detached: {job, budgetMs}` with the output so
         far (the job goes on; its end records its `eukhe.bash` row)."""
         self._check_open()
-        budget = self.budget_ms if budget_ms is None else min(max(budget_ms, 0), self.budget_ms)
+        budget = blocking_span(budget_ms, self.budget_ms)
         return await bash_and_wait(
             command,
             self.cwd,
@@ -388,7 +388,7 @@ class Session:
     async def ipython(self, code: str, budget_ms: int | None = None) -> CellSettled | CellDetached:
         """Run a Python cell on the session's kernel; settled within the budget, else detached as a cell job."""
         self._check_open()
-        budget = self.budget_ms if budget_ms is None else min(max(budget_ms, 0), self.budget_ms)
+        budget = blocking_span(budget_ms, self.budget_ms)
         if self._kernel is None:
             self._kernel = SessionKernel(
                 truncation=self.settings.truncation,

@@ -18,6 +18,8 @@ from eukhe.errors import EukheError
 class WorkingDirError(EukheError):
     """A session's working directory was refused; the message is the spec's exact text."""
 
+    code = "working_dir_error"
+
     def __init__(self, text: str, path: str | None) -> None:
         super().__init__(text)
         self.text = text

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from eukhe.core.job import exited
 from eukhe.core.limits import Truncation
 from eukhe.errors import EukheError
 from eukhe.output import BoundedOutput, BoundedResult
@@ -55,9 +56,7 @@ class RunResult:
 
 def exit_code_of(returncode: int) -> tuple[int, int | None]:
     """The shell's exit code for a child's return code (128 + signal for a child killed by a signal)."""
-    if returncode < 0:
-        return 128 - returncode, -returncode
-    return returncode, None
+    return exited(returncode).code, (-returncode if returncode < 0 else None)
 
 
 @contextlib.contextmanager
@@ -90,8 +89,10 @@ def run_bounded(argv: Sequence[str], truncation: Truncation, artifact_dir: Path 
         except OSError as error:
             raise CommandNotStartedError(argv[0], error.strerror or str(error)) from None
         assert child.stdout is not None
-        with child, contextlib.suppress(OSError):
-            fcntl.fcntl(child.stdout.fileno(), F_SETPIPE_SZ, PIPE_SIZE)
+        with child:
+            # A bigger pipe only saves wake-ups; a refusal (the user's pipe quota) is fine.
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(child.stdout.fileno(), F_SETPIPE_SZ, PIPE_SIZE)
             stopped_reading = _pump(child, output)
     code, signum = exit_code_of(child.returncode)
     return RunResult(code, output.close(), signum, stopped_reading)

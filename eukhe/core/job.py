@@ -50,6 +50,11 @@ class Killed:
 End = Exited | Killed
 
 
+def exited(returncode: int) -> Exited:
+    """A leader's end from its return code as the OS reports it: -N (a signal N nobody asked for) exits 128 + N."""
+    return Exited(returncode if returncode >= 0 else 128 - returncode)
+
+
 def end_as_json(end: End) -> dict[str, Any]:
     """The end as callers see it: an exit code, or killed."""
     if isinstance(end, Exited):
@@ -212,11 +217,15 @@ def wait(state: JobState, now_ms: int, deadline_ms: int) -> WaitVerdict:
     return WAITING
 
 
-def deadline_for(now_ms: int, timeout_ms: int | None, budget_ms: int) -> int:
-    """The deadline of a blocking call: now plus its timeout, within the session's blocking budget."""
+def blocking_span(timeout_ms: int | None, budget_ms: int) -> int:
+    """How long a blocking call may block: its timeout (None: none asked) within the session's blocking budget."""
     budget = max(0, budget_ms)
-    span = budget if timeout_ms is None else min(max(0, timeout_ms), budget)
-    return now_ms + span
+    return budget if timeout_ms is None else min(max(0, timeout_ms), budget)
+
+
+def deadline_for(now_ms: int, timeout_ms: int | None, budget_ms: int) -> int:
+    """The deadline of a blocking call: now plus its `blocking_span`."""
+    return now_ms + blocking_span(timeout_ms, budget_ms)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -171,16 +171,19 @@ async def lock_session(session_id: str) -> int:
     wait_ms = int(os.environ.get(LOCK_WAIT_ENV, LOCK_WAIT_MS))
     fd = open_private_file(sessions_root() / session_id / LOCK_NAME, os.O_RDWR)
     deadline = time.monotonic() + wait_ms / 1000
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                raise SessionBusyError(session_id) from None
-            await asyncio.sleep(0.05)  # the holder is closing its session; poll its lock, bounded by the deadline
-        else:
-            return fd
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise SessionBusyError(session_id) from None
+                await asyncio.sleep(0.05)  # the holder is closing its session; poll its lock, bounded by the deadline
+            else:
+                return fd
+    except BaseException:  # busy past the deadline, or cancelled while waiting: the descriptor is not leaked
+        os.close(fd)
+        raise
 
 
 class SessionHost:
@@ -292,7 +295,11 @@ async def open_host(session_id: str | None, cwd: Path) -> SessionHost:
     """Open the saved session `session_id` in `cwd`, or create a new one there when it is None."""
     if session_id is None:
         session = await Session.create(cwd)
-        return SessionHost(session, await lock_session(session.id))
+        try:
+            return SessionHost(session, await lock_session(session.id))
+        except BaseException:  # the new session is closed, its journal descriptor and writer task with it
+            await session.close()
+            raise
     saved_header(session_id)
     lock = await lock_session(session_id)
     try:

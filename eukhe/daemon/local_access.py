@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import socket
@@ -38,6 +39,9 @@ from eukhe.private_fs import make_private_dirs
 log = logging.getLogger("eukhe.daemon")
 
 SUN_PATH_MAX = 107
+ACCEPT_RETRY_S = 0.1
+"""After an accept failed for want of resources (out of descriptors or memory), wait this long and accept again."""
+_ACCEPT_SHORTAGES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED})
 """Longest AF_UNIX path Linux accepts (108 bytes with the terminating NUL)."""
 
 
@@ -190,7 +194,14 @@ async def serve_private(
     tasks: set[asyncio.Task[None]] = set()
     try:
         while True:
-            conn, _ = await loop.sock_accept(listener)
+            try:
+                conn, _ = await loop.sock_accept(listener)
+            except OSError as error:
+                if error.errno not in _ACCEPT_SHORTAGES:
+                    raise
+                log.warning("%s: cannot accept a connection now (%s); trying again", name, error.strerror)
+                await asyncio.sleep(ACCEPT_RETRY_S)  # the pending client waits in the backlog meanwhile
+                continue
             found = peer_uid(conn)
             verdict = judge_peer(found, uid)
             if not isinstance(verdict, PeerAccepted):
@@ -209,7 +220,11 @@ async def serve_private(
 
 async def _serve_one(conn: socket.socket, handler: ConnectionHandler) -> None:
     """Wrap an accepted, judged connection in streams and run the handler; always close it."""
-    reader, writer = await asyncio.open_unix_connection(sock=conn)
+    try:
+        reader, writer = await asyncio.open_unix_connection(sock=conn)
+    except BaseException:  # cancelled (the server stops) or refused before the streams own the socket
+        conn.close()
+        raise
     try:
         await handler(reader, writer)
     finally:

@@ -23,7 +23,7 @@ from eukhe.daemon.protocol import (
     oversized_fault,
     parse_request,
 )
-from eukhe.errors import EukheError
+from eukhe.errors import EukheError, error_code
 
 log = logging.getLogger("eukhe.daemon")
 
@@ -40,15 +40,6 @@ class RequestError(EukheError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-def code_of(error: BaseException) -> str:
-    """The stable code an error goes out with: its `code` attribute, else its class name in snake case."""
-    code = getattr(error, "code", None)
-    if isinstance(code, str):
-        return code
-    name = type(error).__name__
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
 
 
 def arg_str(request: Request, name: str, *, optional: bool = False) -> str | None:
@@ -127,7 +118,7 @@ async def _answer(request: Request, handle: RequestHandler, send: Callable[[byte
     try:
         return encode_result(request.id, await handle(request, emit))
     except EukheError as error:
-        return encode_error(request.id, code_of(error), str(error))
+        return encode_error(request.id, error_code(error), str(error))
     except (ConnectionError, BrokenPipeError):
         raise
     except Exception as error:

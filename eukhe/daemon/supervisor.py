@@ -78,7 +78,8 @@ class Worker:
     cwd: str
     socket: Path
     process: asyncio.subprocess.Process
-    started: float = field(default_factory=time.time)
+    started: float = field(default_factory=time.monotonic)
+    """When it was spawned, on the monotonic clock (durations only: a wall-clock step must not fake a crash loop)."""
 
 
 class Supervisor:
@@ -92,7 +93,7 @@ class Supervisor:
         self._locks: dict[str, asyncio.Lock] = {}
         self._stop = asyncio.Event()
         self._stopping = False
-        self._started = time.time()
+        self._started = time.monotonic()
         self._monitors: set[asyncio.Task[None]] = set()
         self._spawned = 0
         self._quick_deaths: dict[str, int] = {}
@@ -209,7 +210,7 @@ class Supervisor:
             "pid": os.getpid(),
             "socket": str(self.socket_path),
             "version": PROTOCOL_VERSION,
-            "uptimeS": round(time.time() - self._started, 3),
+            "uptimeS": round(time.monotonic() - self._started, 3),
             "workers": [
                 {
                     "session": w.session_id,
@@ -283,6 +284,11 @@ class Supervisor:
             ready = json.loads(line) if line.strip() else {"ready": False, "message": "the worker exited at start"}
         except (TimeoutError, json.JSONDecodeError) as error:
             ready = {"ready": False, "error": "worker_start_failed", "message": f"worker did not start: {error!r}"}
+        except BaseException:  # cancelled (the daemon stops, the client left): no worker is left unregistered
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+            raise
         finally:
             if self.workers.get(placeholder.session_id) is placeholder:
                 del self.workers[placeholder.session_id]
@@ -320,7 +326,7 @@ class Supervisor:
             "at": time.time(),
         }
         self.restarts[worker.session_id] = self.restarts.get(worker.session_id, 0) + 1
-        quick = time.time() - worker.started < CRASH_LOOP_S
+        quick = time.monotonic() - worker.started < CRASH_LOOP_S
         self._quick_deaths[worker.session_id] = self._quick_deaths.get(worker.session_id, 0) + 1 if quick else 0
         if self._quick_deaths[worker.session_id] >= CRASH_LOOP_LIMIT:
             log.error(

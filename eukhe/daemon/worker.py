@@ -24,8 +24,8 @@ from eukhe.daemon.host import SessionHost, open_host
 from eukhe.daemon.local_access import bind_private_socket, serve_private
 from eukhe.daemon.procs import become_subreaper, end_orphans
 from eukhe.daemon.protocol import JSON, Request
-from eukhe.daemon.server import EventSink, code_of, serve_requests
-from eukhe.errors import EukheError
+from eukhe.daemon.server import EventSink, serve_requests
+from eukhe.errors import EukheError, error_code
 
 log = logging.getLogger("eukhe.daemon")
 
@@ -54,9 +54,14 @@ async def run_worker(socket_path: Path, session_id: str | None) -> int:
     cwd = Path.cwd()
     try:
         host = await open_host(session_id, cwd)
+    except EukheError as error:
+        _announce({"ready": False, "error": error_code(error), "message": str(error)})
+        return 1
+    try:
         listener = bind_private_socket(socket_path)
     except EukheError as error:
-        _announce({"ready": False, "error": code_of(error), "message": str(error)})
+        await host.close()  # the session opened: close it (its writer commits, its lock goes) before saying why
+        _announce({"ready": False, "error": error_code(error), "message": str(error)})
         return 1
     try:
         _announce({"ready": True, "session": host.session_id, "pid": os.getpid(), "socket": str(socket_path)})

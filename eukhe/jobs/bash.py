@@ -172,8 +172,7 @@ class BashRun:
         if job.kill_requested:
             job.finish(core.Killed())
         else:
-            rc = code if code is not None else 0
-            job.finish(core.Exited(rc if rc >= 0 else 128 - rc))
+            job.finish(core.exited(code if code is not None else 0))
 
     async def _until_group_gone(self) -> None:
         loop = asyncio.get_running_loop()

@@ -21,8 +21,8 @@ from eukhe.core import job as core
 from eukhe.jobs.job import Job, JobSpec
 from eukhe.jobs.table import JobTable
 from eukhe.jobs.wait import wait_until
-from eukhe.kernel._bounded import BoundedResult
 from eukhe.kernel.manager import CellOutcome, CellRun, KernelManager
+from eukhe.output import BoundedResult
 
 CANCEL_GRACE_S = 2.0
 """After interrupting a cancelled cell job, how long the cell has to end before its kernel is killed."""
@@ -191,10 +191,15 @@ class CellJobs:
             record.close()
             return CellSettled(outcome)
         written = record.memory() if record.in_memory else b""
-        job = self.table.start(
-            JobSpec("cell", title, self.manager.truncation, self.manager.artifact_dir, written=written),
-            _CellOwner(self, run),
-        )
+        try:
+            job = self.table.start(
+                JobSpec("cell", title, self.manager.truncation, self.manager.artifact_dir, written=written),
+                _CellOwner(self, run),
+            )
+        except BaseException:  # no job (the host is quitting): the cell must not go on unowned
+            self.cancel_later(run)
+            record.close()
+            raise
         if not record.in_memory:
             for chunk in record.chunks():
                 job.write(chunk)

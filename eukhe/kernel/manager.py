@@ -35,10 +35,10 @@ from eukhe.core.gate import (
     Verdict,
 )
 from eukhe.core.limits import DEFAULT_TRUNCATION, Truncation
-from eukhe.kernel._bounded import BoundedOutput, BoundedResult
 from eukhe.kernel.errors import KernelClosedError, KernelDiedError, KernelError, KernelProtocolError, KernelStartError
 from eukhe.kernel.launch import KernelLaunch, kernel_launch
 from eukhe.kernel.splitter import FrameReader
+from eukhe.output import BoundedOutput, BoundedResult
 from eukhe_kernel.protocol import PROTOCOL_VERSION
 
 log = logging.getLogger("eukhe.kernel")
@@ -47,6 +47,8 @@ HostHandler = Callable[[Admission], Awaitable[Any]]
 """Serves one accepted host request; its return value (JSON) or its exception is the one reply."""
 
 STDERR_TAIL = 8192
+DIAGNOSTICS_KEPT = 256
+"""The last diagnostics and faults a manager keeps (a session's kernel may live long and say much)."""
 KILL_GRACE_S = 1.0
 """After closing stdin, how long the stub has to kill its `bash()` groups and exit before its group is killed."""
 
@@ -240,7 +242,8 @@ class KernelManager:
         self._closed = False
         self._ending: set[asyncio.Task[None]] = set()
         self.diagnostics: list[str] = []
-        """Everything the host said loudly: repairs, refusals of used ids, dropped frames, kernel notices."""
+        """The last DIAGNOSTICS_KEPT things the host said loudly: repairs, refusals of used ids, dropped frames,
+        kernel notices (each is also logged)."""
         self.faults: list[ProtocolFault] = []
         self.kernels_started = 0
         self._empty_output = BoundedOutput(truncation, None).close()  # the outcome's output of a silent cell
@@ -315,6 +318,9 @@ class KernelManager:
         self.kernels_started += 1
         try:
             ready = await asyncio.wait_for(asyncio.shield(kernel.ready), self._start_timeout)
+        except asyncio.CancelledError:  # the start was cancelled: the half-started kernel is not left running
+            await self._terminate(kernel, KernelStartError("the Python kernel's start was cancelled"))
+            raise
         except (TimeoutError, KernelError) as exc:
             await self._terminate(kernel, KernelStartError("the Python kernel did not start"))
             tail = kernel.stderr_tail.decode("utf-8", "replace").strip()
@@ -485,6 +491,7 @@ class KernelManager:
     def _repair(self, kernel: _Kernel, fault: ProtocolFault) -> None:
         """Protocol repair: loudly replace the kernel; what is in flight fails with the fault."""
         self.faults.append(fault)
+        del self.faults[:-DIAGNOSTICS_KEPT]
         self._diagnose(
             f"protocol repair: the Python kernel (pid {kernel.process.pid}) wrote a frame the host cannot answer "
             f"({fault.reason.value}: {fault.detail}); the kernel is replaced",
@@ -497,6 +504,7 @@ class KernelManager:
 
     def _diagnose(self, message: str, level: int = logging.WARNING) -> None:
         self.diagnostics.append(message)
+        del self.diagnostics[:-DIAGNOSTICS_KEPT]
         log.log(level, "%s", message)
 
     def _act(self, kernel: _Kernel, verdict: Verdict) -> None:

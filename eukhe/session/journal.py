@@ -2,8 +2,9 @@
 
 One commit is one JSON line `{"seq": n, "records": [...]}`, written with a single `write` on an `O_APPEND`
 descriptor and then `fsync`ed, so a commit is all there or, after a crash, a torn last line. The reader skips a
-line it cannot parse with a diagnostic and never fails on one. A writer that opens a journal whose last line is
-torn first appends a newline, so the torn bytes stay a line of their own and the next commit reads whole.
+line it cannot parse with a diagnostic and never fails on one. A writer whose journal ends in a torn line (left by a
+crash, or by a failed write of its own, e.g. on a full disk) starts its next commit with a newline, so the torn
+bytes stay a line of their own and the commit reads whole.
 """
 
 from __future__ import annotations
@@ -114,9 +115,9 @@ class Journal:
         self._next_seq = next_seq
         self.observers: list[CommitObserver] = []
         size = os.fstat(self._fd).st_size
-        if size and os.pread(self._fd, 1, size - 1) != b"\n":
-            # A torn last line from a crash: end it, so it stays one skipped line and the next commit reads whole.
-            self._write_all(b"\n")
+        # A torn last line from a crash: the next commit ends it first, so it stays one skipped line and the commit
+        # reads whole. A failed write in this process may leave one too (a full disk writes part of a line).
+        self._torn = bool(size) and os.pread(self._fd, 1, size - 1) != b"\n"
 
     @property
     def next_seq(self) -> int:
@@ -134,9 +135,11 @@ class Journal:
             raise JournalError(self.path, f"cannot encode: {error}") from error
         self._before_write(records)
         try:
-            self._write_all(data)
+            self._write_all(b"\n" + data if self._torn else data)
         except OSError as error:
+            self._torn = True  # part of the line may be on disk: never let the next commit join it
             raise JournalError(self.path, str(error)) from error
+        self._torn = False
         self._next_seq = seq + 1
         done = Commit(seq, tuple(records))
         for observer in list(self.observers):
@@ -147,15 +150,11 @@ class Journal:
         """A hook for fault-injection in tests (a journal whose disk refuses some records); does nothing here."""
 
     def _write_all(self, data: bytes) -> None:
-        written = os.write(self._fd, data)
-        if written != len(data):
-            # A short write on a regular file means the disk is full; the tail is torn and the reader skips it.
-            self._write_all_rest(data[written:])
+        # A short write on a regular file means the disk is full: the next write raises (ENOSPC, EFBIG).
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
         os.fdatasync(self._fd)
-
-    def _write_all_rest(self, rest: bytes) -> None:
-        while rest:
-            rest = rest[os.write(self._fd, rest) :]
 
     def close(self) -> None:
         """Close the descriptor (idempotent)."""

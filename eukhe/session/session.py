@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from eukhe.core.job import Detached, Settled, deadline_for, end_as_json
+from eukhe.core.job import Detached, Settled, blocking_span, deadline_for, end_as_json
 from eukhe.core.jobdocs import JOB_DOC_TYPE, EntryRecord, JobEnded, JobStarted
 from eukhe.errors import EukheError
 from eukhe.harness.board import EventStream
@@ -182,9 +182,20 @@ class Session:
         sid = session_id or store.new_session_id()
         directory = store.create_session_dir(base, sid)
         ledger = Ledger.create(directory / store.JOURNAL_NAME)
-        ledger.commit(
-            [{"t": "session", "id": sid, "cwd": str(working), "settings": (settings or SessionSettings()).as_json()}]
-        )
+        try:
+            ledger.commit(
+                [
+                    {
+                        "t": "session",
+                        "id": sid,
+                        "cwd": str(working),
+                        "settings": (settings or SessionSettings()).as_json(),
+                    }
+                ]
+            )
+        except BaseException:  # e.g. a full disk: the journal's descriptor is not leaked
+            ledger.close()
+            raise
         session = cls(
             root=base, directory=directory, ledger=ledger, cwd=working, clock=clock, bash_options=bash_options
         )
@@ -217,8 +228,13 @@ class Session:
             root=base, directory=directory, ledger=ledger, cwd=working, clock=clock, bash_options=bash_options
         )
         session.last_read = read
-        session.harness.settle_interrupted(ledger.trees.slots)
-        session.writer.retire_leftovers()
+        try:
+            session.harness.settle_interrupted(ledger.trees.slots)
+            session.writer.retire_leftovers()
+        except BaseException:  # a commit failed (e.g. a full disk): nothing runs yet, so only the journal is open
+            session._unsubscribe()
+            ledger.close()
+            raise
         session.writer.start()
         return session
 
@@ -356,7 +372,7 @@ class Session:
         """Run `command` as a job; settled within the budget, else `detached: {job, budgetMs}` with the output so
         far (the job goes on; its end records its `eukhe.bash` row)."""
         self._check_open()
-        budget = self.budget_ms if budget_ms is None else min(max(budget_ms, 0), self.budget_ms)
+        budget = blocking_span(budget_ms, self.budget_ms)
         return await bash_and_wait(
             command,
             self.cwd,
@@ -372,7 +388,7 @@ class Session:
     async def ipython(self, code: str, budget_ms: int | None = None) -> CellSettled | CellDetached:
         """Run a Python cell on the session's kernel; settled within the budget, else detached as a cell job."""
         self._check_open()
-        budget = self.budget_ms if budget_ms is None else min(max(budget_ms, 0), self.budget_ms)
+        budget = blocking_span(budget_ms, self.budget_ms)
         if self._kernel is None:
             self._kernel = SessionKernel(
                 truncation=self.settings.truncation,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ from eukhe.core.jobdocs import (
 from eukhe.session.journal import Commit, JournalError, Record
 
 JSON = Any
+BATCHES_KEPT = 64
 
 
 def record_name(record: WriterRecord) -> dict[str, JSON]:
@@ -59,7 +61,8 @@ class JobWriter:
         self._idle = asyncio.Event()
         self._idle.set()
         self._task: asyncio.Task[None] | None = None
-        self.batches: list[tuple[WriterRecord, ...]] = []  # every batch taken, for tests and diagnostics
+        # The last batches taken, for tests and diagnostics (bounded: a long-lived worker must not keep them all).
+        self.batches: deque[tuple[WriterRecord, ...]] = deque(maxlen=BATCHES_KEPT)
 
     def start(self) -> None:
         """Start the task (in the running event loop)."""

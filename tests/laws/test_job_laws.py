@@ -783,3 +783,19 @@ def test_job_entry_example() -> None:
         "state": {"cap": None, "kept": 9, "dropped": 0, "end": {"exit": 2}},
         "ends": [{"exit": 2}],
     }
+
+
+@given(st.integers(min_value=-64, max_value=255))
+def test_a_return_code_exits_as_a_shell_says(returncode: int) -> None:
+    """0..255 exits as itself; -N (ended by signal N nobody asked for) exits 128 + N, as bash reports it."""
+    assert core.exited(returncode) == Exited(returncode if returncode >= 0 else 128 + -returncode)
+    assert core.exited(-9) == Exited(137)
+
+
+@given(st.one_of(st.none(), st.integers(-100, 100)), st.integers(0, 100))
+def test_a_blocking_span_stays_within_the_budget(timeout_ms: int | None, budget_ms: int) -> None:
+    """The span is the timeout asked (none: the whole budget), never below 0 nor past the budget."""
+    span = core.blocking_span(timeout_ms, budget_ms)
+    assert 0 <= span <= budget_ms
+    assert span == (budget_ms if timeout_ms is None else min(max(0, timeout_ms), budget_ms))
+    assert core.deadline_for(1000, timeout_ms, budget_ms) == 1000 + span

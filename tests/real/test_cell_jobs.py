@@ -9,7 +9,7 @@ import pytest
 
 from eukhe.core import job as core
 from eukhe.core.limits import Keep, Off, On, OutputLimits
-from eukhe.jobs.table import JobTable
+from eukhe.jobs.table import JobTable, JobTableClosedError
 from eukhe.jobs.wait import wait_until
 from eukhe.kernel.cells import CellDetached, CellJobs, CellSettled
 from eukhe.kernel.manager import Admission, KernelManager
@@ -177,5 +177,22 @@ def test_a_cell_that_ignores_the_interrupt_has_its_kernel_killed_after_the_grace
             assert isinstance(fresh, CellSettled)
             assert fresh.outcome.result == "2"
             await until(lambda: km.pid is not None and km.pid != pid, what="a fresh kernel")
+
+    run(scenario())
+
+
+def test_a_cell_past_its_budget_on_a_closed_table_is_interrupted_not_left_unowned() -> None:
+    async def scenario() -> None:
+        async with KernelManager() as km:
+            table = JobTable()
+            cells = CellJobs(km, table)
+            await km.start()
+            await table.quit(table.clock.now_ms())  # the host is quitting: no job may start
+            with pytest.raises(JobTableClosedError):
+                await cells.ipython("print('spin')\nwhile True:\n    pass", 50)
+            run = await km.execute("'next'")  # runs only once the spinning cell ended (its interrupt)
+            outcome = await asyncio.wait_for(run.wait(), 20)
+            assert outcome.result == "'next'"
+            await cells.close()
 
     run(scenario())

@@ -68,7 +68,9 @@ class SessionMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.running))
     @rule(data=st.data())
     def end_job(self, data: st.DataObject) -> None:
-        job_id = data.draw(st.sampled_from(sorted(self.running)))
+        # In start order: job ids are random, so sorted ids would make a replayed draw pick another job (and
+        # Hypothesis report a flaky strategy).
+        job_id = data.draw(st.sampled_from(list(self.running)))
         assert self.running.pop(job_id).finish(Exited(0))
 
     @rule(data=st.data())

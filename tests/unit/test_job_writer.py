@@ -10,7 +10,7 @@ from eukhe.core.jobdocs import JOB_DOC_TYPE, EntryRecord, JobEnded, JobStarted
 from eukhe.session.journal import Commit, Journal, JournalError, Record
 from eukhe.session.ledger import Ledger
 from eukhe.session.tree import Trees
-from eukhe.session.writer import JobWriter
+from eukhe.session.writer import BATCHES_KEPT, JobWriter
 
 
 class RefusingJournal(Journal):
@@ -64,7 +64,7 @@ def test_a_job_that_starts_and_ends_in_one_batch_commits_nothing(tmp_path: Path)
         writer.submit(JobEnded("a"))
         await writer.idle()
         assert commits == []
-        assert writer.batches == [(JobStarted("a", {}), JobEnded("a"))]
+        assert list(writer.batches) == [(JobStarted("a", {}), JobEnded("a"))]
         writer.submit(JobEnded("ghost"))  # an end whose node is absent retires nothing
         await writer.idle()
         assert commits == []
@@ -115,3 +115,18 @@ def test_on_open_the_writer_retires_the_nodes_an_old_process_left(tmp_path: Path
     writer.retire_leftovers()  # nothing left: no commit
     assert len(commits) == 3
     ledger.close()
+
+
+def test_the_writer_keeps_only_its_last_batches(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        ledger, writer, _ = make(tmp_path)
+        writer.start()
+        for n in range(BATCHES_KEPT + 5):
+            writer.submit(JobEnded(f"ghost-{n}"))
+            await writer.idle()
+        assert len(writer.batches) == BATCHES_KEPT
+        assert writer.batches[-1] == (JobEnded(f"ghost-{BATCHES_KEPT + 4}"),)
+        await writer.close()
+        ledger.close()
+
+    asyncio.run(scenario())

@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from eukhe.core.fsmode import PRIVATE_FILE_MODE
 from eukhe.core.kernel_local import (
     LOCK_NAME,
     AttemptVerdict,
@@ -36,7 +35,7 @@ from eukhe.core.kernel_local import (
     parse_owner,
 )
 from eukhe.kernel.bootstrap.errors import BootstrapLockTimeout
-from eukhe.private_fs import make_private_dirs
+from eukhe.private_fs import create_private_file, make_private_dirs
 
 _COUNTER = itertools.count()
 """This process's counter `<n>` for candidate and stale names: never the same name twice in one process."""
@@ -165,7 +164,7 @@ class BootstrapLock:
         stale: Path | None = None
         try:
             try:
-                fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+                fd = create_private_file(candidate)
                 try:
                     os.write(fd, format_owner(owner).encode())
                 finally:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from eukhe.core.fsmode import PRIVATE_DIR_MODE
 from eukhe.core.kernel_local import LOCK_NAME, Action, Build, PythonSource, VenvState
 from eukhe.kernel.bootstrap.errors import KernelSetupError
 from eukhe.paths import agent_dir, kernel_venv_dir
@@ -306,7 +307,7 @@ async def build_venv(
     """Run the plan in a staging dir, stamp it after the check, rename it into place. Hold the bootstrap lock."""
     remove_leftovers(paths)
     staging = paths.staging()
-    staging.mkdir(mode=0o700)
+    os.mkdir(staging, PRIVATE_DIR_MODE)
     try:
         source = staging / "runtime-src"
         assemble_runtime(source, package_dir)

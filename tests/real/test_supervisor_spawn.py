@@ -1,0 +1,36 @@
+"""The supervisor's worker start (daemon): a start cancelled before the ready line leaves no worker process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from eukhe.daemon.supervisor import Supervisor
+
+
+@pytest.mark.real
+def test_a_cancelled_worker_start_kills_and_reaps_the_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EUKHE_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.delenv("EUKHE_SESSION_DIR", raising=False)
+    (tmp_path / "sock").mkdir(mode=0o700)
+    project = tmp_path / "project"
+    project.mkdir()
+
+    async def scenario() -> int | None:
+        supervisor = Supervisor(tmp_path / "sock" / "daemon.sock")
+        start = asyncio.create_task(supervisor._spawn(None, str(project)))
+        deadline = asyncio.get_running_loop().time() + 30
+        while not supervisor.workers:  # the worker is forked and registered; its ready line is not in yet
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0)
+        (placeholder,) = supervisor.workers.values()
+        start.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await start
+        assert not supervisor.workers
+        return placeholder.process.returncode
+
+    assert asyncio.run(scenario()) is not None

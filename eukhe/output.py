@@ -205,7 +205,9 @@ class BoundedOutput:
         else:
             reading = _ask(bound.LookRequest(self._stepper, facts))
         counts = reading.counts
-        artifact = None if self._artifact_path is None else str(self._artifact_path)
+        # An artifact a write failed on is not the full output: the notice then says it was not saved.
+        complete = self._artifact_path is not None and self._artifact_error is None
+        artifact = str(self._artifact_path) if complete else None
         text = bytes(self._store[reading.window.start : reading.window.end])
         notice = _ask(bound.NoticeRequest(limits.keep, counts, artifact))
         return BoundedResult(

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from eukhe.errors import EukheError, UsageError
+from eukhe.errors import EukheError, UsageError, error_code
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
 if TYPE_CHECKING:
@@ -59,15 +59,6 @@ def emit_json(payload: Any) -> None:
     """Print one JSON value on stdout, on one line."""
     sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
     sys.stdout.flush()
-
-
-def error_code(error: BaseException) -> str:
-    """A stable code for an error: the `code` attribute if it has one, else its class name in snake case."""
-    code = getattr(error, "code", None)
-    if isinstance(code, str):
-        return code
-    name = type(error).__name__
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
 
 
 def report_error(error: EukheError, as_json: bool) -> int:

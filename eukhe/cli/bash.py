@@ -28,6 +28,17 @@ def command_text(words: list[str]) -> str:
     return " ".join(words)
 
 
+def report_detached(session: str, result: dict[str, Any]) -> bool:
+    """Say on stderr that a run passed its budget and how to wait for its job; True if it did."""
+    if result["status"] != "detached":
+        return False
+    sys.stderr.write(
+        f"eukhe: still running after {result['budget_ms']} ms: detached as job {result['job']}; "
+        f"`eukhe jobs wait --session {session} {result['job']}` waits for it\n"
+    )
+    return True
+
+
 def print_output(result: dict[str, Any]) -> None:
     """The output window, then the truncation notice (if any) on stderr."""
     text = result.get("text") or ""
@@ -49,11 +60,7 @@ def cmd_bash(args: argparse.Namespace) -> int:
         emit_json(result)
         return 0
     print_output(result)
-    if result["status"] == "detached":
-        sys.stderr.write(
-            f"eukhe: still running after {result['budget_ms']} ms: detached as job {result['job']}; "
-            f"`eukhe jobs wait --session {args.session} {result['job']}` waits for it\n"
-        )
+    if report_detached(args.session, result):
         return 0
     if result.get("killed"):
         return 137

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eukhe.cli.bash import print_output
+from eukhe.cli.bash import print_output, report_detached
 from eukhe.cli.common import emit_json, positive_int
 from eukhe.cli.daemon import add_daemon_options, call
 from eukhe.errors import UsageError
@@ -49,11 +49,7 @@ def cmd_ipython(args: argparse.Namespace) -> int:
         emit_json(result)
         return 0
     print_output(result)
-    if result["status"] == "detached":
-        sys.stderr.write(
-            f"eukhe: still running after {result['budget_ms']} ms: detached as job {result['job']}; "
-            f"`eukhe jobs wait --session {args.session} {result['job']}` waits for it\n"
-        )
+    if report_detached(args.session, result):
         return 0
     if result.get("result") is not None:
         sys.stdout.write(f"{result['result']}\n")

@@ -533,6 +533,17 @@ class Kernel:
         filename = f"<cell-{cell.id}>"
         flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
         linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+        if "\\" not in source:
+            # Most cells are one expression: compiled from source in "eval" mode that is a third of the AST path.
+            # A failed attempt fails in the parser, before any compiler warning; the tokenizer's warnings need a
+            # backslash (escapes), so such a cell goes the AST way at once and no warning is given twice.
+            try:
+                whole = compile(source, filename, "eval", flags, dont_inherit=True)
+            except SyntaxError:
+                pass
+            else:
+                cell.codes.add(whole)
+                return None, whole
         tree = compile(source, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
         assert isinstance(tree, ast.Module)
         tail: ast.Expression | None = None

@@ -51,6 +51,7 @@ DIAGNOSTICS_KEPT = 256
 """The last diagnostics and faults a manager keeps (a session's kernel may live long and say much)."""
 KILL_GRACE_S = 1.0
 """After closing stdin, how long the stub has to kill its `bash()` groups and exit before its group is killed."""
+_REQUEST_ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 class KernelKilledError(KernelError):
@@ -186,6 +187,24 @@ class _KernelPipes(asyncio.subprocess.SubprocessStreamProtocol):
             self.stdout_closed.set_result(None)
 
 
+class _DirectStdout(asyncio.Protocol):
+    """The stdout pipe's protocol: its bytes go to `_KernelPipes` at once; the subprocess transport would hand
+    them on with `call_soon`, one loop turn later on every frame. The pipe's end still goes the transport's way."""
+
+    def __init__(self, inner: asyncio.BaseProtocol, pipes: _KernelPipes) -> None:
+        self._inner = inner
+        self._pipes = pipes
+
+    def data_received(self, data: bytes) -> None:
+        self._pipes.pipe_data_received(1, data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received() if isinstance(self._inner, asyncio.Protocol) else None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._inner.connection_lost(exc)
+
+
 @dataclass(eq=False)
 class _Kernel:
     """One kernel process and what is in flight on it."""
@@ -310,6 +329,9 @@ class KernelManager:
         except OSError as exc:
             raise KernelStartError(f"the Python kernel could not start ({launch.argv[0]}): {exc}") from exc
         process = asyncio.subprocess.Process(transport, pipes, loop)
+        stdout_pipe = transport.get_pipe_transport(1)
+        if isinstance(stdout_pipe, asyncio.ReadTransport):
+            stdout_pipe.set_protocol(_DirectStdout(stdout_pipe.get_protocol(), pipes))
         reader = FrameReader(frozenset(self.handlers), self.limits)
         kernel = _Kernel(process, pipes, reader, loop.create_future())
         pipes.attach(lambda data: self._on_stdout(kernel, data))
@@ -400,7 +422,7 @@ class KernelManager:
         stdin = kernel.process.stdin
         if kernel.gone or stdin is None or stdin.is_closing():
             return False
-        stdin.write(json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n")
+        stdin.write(_REQUEST_ENCODER.encode(message).encode("utf-8") + b"\n")
         return True
 
     async def execute(

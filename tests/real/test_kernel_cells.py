@@ -56,6 +56,30 @@ def test_cells_share_one_namespace_with_top_level_await_and_background_tasks() -
     run(scenario())
 
 
+def test_a_cell_that_is_one_expression_runs_like_any_other_cell() -> None:
+    """One-expression cells take the stub's eval-mode compile; results, await, errors and `_` are as for any cell."""
+
+    async def scenario() -> None:
+        async with KernelManager(truncation=Off()) as km:
+            assert (await km.run("1+1")).result == "2"
+            assert (await km.run("_ * 10  # a comment")).result == "20"
+            assert (await km.run("(\n  3,\n  4,\n)\n")).result == "(3, 4)"
+            assert (await km.run("await __import__('asyncio').sleep(0, 'slept')")).result == "'slept'"
+            assert (await km.run("'a\\tb'")).result == "'a\\tb'"
+            assert (await km.run("x = 5")).result is None
+            assert (await km.run("x")).result == "5"
+            error = await km.run("\n1 / 0")
+            assert error.error is not None
+            assert error.error["ename"] == "ZeroDivisionError"
+            assert "line 2" in "".join(error.error["traceback"])
+            syntax = await km.run("1 +")
+            assert syntax.error is not None
+            assert syntax.error["ename"] == "SyntaxError"
+            assert (await km.run("  1")).error is not None
+
+    run(scenario())
+
+
 def test_every_byte_a_cell_wrote_precedes_its_done() -> None:
     """Python-level writes (tagged), raw fd writes and a subprocess (untagged, pumped) all land in the cell."""
     code = (

@@ -179,13 +179,17 @@ class Kernel:
         self.writer = FrameWriter(self.proto_fd, self._host_gone)
         self.writer.after_protected = self._redeliver_interrupt
         self.pump_fds: list[int] = []
-        self.pumps_busy = 0
+        # Per pipe: bytes the pump took from it, and bytes it has sent on as frames. Reads happen under the lock,
+        # so (taken + still in the pipe) is an exact count of what was written to fd 1/2 so far.
+        self.pump_taken: dict[int, int] = {}
+        self.pump_sent: dict[int, int] = {}
         self.pumps_lock = threading.Lock()
         for fd, name in ((1, "stdout"), (2, "stderr")):
             read_end, write_end = os.pipe()
             os.dup2(write_end, fd)
             os.close(write_end)
             self.pump_fds.append(read_end)
+            self.pump_taken[read_end] = self.pump_sent[read_end] = 0
             threading.Thread(target=self._pump, args=(read_end, name), name=f"eukhe-pump-{name}", daemon=True).start()
         sys.stdout = CellStream(self.writer, "stdout", 1)
         sys.stderr = CellStream(self.writer, "stderr", 2)
@@ -298,34 +302,46 @@ class Kernel:
         decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
         while True:
             try:
-                data = os.read(fd, 65536)
+                select.select([fd], [], [])  # wait outside the lock; the read below does not block
+                with self.pumps_lock:
+                    data = os.read(fd, 65536)
+                    self.pump_taken[fd] += len(data)
             except OSError:
                 return
             if not data:
                 return
-            with self.pumps_lock:
-                self.pumps_busy += 1
             try:
                 self.writer.stream(name, None, decoder.decode(data))
             finally:
                 with self.pumps_lock:
-                    self.pumps_busy -= 1
+                    self.pump_sent[fd] += len(data)
 
-    def _drain_pumps(self, timeout: float = 0.2) -> None:
-        """Wait (bounded) until the pumps took every byte already written to fd 1/2, so it precedes `done`."""
-        _LIBC_LOADED.wait(timeout)
+    def _drain_pumps(self, stall: float = 5.0) -> None:
+        """Wait until every byte already written to fd 1/2 went out as a frame, so it precedes `done`.
+
+        Bytes written after this call starts (a background thread or process) are not waited for. The wait only
+        gives up if the pumps make no progress for `stall` seconds (a host that stopped reading)."""
+        _LIBC_LOADED.wait(0.2)
         if _LIBC is not None:
             _LIBC.fflush(None)  # C stdio buffers of extension modules
-        deadline = time.monotonic() + timeout
         buf = bytearray(4)
-        while time.monotonic() < deadline:
-            waiting = 0
+        with self.pumps_lock:
+            target = {}
             for fd in self.pump_fds:
                 fcntl.ioctl(fd, termios.FIONREAD, buf)
-                waiting += int.from_bytes(buf, sys.byteorder)
+                target[fd] = self.pump_taken[fd] + int.from_bytes(buf, sys.byteorder)
+        progress = -1
+        deadline = time.monotonic() + stall
+        while True:
             with self.pumps_lock:
-                busy = self.pumps_busy
-            if not waiting and not busy:
+                sent = dict(self.pump_sent)
+            if all(sent[fd] >= target[fd] for fd in target):
+                return
+            if sum(sent.values()) != progress:
+                progress = sum(sent.values())
+                deadline = time.monotonic() + stall
+            elif time.monotonic() > deadline:
+                self.diag(f"raw output still pending after {stall:.0f} s without progress; `done` goes out first")
                 return
             time.sleep(0.0002)
 

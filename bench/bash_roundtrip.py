@@ -16,7 +16,8 @@ from pathlib import Path
 
 from eukhe.core.limits import DEFAULT_TRUNCATION
 from eukhe.jobs import JobTable
-from eukhe.jobs.bash import BashSettled, bash_and_wait
+from eukhe.jobs.bash import bash_and_wait
+from eukhe.records.jobs import Settled
 
 
 def baseline(runs: int, cwd: Path) -> list[float]:
@@ -37,7 +38,7 @@ async def jobs(runs: int, cwd: Path) -> list[float]:
             "true", cwd, truncation=DEFAULT_TRUNCATION, artifact_dir=None, table=table, budget_ms=60_000
         )
         times.append(time.perf_counter() - start)
-        assert isinstance(answer, BashSettled)
+        assert isinstance(answer, Settled)
         assert answer.exit_code == 0
     return times
 

@@ -12,25 +12,32 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sqlite3
 import statistics
 import tempfile
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from eukhe.core.limits import DEFAULT_TRUNCATION
 from eukhe.harness.harness import Harness
 from eukhe.harness.tool import ToolExecutionApi, ToolRegistration
 from eukhe.private_fs import make_private_dirs
-from eukhe.session.journal import Commit, Journal
-from eukhe.session.ledger import Ledger
-from eukhe.session.tree import Trees
+from eukhe.records.base import Record
+from eukhe.records.journal import Commit
+from eukhe.store.journal import Journal
+from eukhe.store.ledger import Ledger
+from eukhe.store.tree import Trees
 
 
-async def execute(args: Mapping[str, Any], api: ToolExecutionApi) -> bytes:
+class SmallArgs(Record):
+    """The small tool's arguments."""
+
+    n: int
+
+
+async def execute(args: SmallArgs, api: ToolExecutionApi) -> bytes:
     """A small tool: some output, a warning, usage, a progress publication."""
     api.output(b"result line\n" * 4)
     api.diagnostic("note")
@@ -43,7 +50,7 @@ async def journal_run(directory: Path, calls: int) -> tuple[float, list[Commit]]
     """Settle `calls` tool calls on a real Harness and journal; answer the seconds taken and the commits made."""
     ledger = Ledger(Journal(directory / "main.jsonl"), Trees(), [])
     harness = Harness(ledger, lambda: DEFAULT_TRUNCATION, make_private_dirs(directory / "artifacts"))
-    harness.register(ToolRegistration("small", {"type": "object"}, execute))
+    harness.register(ToolRegistration("small", SmallArgs, execute))
     commits: list[Commit] = []
     ledger.journal.observers.append(commits.append)
     started = time.perf_counter()
@@ -62,7 +69,10 @@ def sqlite_run(directory: Path, commits: list[Commit]) -> float:
         connection.execute("PRAGMA synchronous=FULL")
         connection.execute("CREATE TABLE records (seq INTEGER, position INTEGER, record TEXT)")
         rows = [
-            [(commit.seq, position, json.dumps(record)) for position, record in enumerate(commit.records)]
+            [
+                (commit.seq, position, msgspec.json.encode(record).decode())
+                for position, record in enumerate(commit.records)
+            ]
             for commit in commits
         ]
         started = time.perf_counter()

@@ -1,20 +1,146 @@
-"""The root of eukhe's error tree; each part adds its own subclasses that carry data, not only a message."""
+"""eukhe's error tree and its one catalogue of error codes (docs/errors.md is this table; a test keeps them equal).
+
+Every error eukhe raises on purpose is an `EukheError` whose `code` is a key of `CATALOGUE`: the stable word a daemon
+reply, a CLI `--json` error and a kernel host reply carry. Subclasses carry data (the path, the field, the limit),
+not only a message. `InputError` is every refusal of strict input: it names the field and what was expected.
+"""
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the CLI imports this module at start-up)
+if TYPE_CHECKING:
+    from typing import ClassVar
+
+CATALOGUE: dict[str, str] = {
+    # input and usage
+    "usage_error": "the command line is not one eukhe understands (exit 2)",
+    "malformed": "a request line is not a JSON object with `v`, `id`, `op` and `args` (and nothing else)",
+    "oversized": "a request line is over the 1 MiB limit; it was dropped unread",
+    "unsupported_version": "the request's protocol version `v` is not the daemon's",
+    "unknown_op": "no request has this `op`",
+    "bad_args": "a request's `args` have an unknown field, miss a required one or have a wrong type (`field` names it)",
+    "bad_setting": "a setting (a session's settings, a settings file) has an unknown key or a wrong value",
+    "bad_tool_arguments": "a tool call's arguments do not match the tool's schema (`field` names it)",
+    "bad_path": "a path a caller gave cannot be used (too long, a NUL byte, a symlink loop, no permission)",
+    "working_dir_error": "a session's working directory was refused: none given, gone, not a directory, or relative",
+    # sessions and their journal
+    "unknown_session": "no saved session has this id",
+    "session_exists": "a create named an id that is already a session",
+    "session_open_failed": "a session's directory could not be made private (0700) at open",
+    "session_busy": "another worker still holds the session open; try again",
+    "session_closed": "the session was closed",
+    "journal_error": "a commit could not be made durable; nothing of it counts",
+    "journal_format": "a session journal was written in another format than this build's; it is not read",
+    "unknown_entry": "a rewind names an entry the session does not have",
+    # tool calls and jobs
+    "unknown_tool": "a call names a tool the session does not have",
+    "call_not_running": "an abort names a call that is not running",
+    "unknown_job": "the session has no job with this id",
+    "job_table_closed": "the session is closing: no new job starts",
+    "bash_start_failed": "bash could not be started",
+    "command_not_started": "`eukhe run` could not start the command (exit 127)",
+    "cancelled": "the call was cancelled (Ctrl-C): its job was killed through its owner",
+    "bound_refused": "the output bounder refused a request of the shell (a bug, reported with the core's reason)",
+    # the Python kernel
+    "kernel_error": "something went wrong with the Python kernel",
+    "kernel_start_failed": "the Python kernel did not start or did not send its ready frame",
+    "kernel_died": "the Python kernel ended while a request was in flight; the next cell starts a fresh one",
+    "kernel_killed": "the Python kernel was killed on purpose (a cancel past its grace, or a close)",
+    "kernel_protocol_fault": "the Python kernel wrote a frame the host cannot answer; it was replaced",
+    "kernel_closed": "the kernel manager was closed",
+    "kernel_env_error": "something about the kernel's Python environment",
+    "kernel_not_installed": "the kernel cannot be set up from local files: run `eukhe kernel install` once",
+    "kernel_setup_failed": "a command that builds the kernel venv failed",
+    "uv_not_found": "no uv was found, and this caller may not install one",
+    "kernel_user_python_missing": "EUKHE_KERNEL_PYTHON names a file that is not an executable",
+    "kernel_bootstrap_lock_timeout": "another process held the kernel's bootstrap lock longer than this caller waits",
+    # the kernel's host requests (the `code` of an error host_reply)
+    "over_limit": "a host request frame is over the frame size limit",
+    "missing_type": "a host request has no string `type`",
+    "unserved": "the host serves no host request of this type",
+    "duplicate": "a host request reused an id already accepted (status `duplicate`)",
+    "handler_error": "a host request's handler failed",
+    "unencodable": "a host request's result is not strict JSON",
+    # the daemon
+    "unsafe_socket_dir": "the daemon's socket directory is not private (symlink, not a directory, owner or mode)",
+    "socket_bind_failed": "a socket could not be bound or made 0600",
+    "state_dir_not_private": "the agent dir or sessions root could not be made private (0700)",
+    "daemon_start_failed": "the daemon could not start",
+    "daemon_running": "another daemon holds this socket's lock",
+    "daemon_stopping": "the daemon is stopping",
+    "daemon_unavailable": "no daemon answers at the socket and none could be started",
+    "daemon_protocol": "the daemon's reply broke the protocol",
+    "worker_start_failed": "a session's worker did not come up",
+    "worker_died": "the session's worker ended mid-request; it is reopened",
+    "worker_unavailable": "the session's worker cannot be reached; it is reopened",
+    "internal": "a bug: the message names the exception; the daemon keeps serving",
+}
+"""Every error code eukhe gives out, with its meaning."""
+
 
 class EukheError(Exception):
-    """Any error eukhe raises on purpose."""
+    """Any error eukhe raises on purpose; `code` is its catalogue code."""
+
+    code: ClassVar[str] = "internal"
 
 
 class UsageError(EukheError, ValueError):
     """A caller passed a value eukhe cannot accept (bad argument, malformed request); exit code 2 at the CLI."""
 
+    code = "usage_error"
+
+
+class InputError(UsageError):
+    """Strict input refused: an unknown field, a missing required one, or a wrong type. `field` is its dotted path
+    (None for the whole input), `expected` what would have been accepted, `hint` a known spelling's correction."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        field: str | None = None,
+        expected: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        if code not in CATALOGUE:
+            raise ValueError(f"not a catalogued error code: {code!r}")
+        self.code = code  # type: ignore[misc]  # an instance's code: the kind of input refused
+        self.field = field
+        self.expected = expected
+        self.hint = hint
+
+
+class CodedError(EukheError):
+    """An error whose code is chosen where it is raised (a daemon's refusal, a reply relayed from a worker)."""
+
+    def __init__(self, code: str, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        if code not in CATALOGUE:
+            raise ValueError(f"not a catalogued error code: {code!r}")
+        self.code = code  # type: ignore[misc]  # this error's catalogue code
+        self.field = field
+
+
+class PathError(EukheError):
+    """A path a caller gave cannot be used: the OS refused it (ENAMETOOLONG, ELOOP, EACCES) or it holds a NUL byte."""
+
+    code = "bad_path"
+
+    def __init__(self, path: str, reason: str, *, field: str | None = None) -> None:
+        super().__init__(f"cannot use path {path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+        self.field = field
+
 
 def error_code(error: BaseException) -> str:
-    """The stable code an error goes out with: its `code` attribute, else its class name in snake case."""
-    code = getattr(error, "code", None)
-    if isinstance(code, str):
-        return code
-    name = type(error).__name__
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+    """The code an error goes out with: its catalogue code, `internal` for anything that is not an EukheError."""
+    return error.code if isinstance(error, EukheError) else "internal"
+
+
+def error_field(error: BaseException) -> str | None:
+    """The input field an error names, if any."""
+    field = getattr(error, "field", None)
+    return field if isinstance(field, str) else None

@@ -8,6 +8,7 @@ Invariant: bytes_kept + bytes_dropped == bytes_written. Memory stays O(limit) un
 
 from __future__ import annotations
 
+import base64
 import os
 import uuid
 from dataclasses import dataclass
@@ -17,7 +18,9 @@ from typing import Any
 from eukhe.core import bound
 from eukhe.core.limits import Keep, Off, On, OutputLimits, Truncation
 from eukhe.errors import EukheError
+from eukhe.fsio import write_all
 from eukhe.private_fs import create_private_file, make_private_dirs
+from eukhe.records.output import OutputWindow
 from eukhe.text_facts import count_text, line_lengths, read_facts
 
 STREAM_PIECE = 1 << 20
@@ -52,17 +55,25 @@ class BoundedResult:
         """Whether anything was dropped."""
         return self.bytes_dropped > 0 or self.lines_dropped > 0
 
-    def as_json(self) -> dict[str, Any]:
-        """The JSON keys every bounded output carries (`eukhe run --json` and the tools that reuse it)."""
-        return {
-            "text": self.text.decode("utf-8", errors="replace"),
-            "bytes_kept": self.bytes_kept,
-            "bytes_dropped": self.bytes_dropped,
-            "lines_kept": self.lines_kept,
-            "lines_dropped": self.lines_dropped,
-            "notice": self.notice,
-            "artifact": None if self.artifact is None else str(self.artifact),
-        }
+    def to_record(self) -> OutputWindow:
+        """The window as every answer carries it: text as UTF-8 (the exact bytes in base64 when they are not)."""
+        try:
+            text = self.text.decode("utf-8")
+            exact = None
+        except UnicodeDecodeError:
+            text = self.text.decode("utf-8", errors="replace")
+            exact = base64.b64encode(self.text).decode("ascii")
+        return OutputWindow(
+            text=text,
+            bytes_kept=self.bytes_kept,
+            bytes_dropped=self.bytes_dropped,
+            lines_kept=self.lines_kept,
+            lines_dropped=self.lines_dropped,
+            notice=self.notice,
+            artifact=None if self.artifact is None else str(self.artifact),
+            artifact_error=self.artifact_error,
+            text_base64=exact,
+        )
 
 
 def _ask(request: bound.Request) -> Any:
@@ -166,9 +177,7 @@ class BoundedOutput:
         if self._artifact_fd is None:
             return
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._artifact_fd, view) :]
+            write_all(self._artifact_fd, data)
         except OSError as error:
             self._artifact_error = f"cannot write the artifact {self._artifact_path}: {error.strerror or error}"
             self._close_artifact()

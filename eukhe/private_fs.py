@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 
 from eukhe.core.fsmode import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, CwdFact, CwdOpens, judge_cwd
-from eukhe.errors import EukheError
+from eukhe.errors import EukheError, PathError
 
 
 class WorkingDirError(EukheError):
@@ -20,10 +20,11 @@ class WorkingDirError(EukheError):
 
     code = "working_dir_error"
 
-    def __init__(self, text: str, path: str | None) -> None:
+    def __init__(self, text: str, path: str | None, field: str = "cwd") -> None:
         super().__init__(text)
         self.text = text
         self.path = path
+        self.field = field
 
 
 def make_private_dirs(path: Path) -> Path:
@@ -50,23 +51,31 @@ def create_private_file(path: Path) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, PRIVATE_FILE_MODE)
 
 
-def cwd_fact(path: str | os.PathLike[str] | None) -> CwdFact:
-    """Read what is at a proposed working directory (following symlinks), for the core's verdict."""
+def cwd_fact(path: str | os.PathLike[str] | None, field: str = "cwd") -> CwdFact:
+    """Read what is at a proposed working directory (following symlinks), for the core's verdict. A path the OS
+    cannot look at (too long, a symlink loop, no permission, a NUL byte) is a PathError that names it."""
     if path is None or os.fspath(path) == "":
         return CwdFact.NONE
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return CwdFact.MISSING
-    except NotADirectoryError:
-        return CwdFact.MISSING
+    except OSError as error:
+        raise PathError(os.fspath(path), error.strerror or str(error), field=field) from None
+    except ValueError:  # "embedded null byte"
+        raise PathError(os.fspath(path), "it holds a NUL byte", field=field) from None
     return CwdFact.DIR if stat.S_ISDIR(mode) else CwdFact.NOT_DIR
 
 
-def check_working_dir(path: str | os.PathLike[str] | None) -> Path:
-    """Return the working dir as an absolute path, or raise WorkingDirError with the spec's text."""
-    verdict = judge_cwd(cwd_fact(path))
+def check_working_dir(path: str | os.PathLike[str] | None, *, absolute: bool = False, field: str = "cwd") -> Path:
+    """Return the working dir as an absolute path, or raise WorkingDirError with the spec's text (`field` names the
+    input it came from). With `absolute` (a request from another process, whose own directory means nothing here)
+    a relative path is refused too."""
+    if absolute and path is not None and os.fspath(path) and not os.path.isabs(path):
+        text = f"working directory must be an absolute path: {os.fspath(path)!r}"
+        raise WorkingDirError(text, os.fspath(path), field)
+    verdict = judge_cwd(cwd_fact(path, field))
     if isinstance(verdict, CwdOpens):
         assert path is not None
         return Path(os.path.abspath(path))
-    raise WorkingDirError(verdict.text, None if path is None else os.fspath(path))
+    raise WorkingDirError(verdict.text, None if path is None else os.fspath(path), field)

@@ -41,13 +41,43 @@ def report_detached(session: str, result: dict[str, Any]) -> bool:
 
 def print_output(result: dict[str, Any]) -> None:
     """The output window, then the truncation notice (if any) on stderr."""
-    text = result.get("text") or ""
+    output = result.get("output") or {}
+    text = output.get("text") or ""
     sys.stdout.write(text)
     if text and not text.endswith("\n"):
         sys.stdout.write("\n")
     sys.stdout.flush()
-    if result.get("notice"):
-        sys.stderr.write(f"{result['notice']}\n")
+    if output.get("notice"):
+        sys.stderr.write(f"{output['notice']}\n")
+
+
+class Interrupts:
+    """What a blocking call says on Ctrl-C: the first cancels its job through the daemon and waits for its end;
+    the second leaves at once, naming the job and how to wait for it or cancel it."""
+
+    def __init__(self, session: str) -> None:
+        self.session = session
+        self.job: str | None = None
+
+    def on_event(self, event: Any) -> None:
+        if isinstance(event, dict) and event.get("type") == "started":
+            self.job = str(event.get("job"))
+
+    def on_interrupt(self, first: bool) -> None:
+        job = self.job or "(not started yet)"
+        if first:
+            sys.stderr.write(f"eukhe: interrupted: cancelling job {job} (Ctrl-C again to leave it running)\n")
+            return
+        sys.stderr.write(
+            f"eukhe: left job {job} running its cancel: `eukhe jobs wait --session {self.session} {job}` waits for "
+            f"its end, `eukhe jobs cancel --session {self.session} {job}` cancels it again\n"
+        )
+
+
+def blocking_call(args: argparse.Namespace, op: str, payload: dict[str, Any], label: str) -> Any:
+    """A `bash` or `ipython` request whose Ctrl-C cancels its job (see Interrupts)."""
+    interrupts = Interrupts(args.session)
+    return call(args, op, payload, wait_label=label, on_event=interrupts.on_event, on_interrupt=interrupts.on_interrupt)
 
 
 def cmd_bash(args: argparse.Namespace) -> int:
@@ -55,7 +85,7 @@ def cmd_bash(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = {"session": args.session, "command": command_text(args.command)}
     if args.budget_ms is not None:
         payload["budget_ms"] = args.budget_ms
-    result = call(args, "bash", payload, wait_label=f"running {payload['command']!r}")
+    result = blocking_call(args, "bash", payload, f"running {payload['command']!r}")
     if args.json:
         emit_json(result)
         return 0

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from eukhe.errors import EukheError, UsageError, error_code
+from eukhe.errors import EukheError, UsageError, error_code, error_field
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
 if TYPE_CHECKING:
@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 2
 EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130
+"""Ctrl-C: the shell's code for a command ended by SIGINT (also when it cancelled its job first)."""
+EXIT_BY_CODE = {"cancelled": EXIT_INTERRUPTED}
 
 
 def terminal_columns(fallback: int = 80) -> int:
@@ -63,9 +66,11 @@ def emit_json(payload: Any) -> None:
 
 def report_error(error: EukheError, as_json: bool) -> int:
     """Print an error once (a JSON object under --json, else one line on stderr); return the exit code."""
+    code = error_code(error)
     exit_code = getattr(error, "exit_code", EXIT_USAGE if isinstance(error, UsageError) else EXIT_ERROR)
+    exit_code = EXIT_BY_CODE.get(code, exit_code)
     if as_json:
-        emit_json({"error": error_code(error), "message": str(error)})
+        emit_json({"error": code, "message": str(error), "field": error_field(error)})
     else:
         message = str(error)
         sys.stderr.write(message + "\n" if message.startswith("eukhe") else f"eukhe: {message}\n")

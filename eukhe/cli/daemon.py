@@ -64,13 +64,15 @@ def call(
     *,
     wait_label: str | None = None,
     on_event: Callable[[Any], None] | None = None,
+    on_interrupt: Callable[[bool], None] | None = None,
 ) -> Any:
-    """Send one request to the daemon (starting it if needed) and return the result; errors raise DaemonError."""
+    """Send one request to the daemon (starting it if needed) and return the result; errors raise DaemonError.
+    With `on_interrupt`, Ctrl-C cancels the request (see DaemonClient.call)."""
     with connect(socket_path(args.daemon_socket)) as client:
         if wait_label is None:
-            return client.call(op, payload, on_event)
+            return client.call(op, payload, on_event, on_interrupt=on_interrupt)
         with progress(args, wait_label):
-            return client.call(op, payload, on_event)
+            return client.call(op, payload, on_event, on_interrupt=on_interrupt)
 
 
 def _look(args: argparse.Namespace) -> DaemonClient | None:
@@ -90,7 +92,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         client = start_daemon(path)
     with client:
         info = client.call("ping")
-    result = {"running": True, "started": started, "pid": info["pid"], "socket": str(path)}
+    result = {"running": True, "started": started, "pid": info["pid"], "socket": str(path)}  # DaemonStarted
     if args.json:
         emit_json(result)
     else:
@@ -113,14 +115,14 @@ def cmd_stop(args: argparse.Namespace) -> int:
     path = socket_path(args.daemon_socket)
     client = _look(args)
     if client is None:
-        result: dict[str, Any] = {"running": False, "stopped": False, "socket": str(path)}
+        result: dict[str, Any] = {"running": False, "stopped": False, "socket": str(path), "pid": None}  # DaemonStopped
     else:
         with client:
             info = client.call("stop")
         deadline = time.monotonic() + STOP_TIMEOUT_S
         while _alive(int(info["pid"])) and time.monotonic() < deadline:
             time.sleep(0.01)  # polling a real event: the daemon process exiting, bounded by the deadline
-        result = {"running": _alive(int(info["pid"])), "stopped": True, "pid": info["pid"], "socket": str(path)}
+        result = {"running": _alive(int(info["pid"])), "stopped": True, "socket": str(path), "pid": info["pid"]}
     if args.json:
         emit_json(result)
     elif result["stopped"]:
@@ -145,17 +147,16 @@ def cmd_status(args: argparse.Namespace) -> int:
     client = _look(args)
     if client is None:
         if args.json:
-            emit_json({"running": False, "socket": str(path)})
+            emit_json({"running": False, "socket": str(path)})  # DaemonNotRunning
         else:
             print(f"no daemon runs on {path}")
         return EXIT_NOT_RUNNING
     with client:
         status = client.call("status")
-    status = {"running": True, **status}
     if args.json:
         emit_json(status)
         return 0
-    print(f"daemon pid {status['pid']} on {status['socket']}, up {status['uptimeS']:.0f} s")
+    print(f"daemon pid {status['pid']} on {status['socket']}, up {status['uptime_s']:.0f} s")
     for worker in status["workers"]:
         print(f"  session {worker['session']}: worker pid {worker['pid']} in {worker['cwd']}")
     for report in status["reports"]:

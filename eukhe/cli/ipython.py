@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eukhe.cli.bash import print_output, report_detached
+from eukhe.cli.bash import blocking_call, print_output, report_detached
 from eukhe.cli.common import emit_json, positive_int
-from eukhe.cli.daemon import add_daemon_options, call
+from eukhe.cli.daemon import add_daemon_options
 from eukhe.errors import UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
@@ -44,7 +44,7 @@ def cmd_ipython(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = {"session": args.session, "code": cell_source(args)}
     if args.budget_ms is not None:
         payload["budget_ms"] = args.budget_ms
-    result = call(args, "ipython", payload, wait_label="running a Python cell")
+    result = blocking_call(args, "ipython", payload, "running a Python cell")
     if args.json:
         emit_json(result)
         return 0

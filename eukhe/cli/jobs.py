@@ -1,7 +1,8 @@
 """`eukhe jobs list|wait|cancel --session ID`: the jobs of a daemon-hosted session (S2 "Jobs" 4).
 
---json keys: `list` -> a list of {`id`, `status` (running or ended), `command`}; `wait` and `cancel` -> `status`
-(settled or detached) and, once the job ended, `exit_code` or `killed: true`, with the bounded-output keys.
+--json: `list` -> `{"jobs": [...]}`, each row `id`, `kind`, `command`, `status` (running or ended), the output counts
+and, once ended, `exit_code` or `killed: true`; `wait` and `cancel` -> the call answer, `status` settled or
+detached, with `output` (docs/daemon-protocol.md).
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ if TYPE_CHECKING:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """List the session's jobs (since it opened)."""
-    jobs = call(args, "jobs.list", {"session": args.session})["jobs"]
+    answer = call(args, "jobs.list", {"session": args.session})
     if args.json:
-        emit_json(jobs)
+        emit_json(answer)
         return 0
-    for job in jobs:
+    for job in answer["jobs"]:
         end = "" if job["status"] == "running" else ("killed" if job.get("killed") else f"exit {job.get('exit_code')}")
         print(f"{job['id']}  {job['status']:7}  {end:8}  {job['command']}")
     return 0

@@ -12,6 +12,7 @@ from typing import Any
 
 from eukhe.cli.common import emit_json
 from eukhe.kernel.bootstrap import check_state, install_kernel_python
+from eukhe.records.kernel_env import KernelInstalled, KernelState
 
 
 def register(subparsers: Any) -> None:
@@ -31,14 +32,14 @@ def register(subparsers: Any) -> None:
     install.set_defaults(handler=run_install)
 
 
-def _print_state(state: dict[str, object]) -> None:
-    lines = [f"kernel environment: {state['state']}"]
-    if state["user_python"]:
-        lines.append(f"  EUKHE_KERNEL_PYTHON: {state['user_python']} (eukhe installs nothing)")
-    lines.append(f"  venv: {state['venv']}")
-    if state["python"]:
-        lines.append(f"  python: {state['python']}")
-    if not state["ready"]:
+def _print_state(state: KernelState) -> None:
+    lines = [f"kernel environment: {state.state}"]
+    if state.user_python:
+        lines.append(f"  EUKHE_KERNEL_PYTHON: {state.user_python} (eukhe installs nothing)")
+    lines.append(f"  venv: {state.venv}")
+    if state.python:
+        lines.append(f"  python: {state.python}")
+    if not state.ready:
         lines.append("  run `eukhe kernel install` once (add --python PATH to use an existing interpreter)")
     sys.stdout.write("\n".join(lines) + "\n")
 
@@ -48,19 +49,19 @@ def run_install(args: argparse.Namespace) -> int:
     if args.check:
         state = check_state()
         if args.json:
-            emit_json(state)
+            emit_json(state.to_json())
         else:
             _print_state(state)
         return 0
     result = asyncio.run(install_kernel_python(args.python))
-    payload = {
-        "python": str(result.python),
-        "built": result.built,
-        "user_python": result.user_python,
-        "commands": [list(command.argv) for command in result.commands],
-    }
+    answer = KernelInstalled(
+        python=str(result.python),
+        built=result.built,
+        user_python=result.user_python,
+        commands=[list(command.argv) for command in result.commands],
+    )
     if args.json:
-        emit_json(payload)
+        emit_json(answer.to_json())
     elif result.user_python:
         sys.stdout.write(f"EUKHE_KERNEL_PYTHON is set: the kernel runs on {result.python}; nothing installed\n")
     elif result.built:

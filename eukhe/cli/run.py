@@ -11,6 +11,7 @@ from eukhe.cli.common import emit_json, positive_int
 from eukhe.core.limits import DEFAULT_LIMITS, Keep, Off, On, OutputLimits, Truncation
 from eukhe.errors import UsageError
 from eukhe.paths import agent_dir
+from eukhe.records.cli import RunAnswer
 from eukhe.runner import RunResult, run_bounded
 
 
@@ -63,21 +64,20 @@ def handle(args: argparse.Namespace) -> int:
     artifact_dir = args.artifact_dir if args.artifact_dir is not None else agent_dir() / "artifacts"
     result = run_bounded(command, truncation, artifact_dir)
     if args.json:
-        emit_json(as_json(result))
+        emit_json(answer_of(result).to_json())
     else:
         print_human(result, isinstance(truncation, On) and truncation.limits.keep is Keep.HEAD)
     return result.exit_code
 
 
-def as_json(result: RunResult) -> dict[str, Any]:
-    """The `eukhe run --json` object."""
-    return {
-        "exit_code": result.exit_code,
-        **result.output.as_json(),
-        "signal": result.signal,
-        "artifact_error": result.output.artifact_error,
-        "stopped_reading": result.stopped_reading,
-    }
+def answer_of(result: RunResult) -> RunAnswer:
+    """The `eukhe run --json` record."""
+    return RunAnswer(
+        exit_code=result.exit_code,
+        signal=result.signal,
+        stopped_reading=result.stopped_reading,
+        output=result.output.to_record(),
+    )
 
 
 def print_human(result: RunResult, head: bool) -> None:

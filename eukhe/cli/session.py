@@ -58,7 +58,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def summary(content: Any) -> str:
     """One short line for an entry's content (a bash row: its command and end)."""
     if isinstance(content, dict) and "command" in content:
-        end = "killed" if content.get("killed") else f"exit {content.get('exitCode')}"
+        end = "killed" if content.get("killed") else f"exit {content.get('exit_code')}"
         return f"bash: {content['command']} ({end})"
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."

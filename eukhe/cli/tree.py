@@ -1,7 +1,7 @@
 """`eukhe tree navigate|fork --session ID ENTRY|none`: rewind a session, stopping the jobs started after the target.
 
---json keys: `stoppedJobs` (ended within the budget), `stoppingJobs` (killed, not yet ended), and for a fork the new
-session's `id` (the fork goes on in the same worker, with the jobs it keeps).
+--json keys: `stopped_jobs` (ended within the budget), `stopping_jobs` (killed, not yet ended), `leaf`, and
+`session` (for a fork the new session, with `parent` the old one; the fork goes on in the same worker).
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ if TYPE_CHECKING:
 
 
 def _rewind(args: argparse.Namespace, op: str) -> int:
-    entry = None if args.entry == "none" else args.entry
+    entry = None if args.entry == "none" else args.entry  # the word none: before every entry
     result = call(args, op, {"session": args.session, "entry": entry}, wait_label="stopping jobs")
     if args.json:
         emit_json(result)
         return 0
     if op == "tree.fork":
-        print(f"forked: new session {result['id']} at {args.entry}")
+        print(f"forked: new session {result['session']} at {args.entry}")
     else:
         print(f"leaf is now {args.entry}")
-    print(f"stopped jobs: {' '.join(result['stoppedJobs']) or '-'}")
-    print(f"still stopping: {' '.join(result['stoppingJobs']) or '-'}")
+    print(f"stopped jobs: {' '.join(result['stopped_jobs']) or '-'}")
+    print(f"still stopping: {' '.join(result['stopping_jobs']) or '-'}")
     return 0
 
 

@@ -29,12 +29,11 @@ def format_event(event: dict[str, Any]) -> str:
     if kind == "snapshot":
         return f"running calls: {len(event.get('calls', []))}"
     if kind == "job_update":
+        job = event["job"]
         end = (
-            ""
-            if event["status"] == "running"
-            else (" killed" if event.get("killed") else f" exit {event.get('exit_code')}")
+            "" if job["status"] == "running" else (" killed" if job.get("killed") else f" exit {job.get('exit_code')}")
         )
-        return f"job {event['id']} {event['status']}{end}: {event['bytes_kept']} bytes  {event['command']}"
+        return f"job {job['id']} {job['status']}{end}: {job['bytes_kept']} bytes  {job['command']}"
     if kind == "tool_execution_update":
         return f"call {event.get('call')} ({event.get('tool')}): progress"
     if kind == "tool_execution_end":

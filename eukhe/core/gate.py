@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from eukhe.core.lines import Line, Oversized, Piece
+
 LINE_LIMIT = 32 * 1024 * 1024
 """A frame line (without its newline) longer than this is over the limit (S3 protocol 7)."""
 HEAD_LIMIT = 4 * 1024
@@ -57,27 +59,6 @@ class GateLimits:
 
 
 DEFAULT_LIMITS = GateLimits()
-
-
-# ---- what the splitter hands the gate ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """A whole line within the limit, its newline removed."""
-
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Oversized:
-    """A line over the limit: only its first bytes were kept; `length` counts every byte (without the newline)."""
-
-    head: bytes
-    length: int
-
-
-Piece = Line | Oversized
 
 
 # ---- verdicts ---------------------------------------------------------------------------------------------

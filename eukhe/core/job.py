@@ -55,13 +55,6 @@ def exited(returncode: int) -> Exited:
     return Exited(returncode if returncode >= 0 else 128 - returncode)
 
 
-def end_as_json(end: End) -> dict[str, Any]:
-    """The end as callers see it: an exit code, or killed."""
-    if isinstance(end, Exited):
-        return {"exitCode": end.code, "killed": False}
-    return {"exitCode": None, "killed": True}
-
-
 @dataclass(frozen=True, slots=True)
 class Output:
     """The run wrote `size` bytes."""
@@ -229,7 +222,7 @@ def deadline_for(now_ms: int, timeout_ms: int | None, budget_ms: int) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# The tool-call journal (S2 "A tool call" 1 and 3)
+# The tool-call journal (S2 "A tool call" 1 and 3): the model the Harness runs for every call
 
 Usage = tuple[tuple[str, int], ...]
 
@@ -241,9 +234,9 @@ class CallStart:
 
 @dataclass(frozen=True, slots=True)
 class CallOutput:
-    """Result bytes the call reports."""
+    """The call reports `size` result bytes (the shell's bounded output keeps them; the model counts them)."""
 
-    data: bytes
+    size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,11 +266,18 @@ class CallReturn:
 
 
 @dataclass(frozen=True, slots=True)
+class CallFail:
+    """The call fails: it settles as failed, its reason the last warning."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class CallCancel:
     """The call is aborted: it settles from what it reported."""
 
 
-CallEvent = CallStart | CallOutput | CallWarning | CallUsage | CallProgress | CallReturn | CallCancel
+CallEvent = CallStart | CallOutput | CallWarning | CallUsage | CallProgress | CallReturn | CallFail | CallCancel
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,10 +287,10 @@ class StartRecord:
 
 @dataclass(frozen=True, slots=True)
 class SettleRecord:
-    """The settle record (slot `done`): every result byte, every warning, all usage."""
+    """The settle record (slot `done`): every result byte (counted), every warning, all usage."""
 
-    outcome: str  # "returned" | "cancelled"
-    output: bytes
+    outcome: str  # "returned" | "failed" | "cancelled"
+    written: int
     warnings: tuple[str, ...]
     usage: tuple[Usage, ...]
 
@@ -311,7 +311,7 @@ class CallState:
     """One call: its phase and what it has reported so far."""
 
     phase: CallPhase = CallPhase.IDLE
-    output: bytes = b""
+    written: int = 0
     warnings: tuple[str, ...] = ()
     usage: tuple[Usage, ...] = ()
 
@@ -325,15 +325,18 @@ def journal_step(state: CallState, event: CallEvent) -> tuple[CallState, tuple[J
     if state.phase is CallPhase.SETTLED:
         return state, ()
     if isinstance(event, CallOutput):
-        return replace(state, output=state.output + event.data), ()
+        return replace(state, written=state.written + max(0, event.size)), ()
     if isinstance(event, CallWarning):
         return replace(state, warnings=(*state.warnings, event.text)), ()
     if isinstance(event, CallUsage):
         return replace(state, usage=(*state.usage, event.usage)), ()
-    if isinstance(event, CallReturn | CallCancel):
-        outcome = "returned" if isinstance(event, CallReturn) else "cancelled"
-        settle = SettleRecord(outcome, state.output, state.warnings, state.usage)
-        return replace(state, phase=CallPhase.SETTLED), (settle,)
+    if isinstance(event, CallReturn | CallFail | CallCancel):
+        warnings = (*state.warnings, event.reason) if isinstance(event, CallFail) else state.warnings
+        outcome = (
+            "returned" if isinstance(event, CallReturn) else "failed" if isinstance(event, CallFail) else "cancelled"
+        )
+        settle = SettleRecord(outcome, state.written, warnings, state.usage)
+        return replace(state, phase=CallPhase.SETTLED, warnings=warnings), (settle,)
     return state, ()  # CallProgress, or a second CallStart: no record
 
 

@@ -34,14 +34,14 @@ class JobEnded:
 
 
 @dataclass(frozen=True, slots=True)
-class EntryRecord:
+class WriterEntry:
     """A conversation entry the writer appends in order with the job records (a row or a notice)."""
 
     kind: str
     content: Any
 
 
-WriterRecord = JobStarted | JobEnded | EntryRecord
+WriterRecord = JobStarted | JobEnded | WriterEntry
 
 
 @dataclass(frozen=True, slots=True)

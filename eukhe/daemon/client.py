@@ -15,7 +15,7 @@ import sys
 import time
 
 from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
-from eukhe.errors import EukheError
+from eukhe.errors import CATALOGUE, CodedError, EukheError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
 if TYPE_CHECKING:
@@ -60,12 +60,11 @@ def socket_path(option: str | None) -> str:
     return os.path.abspath(option) if option else default_socket_file()
 
 
-class DaemonError(EukheError):
-    """An error reply from the daemon; `code` is the daemon's stable code."""
+class DaemonError(CodedError):
+    """An error reply from the daemon: its catalogue code, message and the field at fault."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+    def __init__(self, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(code if code in CATALOGUE else "internal", message, field=field)
 
 
 class DaemonUnavailableError(EukheError):
@@ -105,13 +104,42 @@ class DaemonClient:
             raise
         return cls(sock, path)
 
-    def call(self, op: str, args: dict[str, Any] | None = None, on_event: Callable[[Any], None] | None = None) -> Any:
-        """Send one request and return its result; events of a stream go to `on_event`; errors raise DaemonError."""
+    def call(
+        self,
+        op: str,
+        args: dict[str, Any] | None = None,
+        on_event: Callable[[Any], None] | None = None,
+        *,
+        on_interrupt: Callable[[bool], None] | None = None,
+    ) -> Any:
+        """Send one request and return its result; its events go to `on_event`; errors raise DaemonError.
+
+        With `on_interrupt`, a Ctrl-C (KeyboardInterrupt) while waiting asks the daemon to cancel the request (its
+        job is killed through its owner) and goes on waiting for its answer: `on_interrupt(True)`. A second one
+        calls `on_interrupt(False)` and leaves at once (KeyboardInterrupt)."""
         request_id = self._next_id
         self._next_id += 1
         self._sock.sendall(encode_request(request_id, op, args))
+        try:
+            return self._answer(request_id, on_event)
+        except KeyboardInterrupt:
+            if on_interrupt is None:
+                raise
+            on_interrupt(True)
+        cancel_id = f"cancel-{request_id}"
+        self._sock.sendall(encode_request(cancel_id, "cancel", {"request": request_id}))
+        try:
+            return self._answer(request_id, on_event, skip=cancel_id)
+        except KeyboardInterrupt:
+            on_interrupt(False)
+            raise
+
+    def _answer(self, request_id: int, on_event: Callable[[Any], None] | None, skip: str | None = None) -> Any:
+        """Read replies until the one for `request_id` (relaying its events; a reply for `skip` is passed over)."""
         while True:
             reply = self.read_reply()
+            if skip is not None and reply.get("id") == skip:
+                continue
             if reply.get("id") != request_id:
                 raise DaemonProtocolError(f"reply for id {reply.get('id')!r}, expected {request_id}")
             if "event" in reply:
@@ -121,7 +149,9 @@ class DaemonClient:
             if reply.get("ok") is True:
                 return reply.get("result")
             error = reply.get("error") or {}
-            raise DaemonError(str(error.get("code", "error")), str(error.get("message", "error")))
+            raise DaemonError(
+                str(error.get("code", "internal")), str(error.get("message", "error")), error.get("field")
+            )
 
     def send_raw(self, data: bytes) -> None:
         """Write bytes as they are (tests of malformed and oversized requests)."""

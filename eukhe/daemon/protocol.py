@@ -1,99 +1,59 @@
-"""The daemon's client protocol: versioned, newline-delimited JSON requests and replies (docs/daemon-protocol.md).
+"""The daemon's client protocol, the daemon's side: versioned, newline-delimited JSON requests and replies
+(docs/daemon-protocol.md).
 
-Sans-I/O: `LineSplitter` cuts a byte stream into request lines (an oversized line becomes one `Oversized` marker and
-is skipped up to its newline), `parse_request` turns a line into a `Request` or a `ProtocolFault`, and the `encode_*`
-functions make the reply lines. The supervisor, the workers and the client share it.
+Sans-I/O. The one bounded line splitter (`eukhe.core.lines`) cuts a byte stream into request lines; `parse_request`
+decodes one strictly into a `Request` (its `args` decoded as the op's record from `eukhe.records.daemon.OPS`) or a
+`ProtocolFault` that names the field at fault; the `encode_*` functions make the reply lines from records.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from eukhe.daemon.wire import (
-    MAX_REPLY_BYTES,
-    MAX_REQUEST_BYTES,
-    PROTOCOL_VERSION,
-    encode_error,
-    encode_event,
-    encode_request,
-    encode_result,
-)
+import msgspec
+
+from eukhe.core.lines import Line, LineSplitter, Oversized, Piece
+from eukhe.daemon.wire import MAX_REPLY_BYTES, MAX_REQUEST_BYTES, PROTOCOL_VERSION, encode_request
+from eukhe.errors import InputError
+from eukhe.records.base import Record, decode_json, encode
+from eukhe.records.daemon import OPS, ErrorBody, ErrorReply, EventReply, OkReply, RequestEnvelope
 
 JSON = Any
 """Any JSON value."""
+
+HEAD_BYTES = 256
+"""Bytes of an oversized request line kept for a diagnostic (its rest is dropped unread)."""
 
 __all__ = [
     "JSON",
     "MAX_REPLY_BYTES",
     "MAX_REQUEST_BYTES",
     "PROTOCOL_VERSION",
-    "LineSplitter",
-    "Oversized",
     "ProtocolFault",
     "Request",
     "encode_error",
     "encode_event",
     "encode_request",
     "encode_result",
-    "oversized_fault",
     "parse_request",
+    "request_splitter",
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Oversized:
-    """A line longer than the limit: reported once, as soon as it passes the limit; the rest of it is dropped."""
-
-    head: bytes  # its first bytes, for a diagnostic
-
-
-class LineSplitter:
-    """Cuts a byte stream into lines of at most `limit` bytes; an over-long line yields one Oversized and is dropped."""
-
-    def __init__(self, limit: int = MAX_REQUEST_BYTES) -> None:
-        self._limit = limit
-        self._buffer = bytearray()
-        self._skipping = False  # inside an oversized line, dropping bytes up to its newline
-
-    def feed(self, data: bytes) -> list[bytes | Oversized]:
-        """Take the next chunk; return the complete lines (without newline) and markers, in order."""
-        out: list[bytes | Oversized] = []
-        start = 0
-        while start < len(data):
-            newline = data.find(b"\n", start)
-            end = len(data) if newline < 0 else newline
-            piece = data[start:end]
-            if not self._skipping:
-                self._buffer += piece
-                if len(self._buffer) > self._limit:
-                    self._skipping = True
-                    out.append(Oversized(bytes(self._buffer[:256])))
-                    self._buffer = bytearray()
-            if newline < 0:
-                break
-            if self._skipping:
-                self._skipping = False
-            else:
-                out.append(bytes(self._buffer))
-                self._buffer = bytearray()
-            start = newline + 1
-        return out
-
-    @property
-    def pending(self) -> int:
-        """Bytes of an unfinished line held so far."""
-        return len(self._buffer)
+def request_splitter() -> LineSplitter:
+    """The line splitter of one connection: request lines of at most MAX_REQUEST_BYTES."""
+    return LineSplitter(MAX_REQUEST_BYTES, HEAD_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One well-formed request."""
+    """One well-formed request: its id, its op and its arguments, decoded as the op's record."""
 
     id: int | str
     op: str
-    args: dict[str, JSON] = field(default_factory=dict)
+    args: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,40 +63,73 @@ class ProtocolFault:
     id: int | str | None
     code: str
     message: str
+    field: str | None = None
 
 
-def _valid_id(value: object) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and len(value) <= 128)
-
-
-def parse_request(line: bytes) -> Request | ProtocolFault:
-    """A request line -> Request, or the fault it gets a reply for."""
+def _loose(line: bytes) -> dict[str, Any]:
+    """A line that failed to decode, read loosely for its id and version (an empty dict if it is not an object)."""
     try:
         value = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        return ProtocolFault(None, "malformed", f"not a JSON object: {error}")
-    if not isinstance(value, dict):
-        return ProtocolFault(None, "malformed", "a request is a JSON object")
-    request_id = value.get("id")
-    if not _valid_id(request_id):
-        return ProtocolFault(None, "malformed", "a request needs an `id` (an integer or a short string)")
-    assert isinstance(request_id, int | str)
-    if value.get("v") != PROTOCOL_VERSION:
-        return ProtocolFault(
-            request_id, "unsupported_version", f"protocol version {value.get('v')!r}; this daemon speaks v1"
-        )
-    op = value.get("op")
-    if not isinstance(op, str) or not op:
-        return ProtocolFault(request_id, "malformed", "a request needs an `op` (a string)")
-    args = value.get("args", {})
-    if not isinstance(args, dict):
-        return ProtocolFault(request_id, "malformed", "`args` must be a JSON object")
-    extra = set(value) - {"v", "id", "op", "args"}
-    if extra:
-        return ProtocolFault(request_id, "malformed", f"unknown request fields: {sorted(extra)}")
-    return Request(request_id, op, args)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
-def oversized_fault(marker: Oversized, limit: int = MAX_REQUEST_BYTES) -> ProtocolFault:
-    """The reply an oversized line gets (no id: its head is not parsed)."""
-    return ProtocolFault(None, "oversized", f"request line longer than {limit} bytes; dropped")
+def _id_of(value: dict[str, Any]) -> int | str | None:
+    """The id of a refused line, when it has a usable one (the refusal goes out under it)."""
+    found = value.get("id")
+    usable = (isinstance(found, int) and not isinstance(found, bool)) or (isinstance(found, str) and len(found) <= 128)
+    return found if usable else None
+
+
+def parse_request(piece: Piece | bytes) -> Request | ProtocolFault:
+    """A request line -> Request, or the fault it gets a reply for (naming the field at fault)."""
+    if isinstance(piece, Oversized):
+        return ProtocolFault(None, "oversized", f"request line of {piece.length} bytes is over {MAX_REQUEST_BYTES}")
+    line = piece.data if isinstance(piece, Line) else piece
+    try:
+        envelope = decode_json(line, RequestEnvelope, code="malformed", what="request")
+    except InputError as error:
+        loose = _loose(line)
+        if "v" in loose and loose["v"] != PROTOCOL_VERSION:  # another version's request: say so, not what is odd in it
+            message = f"protocol version {loose['v']!r}; this daemon speaks v{PROTOCOL_VERSION}"
+            return ProtocolFault(_id_of(loose), "unsupported_version", message, "v")
+        return ProtocolFault(_id_of(loose), "malformed", str(error), error.field)
+    if isinstance(envelope.id, str) and len(envelope.id) > 128:
+        return ProtocolFault(None, "malformed", "request: id must be an integer or a string of at most 128", "id")
+    if envelope.v != PROTOCOL_VERSION:
+        message = f"protocol version {envelope.v!r}; this daemon speaks v{PROTOCOL_VERSION}"
+        return ProtocolFault(envelope.id, "unsupported_version", message, "v")
+    op = OPS.get(envelope.op)
+    if op is None:
+        return ProtocolFault(envelope.id, "unknown_op", f"unknown request {envelope.op!r}; known: {sorted(OPS)}", "op")
+    try:
+        args = decode_json(bytes(envelope.args), op.args, code="bad_args", what=envelope.op, prefix="args")
+    except InputError as error:
+        return ProtocolFault(envelope.id, "bad_args", str(error), error.field)
+    return Request(envelope.id, envelope.op, args)
+
+
+def _line(reply: Record) -> bytes:
+    return encode(reply) + b"\n"
+
+
+def encode_result(request_id: int | str | None, result: JSON) -> bytes:
+    """A success reply line (`result` a record, or plain JSON values)."""
+    return _line(OkReply(v=PROTOCOL_VERSION, id=request_id, ok=True, result=result))
+
+
+def encode_error(request_id: int | str | None, code: str, message: str, field: str | None = None) -> bytes:
+    """An error reply line."""
+    body = ErrorBody(code=code, message=message, field=field)
+    return _line(ErrorReply(v=PROTOCOL_VERSION, id=request_id, ok=False, error=body))
+
+
+def encode_event(request_id: int | str, event: JSON) -> bytes:
+    """One event of a request, before its reply."""
+    return _line(EventReply(v=PROTOCOL_VERSION, id=request_id, event=event))
+
+
+def to_builtins(value: object) -> JSON:
+    """A record (or plain values) as plain JSON values."""
+    return msgspec.to_builtins(value)

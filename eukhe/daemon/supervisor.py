@@ -19,11 +19,14 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
+
+import msgspec
 
 from eukhe.daemon.client import default_socket_path
-from eukhe.daemon.host import SESSION_OPS, list_sessions, saved_cwd
 from eukhe.daemon.local_access import (
     bind_private_socket,
     ensure_private_state_dirs,
@@ -32,10 +35,28 @@ from eukhe.daemon.local_access import (
     socket_is_live,
 )
 from eukhe.daemon.procs import become_subreaper, end_orphans
-from eukhe.daemon.protocol import JSON, MAX_REPLY_BYTES, PROTOCOL_VERSION, Request, encode_request
-from eukhe.daemon.server import EventSink, RequestError, arg_str, close_writer, serve_requests
-from eukhe.errors import EukheError
+from eukhe.daemon.protocol import JSON, MAX_REPLY_BYTES, PROTOCOL_VERSION, Request, encode_request, to_builtins
+from eukhe.daemon.server import EventSink, RequestError, close_writer, serve_requests
+from eukhe.errors import CATALOGUE, EukheError
+from eukhe.paths import sessions_root
 from eukhe.private_fs import check_working_dir, open_private_file
+from eukhe.records.base import decode_json
+from eukhe.records.daemon import (
+    SESSION_OPS,
+    CreateArgs,
+    DaemonStatus,
+    Pong,
+    ReopenedWorker,
+    SessionCreated,
+    SessionList,
+    SessionRow,
+    Stopping,
+    WorkerReady,
+    WorkerReport,
+    WorkerRow,
+)
+from eukhe.store import dirs
+from eukhe.store.journal import JournalFormatError
 
 log = logging.getLogger("eukhe.daemon")
 
@@ -89,7 +110,7 @@ class Supervisor:
         self.socket_path = socket_path
         self.workers: dict[str, Worker] = {}
         self.restarts: dict[str, int] = {}
-        self.reports: list[dict[str, JSON]] = []
+        self.reports: list[WorkerReport] = []
         self._locks: dict[str, asyncio.Lock] = {}
         self._stop = asyncio.Event()
         self._stopping = False
@@ -158,7 +179,7 @@ class Supervisor:
         for task in list(self._monitors):
             task.cancel()
         await asyncio.gather(*self._monitors, return_exceptions=True)
-        end_orphans(keep=())
+        await end_orphans(keep=())
         log.info("daemon %d stopped", os.getpid())
 
     # --- requests -------------------------------------------------------------------------------------------------
@@ -167,34 +188,62 @@ class Supervisor:
         await serve_requests(reader, writer, self.handle)
 
     async def handle(self, request: Request, emit: EventSink) -> JSON:
-        """Answer one client request."""
-        op = request.op
-        if op == "ping":
-            return {"pong": True, "pid": os.getpid(), "version": PROTOCOL_VERSION}
-        if op == "status":
-            return self.status()
-        if op == "stop":
-            asyncio.get_running_loop().call_soon(self._stop.set)
-            return {"stopping": True, "pid": os.getpid()}
-        if op == "session.create":
-            return await self.create_session(request)
-        if op == "session.list":
-            return {"sessions": [{**s, "open": s["id"] in self.workers} for s in list_sessions()]}
-        if op in SESSION_OPS:
-            session_id = arg_str(request, "session")
-            assert session_id is not None
-            worker = await self.ensure_worker(session_id)
+        """Answer one client request: the supervisor's own ops from its table; a session's, through its worker."""
+        own = self.OWN_OPS.get(request.op)
+        if own is not None:
+            return await own(self, request)
+        if request.op not in SESSION_OPS:
+            raise RequestError("unknown_op", f"unknown request {request.op!r}")
+        session_id: str = request.args.session
+        worker = await self.ensure_worker(session_id)
+        try:
+            result = await self.forward(worker, request, emit)
+        except WorkerUnreachableError:
+            # The request never reached the worker (it is dying): wait for its end, reopen, send it once more.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
+            result = await self.forward(await self.ensure_worker(session_id), request, emit)
+        if request.op == "tree.fork" and isinstance(result, dict) and isinstance(result.get("session"), str):
+            self._rekey(worker, result["session"])
+        return result
+
+    async def ping(self, request: Request) -> Pong:
+        return Pong(pong=True, pid=os.getpid(), version=PROTOCOL_VERSION)
+
+    async def status_op(self, request: Request) -> DaemonStatus:
+        return self.status()
+
+    async def stop(self, request: Request) -> Stopping:
+        asyncio.get_running_loop().call_soon(self._stop.set)
+        return Stopping(stopping=True, pid=os.getpid())
+
+    async def list_sessions(self, request: Request) -> SessionList:
+        """Every saved session, from the first line of each journal (none is parsed)."""
+        root = sessions_root()
+        rows: list[SessionRow] = []
+        for session_id in dirs.saved_session_ids(root):
             try:
-                result = await self.forward(worker, request, emit)
-            except WorkerUnreachableError:
-                # The request never reached the worker (it is dying): wait for its end, reopen, send it once more.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
-                result = await self.forward(await self.ensure_worker(session_id), request, emit)
-            if op == "tree.fork" and isinstance(result, dict) and isinstance(result.get("id"), str):
-                self._rekey(worker, result["id"])
-            return result
-        raise RequestError("unknown_op", f"unknown request {op!r}")
+                header = dirs.saved_header(root, session_id)
+            except (dirs.UnknownSessionError, JournalFormatError):
+                continue
+            rows.append(
+                SessionRow(
+                    id=session_id, cwd=header.cwd, forked_from=header.forked_from, open=session_id in self.workers
+                )
+            )
+        return SessionList(sessions=rows)
+
+    async def create(self, request: Request) -> SessionCreated:
+        return await self.create_session(request.args)
+
+    OWN_OPS: ClassVar[dict[str, Callable[[Supervisor, Request], Awaitable[JSON]]]] = {
+        "ping": ping,
+        "status": status_op,
+        "stop": stop,
+        "session.create": create,
+        "session.list": list_sessions,
+    }
+    """The requests the supervisor answers itself."""
 
     def _rekey(self, worker: Worker, session_id: str) -> None:
         """After a fork the worker goes on in the new session; the old one reopens in a fresh worker when asked."""
@@ -204,34 +253,32 @@ class Supervisor:
         self.workers[session_id] = worker
         log.info("worker %d now serves the fork %s", worker.process.pid, session_id)
 
-    def status(self) -> dict[str, JSON]:
+    def status(self) -> DaemonStatus:
         """What `daemon status` shows."""
-        return {
-            "pid": os.getpid(),
-            "socket": str(self.socket_path),
-            "version": PROTOCOL_VERSION,
-            "uptimeS": round(time.monotonic() - self._started, 3),
-            "workers": [
-                {
-                    "session": w.session_id,
-                    "pid": w.process.pid,
-                    "cwd": w.cwd,
-                    "socket": str(w.socket),
-                    "restarts": self.restarts.get(w.session_id, 0),
-                }
+        return DaemonStatus(
+            running=True,
+            pid=os.getpid(),
+            socket=str(self.socket_path),
+            version=PROTOCOL_VERSION,
+            uptime_s=round(time.monotonic() - self._started, 3),
+            workers=[
+                WorkerRow(
+                    session=w.session_id,
+                    pid=w.process.pid,
+                    cwd=w.cwd,
+                    socket=str(w.socket),
+                    restarts=self.restarts.get(w.session_id, 0),
+                )
                 for w in self.workers.values()
             ],
-            "reports": self.reports[-REPORTS_KEPT:],
-        }
+            reports=self.reports[-REPORTS_KEPT:],
+        )
 
-    async def create_session(self, request: Request) -> JSON:
-        """Create a session in an explicit, existing working dir, hosted by a new worker."""
-        raw = request.args.get("cwd")
-        if raw is not None and not isinstance(raw, str):
-            raise RequestError("bad_args", "session.create: `cwd` must be a string")
-        cwd = check_working_dir(raw)
+    async def create_session(self, args: CreateArgs) -> SessionCreated:
+        """Create a session in an explicit, existing, absolute working dir, hosted by a new worker."""
+        cwd = check_working_dir(args.cwd, absolute=True, field="args.cwd")
         worker = await self._spawn(None, str(cwd))
-        return {"id": worker.session_id, "cwd": worker.cwd, "pid": worker.process.pid}
+        return SessionCreated(id=worker.session_id, cwd=worker.cwd, pid=worker.process.pid)
 
     async def ensure_worker(self, session_id: str) -> Worker:
         """The session's live worker, starting one (reopening the session) if none runs."""
@@ -240,7 +287,7 @@ class Supervisor:
             worker = self.workers.get(session_id)
             if worker is not None and worker.process.returncode is None:
                 return worker
-            return await self._spawn(session_id, saved_cwd(session_id))
+            return await self._spawn(session_id, dirs.saved_header(sessions_root(), session_id).cwd)
 
     def _worker_socket(self) -> Path:
         """A fresh worker socket path beside the daemon's (short: AF_UNIX paths stop at 107 bytes)."""
@@ -281,9 +328,13 @@ class Supervisor:
         try:
             assert process.stdout is not None
             line = await asyncio.wait_for(process.stdout.readline(), WORKER_READY_TIMEOUT_S)
-            ready = json.loads(line) if line.strip() else {"ready": False, "message": "the worker exited at start"}
-        except (TimeoutError, json.JSONDecodeError) as error:
-            ready = {"ready": False, "error": "worker_start_failed", "message": f"worker did not start: {error!r}"}
+            ready = (
+                decode_json(line, WorkerReady, code="malformed", what="a worker's ready line")
+                if line.strip()
+                else WorkerReady(ready=False, error="worker_start_failed", message="the worker exited at start")
+            )
+        except (TimeoutError, EukheError) as error:
+            ready = WorkerReady(ready=False, error="worker_start_failed", message=f"worker did not start: {error}")
         except BaseException:  # cancelled (the daemon stops, the client left): no worker is left unregistered
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
@@ -292,12 +343,13 @@ class Supervisor:
         finally:
             if self.workers.get(placeholder.session_id) is placeholder:
                 del self.workers[placeholder.session_id]
-        if not ready.get("ready"):
+        if not ready.ready or ready.session is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await process.wait()
-            raise WorkerStartError(str(ready.get("error", "worker_start_failed")), str(ready.get("message")))
-        worker = Worker(str(ready["session"]), cwd, sock, process)
+            code = ready.error if ready.error in CATALOGUE else "worker_start_failed"
+            raise WorkerStartError(code or "worker_start_failed", str(ready.message))
+        worker = Worker(ready.session, cwd, sock, process)
         self.workers[worker.session_id] = worker
         monitor = asyncio.create_task(self._monitor(worker))
         self._monitors.add(monitor)
@@ -316,15 +368,15 @@ class Supervisor:
         log.warning("worker %d of session %s %s", worker.process.pid, worker.session_id, how)
         async with self._spawn_lock:
             live = {w.process.pid for w in self.workers.values()}
-            ended = await asyncio.to_thread(end_orphans, live)
-        report: dict[str, JSON] = {
-            "event": "worker_died",
-            "session": worker.session_id,
-            "pid": worker.process.pid,
-            "exit": code,
-            "orphansEnded": ended,
-            "at": time.time(),
-        }
+            ended = await end_orphans(live)
+        report = WorkerReport(
+            event="worker_died",
+            session=worker.session_id,
+            pid=worker.process.pid,
+            exit=code,
+            orphans_ended=ended,
+            at=time.time(),
+        )
         self.restarts[worker.session_id] = self.restarts.get(worker.session_id, 0) + 1
         quick = time.monotonic() - worker.started < CRASH_LOOP_S
         self._quick_deaths[worker.session_id] = self._quick_deaths.get(worker.session_id, 0) + 1 if quick else 0
@@ -335,16 +387,20 @@ class Supervisor:
                 CRASH_LOOP_LIMIT,
                 CRASH_LOOP_S,
             )
-            report["reopenError"] = "crash loop: reopened on the next request only"
-            self.reports.append(report)
+            self._report(msgspec.structs.replace(report, reopen_error="crash loop: reopened on the next request only"))
             return
         try:
             fresh = await self.ensure_worker(worker.session_id)
-            report["reopened"] = {"pid": fresh.process.pid}
+            report = msgspec.structs.replace(report, reopened=ReopenedWorker(pid=fresh.process.pid))
         except EukheError as error:
             log.error("session %s not reopened: %s", worker.session_id, error)
-            report["reopenError"] = str(error)
+            report = msgspec.structs.replace(report, reopen_error=str(error))
+        self._report(report)
+
+    def _report(self, report: WorkerReport) -> None:
+        """Keep a report for `status` (the last REPORTS_KEPT)."""
         self.reports.append(report)
+        del self.reports[:-REPORTS_KEPT]
 
     async def forward(self, worker: Worker, request: Request, emit: EventSink) -> JSON:
         """Send one request to a worker and relay its events and reply."""
@@ -355,7 +411,7 @@ class Supervisor:
                 "worker_unavailable", f"session {worker.session_id}: {error.strerror}"
             ) from error
         try:
-            writer.write(encode_request(request.id, request.op, request.args))
+            writer.write(encode_request(request.id, request.op, to_builtins(request.args)))
             await writer.drain()
             while True:
                 line = await reader.readline()
@@ -363,12 +419,14 @@ class Supervisor:
                     raise RequestError("worker_died", f"the worker of session {worker.session_id} ended mid-request")
                 reply = json.loads(line)
                 if "event" in reply:
-                    await emit(reply["event"])
+                    emit(reply["event"])
+                    await emit.drain()
                     continue
                 if reply.get("ok"):
                     return reply.get("result")
                 fault = reply.get("error") or {}
-                raise RequestError(str(fault.get("code", "error")), str(fault.get("message", "")))
+                code = str(fault.get("code")) if fault.get("code") in CATALOGUE else "internal"
+                raise RequestError(code, str(fault.get("message", "")), field=fault.get("field"))
         finally:
             await close_writer(writer)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -23,16 +22,18 @@ from pathlib import Path
 from eukhe.daemon.host import SessionHost, open_host
 from eukhe.daemon.local_access import bind_private_socket, serve_private
 from eukhe.daemon.procs import become_subreaper, end_orphans
-from eukhe.daemon.protocol import JSON, Request
-from eukhe.daemon.server import EventSink, serve_requests
+from eukhe.daemon.server import serve_requests
 from eukhe.errors import EukheError, error_code
+from eukhe.fsio import write_all
+from eukhe.records.base import encode
+from eukhe.records.daemon import WorkerReady
 
 log = logging.getLogger("eukhe.daemon")
 
 
-def _announce(payload: dict[str, JSON]) -> None:
+def _announce(ready: WorkerReady) -> None:
     """Write the one ready line on stdout, then point stdout at stderr (the log) so nothing else reaches the pipe."""
-    os.write(1, json.dumps(payload).encode() + b"\n")
+    write_all(1, encode(ready) + b"\n")
     os.dup2(2, 1)
 
 
@@ -55,23 +56,23 @@ async def run_worker(socket_path: Path, session_id: str | None) -> int:
     try:
         host = await open_host(session_id, cwd)
     except EukheError as error:
-        _announce({"ready": False, "error": error_code(error), "message": str(error)})
+        _announce(WorkerReady(ready=False, error=error_code(error), message=str(error)))
         return 1
     try:
         listener = bind_private_socket(socket_path)
     except EukheError as error:
         await host.close()  # the session opened: close it (its writer commits, its lock goes) before saying why
-        _announce({"ready": False, "error": error_code(error), "message": str(error)})
+        _announce(WorkerReady(ready=False, error=error_code(error), message=str(error)))
         return 1
     try:
-        _announce({"ready": True, "session": host.session_id, "pid": os.getpid(), "socket": str(socket_path)})
+        _announce(WorkerReady(ready=True, session=host.session_id, pid=os.getpid(), socket=str(socket_path)))
         await _serve_until_stopped(host, listener)
     finally:
         listener.close()
         with contextlib.suppress(OSError):
             os.unlink(socket_path)
         await host.close()
-        end_orphans(keep=())
+        await end_orphans(keep=())
     return 0
 
 
@@ -82,13 +83,8 @@ async def _serve_until_stopped(host: SessionHost, listener: socket.socket) -> No
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop.set)
 
-    async def handle(request: Request, emit: EventSink) -> JSON:
-        if request.op == "ping":
-            return {"pong": True, "session": host.session_id, "pid": os.getpid()}
-        return await host.handle(request, emit)
-
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await serve_requests(reader, writer, handle)
+        await serve_requests(reader, writer, host.handle)
 
     server = asyncio.create_task(serve_private(listener, connection, f"worker {host.session_id}"))
     watcher = asyncio.create_task(_stdin_closed())

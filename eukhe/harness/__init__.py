@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from eukhe.harness.harness import CallNotRunningError, Harness, UnknownToolError
-from eukhe.harness.tool import ToolExecutionApi, ToolRegistration, ToolResult, reporting_for
+from eukhe.harness.tool import NoToolArgs, ToolExecutionApi, ToolRegistration, ToolResult, reporting_for
 
 __all__ = [
     "CallNotRunningError",
     "Harness",
+    "NoToolArgs",
     "ToolExecutionApi",
     "ToolRegistration",
     "ToolResult",

@@ -13,63 +13,56 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Protocol
 
-from eukhe.output import BoundedOutput
+from eukhe.records.daemon import (
+    CallProgressRow,
+    Progress,
+    Snapshot,
+    ToolExecutionEnd,
+    ToolExecutionUpdate,
+    WatchEvent,
+)
 
-JSON = Any
 
-
-@dataclass(slots=True)
-class CallProgress:
-    """What one running call has reported so far (mutable: the board owns it)."""
+class LiveCall(Protocol):
+    """A running call as the board sees it: its ids, what it reported so far, and what it last published."""
 
     call: str
     tool: str
-    output: BoundedOutput
-    details: JSON = None
-    diagnostics: list[str] = field(default_factory=list)
-    usage: list[dict[str, int]] = field(default_factory=list)  # every usage report, in order
-    published: dict[str, JSON] | None = None  # the last progress sent to observers
-    ended: bool = False  # the settle read it: later reports are ignored
+    published: Progress | None
 
-    def as_json(self) -> dict[str, JSON]:
-        """The progress as observers see it: the bounded output window so far, details, diagnostics, usage."""
-        return {
-            "output": self.output.snapshot().as_json(),
-            "details": self.details,
-            "diagnostics": list(self.diagnostics),
-            "usage": [dict(report) for report in self.usage],
-        }
+    def progress(self) -> Progress:
+        """What the call has reported so far."""
+        ...
 
 
 class EventStream:
     """One live observer: an async iterator of board events; close it (or use `async with`) when done."""
 
-    def __init__(self, board: ProgressBoard, first: dict[str, JSON]) -> None:
+    def __init__(self, board: ProgressBoard, first: WatchEvent) -> None:
         self._board = board
-        self._queue: asyncio.Queue[dict[str, JSON]] = asyncio.Queue()
+        self._queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
         self._queue.put_nowait(first)
         self._closed = False
 
-    def deliver(self, event: dict[str, JSON]) -> None:
+    def deliver(self, event: WatchEvent) -> None:
         """Queue one event (called by the board)."""
         if not self._closed:
             self._queue.put_nowait(event)
 
-    def pending(self) -> list[dict[str, JSON]]:
+    def pending(self) -> list[WatchEvent]:
         """Take every event delivered and not yet read, without waiting."""
-        events: list[dict[str, JSON]] = []
+        events: list[WatchEvent] = []
         while not self._queue.empty():
             events.append(self._queue.get_nowait())
         return events
 
-    def __aiter__(self) -> AsyncIterator[dict[str, JSON]]:
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
         return self
 
-    async def __anext__(self) -> dict[str, JSON]:
+    async def __anext__(self) -> WatchEvent:
         if self._closed and self._queue.empty():
             raise StopAsyncIteration
         return await self._queue.get()
@@ -92,14 +85,14 @@ class ProgressBoard:
     """The running calls' progress, and the observers each change goes to."""
 
     def __init__(self) -> None:
-        self._calls: dict[str, CallProgress] = {}
+        self._calls: dict[str, LiveCall] = {}
         self._observers: list[EventStream] = []
 
-    def add(self, progress: CallProgress) -> None:
+    def add(self, live: LiveCall) -> None:
         """A call starts running."""
-        self._calls[progress.call] = progress
+        self._calls[live.call] = live
 
-    def get(self, call: str) -> CallProgress | None:
+    def get(self, call: str) -> LiveCall | None:
         """The call's progress, while the board keeps it."""
         return self._calls.get(call)
 
@@ -109,27 +102,24 @@ class ProgressBoard:
 
     def publish(self, call: str) -> None:
         """Send the call's current progress to every observer (nothing once the call has left the board)."""
-        progress = self._calls.get(call)
-        if progress is None:
+        live = self._calls.get(call)
+        if live is None:
             return
-        progress.published = progress.as_json()
-        self._send(
-            {"type": "tool_execution_update", "call": call, "tool": progress.tool, "progress": progress.published}
-        )
+        live.published = live.progress()
+        self._send(ToolExecutionUpdate(call=call, tool=live.tool, progress=live.published))
 
     def remove(self, call: str, status: str) -> None:
         """The call's settle committed: forget it and tell observers it ended; nothing of it is sent after this."""
-        progress = self._calls.pop(call, None)
-        if progress is not None:
-            self._send({"type": "tool_execution_end", "call": call, "tool": progress.tool, "status": status})
+        live = self._calls.pop(call, None)
+        if live is not None:
+            self._send(ToolExecutionEnd(call=call, tool=live.tool, status=status))
 
     def watch(self) -> EventStream:
         """Subscribe now: the first event is the snapshot of the last published progress of each running call."""
         calls = [
-            {"call": progress.call, "tool": progress.tool, "progress": progress.published}
-            for progress in self._calls.values()
+            CallProgressRow(call=live.call, tool=live.tool, progress=live.published) for live in self._calls.values()
         ]
-        stream = EventStream(self, {"type": "snapshot", "calls": calls})
+        stream = EventStream(self, Snapshot(calls=calls))
         self._observers.append(stream)
         return stream
 
@@ -138,6 +128,6 @@ class ProgressBoard:
         if stream in self._observers:
             self._observers.remove(stream)
 
-    def _send(self, event: dict[str, JSON]) -> None:
+    def _send(self, event: WatchEvent) -> None:
         for observer in list(self._observers):
             observer.deliver(event)

@@ -1,32 +1,47 @@
 """The Harness runs tool calls and journals exactly two records per call (S2 "A tool call" 1-5).
 
-A call commits its start (slot `running`, with the execute checkpoint: what a crash recovery needs to find the
-durable output) and, at its end, its settle: slot `done` and the `tool_result` entry in one commit. In between it
-commits nothing: every progress report goes to the board. A call ends by returning, failing, or being aborted; an
-abort settles from the board with whatever the call reported. After a crash, `settle_interrupted` settles each slot
-still `running` from what is durable: the BoundedOutput artifact named by its checkpoint, if the output reached one.
+It runs the core's call-journal model (`eukhe.core.job.journal_step`) for every call: each report of a running call
+is an event the model folds, and the Harness commits exactly the records the model answers: the start (slot
+`running`, with the execute checkpoint: what a crash recovery needs to find the durable output) and, at the end, the
+settle (slot `done` and the `tool_result` entry in one commit). Progress goes to the board, never to the journal.
+The output bytes themselves go to the call's `BoundedOutput`; the model counts them, and the settle's window holds
+exactly that many (kept + dropped). A call ends by returning, failing, or being aborted; an abort settles from what
+the call reported. After a crash, `settle_interrupted` settles each slot still `running` from what is durable: the
+BoundedOutput artifact named by its checkpoint, if the output reached one.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from eukhe.core.limits import Truncation
+from eukhe.core import job as model
+from eukhe.core.limits import Off, Truncation
 from eukhe.errors import EukheError, UsageError
-from eukhe.harness.board import CallProgress, EventStream, ProgressBoard
-from eukhe.harness.schema import check_args
-from eukhe.harness.tool import ToolExecutionApi, ToolRegistration, ToolResult, reporting_for, result_content
+from eukhe.harness.board import EventStream, ProgressBoard
+from eukhe.harness.tool import ToolExecutionApi, ToolRegistration, ToolResult, reporting_for, usage_totals
 from eukhe.output import BoundedOutput, BoundedResult
-from eukhe.session.journal import Commit, JournalError, Record
-from eukhe.session.settings import truncation_from_json, truncation_to_json
-from eukhe.session.tree import Slot
+from eukhe.records.base import convert
+from eukhe.records.daemon import Progress
+from eukhe.records.journal import (
+    CallOutcome,
+    CallSettle,
+    CallStart,
+    Checkpoint,
+    Commit,
+    EntryRecord,
+    JournalRecord,
+    ToolResultContent,
+)
+from eukhe.records.settings import setting_of, truncation_of
+from eukhe.store.journal import JournalError
+from eukhe.store.tree import Slot
 
 JSON = Any
+INTERRUPTED_WARNING = "the call was interrupted by a crash; its live progress was lost"
 
 
 class UnknownToolError(UsageError):
@@ -52,35 +67,83 @@ class CallNotRunningError(EukheError):
 class Committer(Protocol):
     """What the Harness needs from its session: one durable commit at a time, entries at the current leaf."""
 
-    def commit(self, records: Sequence[Record]) -> Commit:
+    def commit(self, records: Sequence[JournalRecord]) -> Commit:
         """Make `records` one durable commit (raise JournalError if it did not happen)."""
         ...
 
-    def entry_record(self, kind: str, content: JSON) -> dict[str, JSON]:
+    def entry_record(self, kind: str, content: JSON) -> EntryRecord:
         """A new entry record, child of the current leaf."""
         ...
 
 
-def output_json(result: BoundedResult) -> dict[str, JSON]:
-    """A bounded result as the result entry holds it; the exact bytes ride along when they are not UTF-8."""
-    value = result.as_json()
-    try:
-        result.text.decode("utf-8")
-    except UnicodeDecodeError:
-        value["textBase64"] = base64.b64encode(result.text).decode("ascii")
-    return value
-
-
 class _Running:
-    """The shell's handle on one running call."""
+    """One running call: the model's state, its bounded output, details, its task and its settle."""
 
-    def __init__(self, progress: CallProgress, task: asyncio.Task[Any]) -> None:
-        self.progress = progress
-        self.task = task
+    def __init__(self, call: str, tool: str, output: BoundedOutput, board: ProgressBoard) -> None:
+        self.call = call
+        self.tool = tool
+        self.output = output
+        self.state = model.CallState()
+        self.details: JSON = None
+        self.usage_reports: list[dict[str, int]] = []
+        self.published: Progress | None = None
+        self.board = board
+        self.task: asyncio.Task[Any] | None = None
         self.aborted = False
         self.done = asyncio.Event()  # set once the call's `call` coroutine has finished (settled or not)
         self.settled: ToolResult | None = None
-        self.pending_settle: tuple[str, str, str] | None = None  # (status, tool, failure) of a settle not committed
+
+    def step(self, event: model.CallEvent) -> tuple[model.JournalRecord, ...]:
+        """Fold one event; the records the model journals for it."""
+        self.state, records = model.journal_step(self.state, event)
+        return records
+
+    @property
+    def running(self) -> bool:
+        return self.state.phase is model.CallPhase.RUNNING
+
+    # -- CallReports: what the tool reports while it runs (nothing once it settled) --
+
+    def output_bytes(self, data: bytes) -> None:
+        if self.running:
+            self.step(model.CallOutput(len(data)))
+            self.output.write(data)
+
+    def progress(self) -> Progress:
+        return Progress(
+            output=self.output.snapshot().to_record(),
+            details=self.details,
+            diagnostics=list(self.state.warnings),
+            usage=[dict(report) for report in self.usage_reports],
+        )
+
+
+class _Reports:
+    """A running call's reports, as the ToolExecutionApi hands them over."""
+
+    def __init__(self, running: _Running) -> None:
+        self._running = running
+
+    def output(self, data: bytes) -> None:
+        self._running.output_bytes(data)
+
+    def details(self, value: JSON) -> None:
+        if self._running.running:
+            self._running.details = value
+
+    def diagnostic(self, text: str) -> None:
+        if self._running.running:
+            self._running.step(model.CallWarning(text))
+
+    def usage(self, report: Mapping[str, int]) -> None:
+        if self._running.running:
+            self._running.step(model.CallUsage(tuple(report.items())))
+            self._running.usage_reports.append(dict(report))
+
+    def publish(self) -> None:
+        if self._running.running:
+            self._running.step(model.CallProgress(""))
+            self._running.board.publish(self._running.call)
 
 
 class Harness:
@@ -119,37 +182,27 @@ class Harness:
         registration = self._tools.get(tool)
         if registration is None:
             raise UnknownToolError(tool)
-        check_args(tool, registration.parameters, dict(args))
+        decoded = convert(dict(args), registration.args, code="bad_tool_arguments", what=f"tool {tool}")
         call = call_id or f"call-{secrets.token_hex(6)}"
         if call in self._running:
             raise UsageError(f"tool call id {call!r} is in use")
         truncation = reporting_for(registration, self._truncation())
         prefix = f"output-{call}"
-        checkpoint = {
-            "artifactDir": str(self._artifact_dir),
-            "artifactPrefix": prefix,
-            "truncation": truncation_to_json(truncation),
-        }
-        output = BoundedOutput(truncation, self._artifact_dir, artifact_prefix=prefix)
-        progress = CallProgress(call, tool, output)
-        self._committer.commit(
-            [
-                {
-                    "t": "slot",
-                    "call": call,
-                    "status": "running",
-                    "tool": tool,
-                    "args": dict(args),
-                    "checkpoint": checkpoint,
-                }
-            ]
+        running = _Running(
+            call, tool, BoundedOutput(truncation, self._artifact_dir, artifact_prefix=prefix), self.board
         )
-        self.board.add(progress)
-        api = ToolExecutionApi(self.board, progress, truncation)
-        task = asyncio.ensure_future(registration.execute(args, api))
-        running = _Running(progress, task)
+        (start,) = running.step(model.CallStart())
+        assert isinstance(start, model.StartRecord)
+        checkpoint = Checkpoint(
+            artifact_dir=str(self._artifact_dir), artifact_prefix=prefix, truncation=setting_of(truncation)
+        )
+        self._committer.commit([CallStart(call=call, tool=tool, args=dict(args), checkpoint=checkpoint)])
+        self.board.add(running)
+        api = ToolExecutionApi(call, _Reports(running), truncation)
+        task = asyncio.ensure_future(registration.execute(decoded, api))
+        running.task = task
         self._running[call] = running
-        status, failure = "returned", ""
+        ending: model.CallEvent = model.CallReturn()
         outer_cancel: asyncio.CancelledError | None = None
         try:
             try:
@@ -157,16 +210,16 @@ class Harness:
                 if returned:
                     api.output(returned)
                 if running.aborted:  # the tool swallowed the abort and returned: it still settles as cancelled
-                    status = "cancelled"
+                    ending = model.CallCancel()
             except asyncio.CancelledError as cancel:
                 if not task.done():  # our caller cancelled us: abort the call itself
                     outer_cancel = cancel
                     task.cancel()
                     await asyncio.gather(task, return_exceptions=True)
-                status = "cancelled"
+                ending = model.CallCancel()
             except Exception as error:  # the tool failed: it settles as failed, with the error as its last warning
-                status, failure = "failed", f"{type(error).__name__}: {error}"
-            result = self._settle(running, status, failure)
+                ending = model.CallFail(f"{type(error).__name__}: {error}")
+            result = self._settle(running, ending)
         finally:
             if running.settled is not None:
                 self._running.pop(call, None)
@@ -176,16 +229,16 @@ class Harness:
         return result
 
     def abort(self, call_id: str) -> None:
-        """Abort a running call: its `call` settles as cancelled from the board. A call whose settle failed to
-        commit settles now, as cancelled, from the same progress."""
+        """Abort a running call: its `call` settles as cancelled. A call whose settle failed to commit settles now,
+        as cancelled, from the same reports (the model's state before that settle)."""
         running = self._running.get(call_id)
         if running is None:
             raise CallNotRunningError(call_id)
         running.aborted = True
-        if not running.task.done():
+        if running.task is not None and not running.task.done():
             running.task.cancel()
-        elif running.settled is None and running.pending_settle is not None:
-            self._settle(running, "cancelled", running.pending_settle[2])
+        elif running.settled is None:
+            self._settle(running, model.CallCancel())
             self._running.pop(call_id, None)
 
     async def abort_all(self) -> None:
@@ -200,32 +253,35 @@ class Harness:
                 continue  # its settle cannot commit now: the next open settles it from what is durable
             await running.done.wait()
 
-    def _settle(self, running: _Running, status: str, failure: str) -> ToolResult:
-        """Commit slot `done` and the result entry in one commit, from the board; the board drops the call after."""
-        progress = running.progress
-        if failure:
-            progress.diagnostics.append(failure)
-            failure = ""
-        bounded = progress.output.close()
-        progress.ended = True  # what the call reports from now on is not part of its settle
-        warnings = tuple(progress.diagnostics)
-        usage = tuple(dict(report) for report in progress.usage)
-        content = result_content(
-            progress.call, progress.tool, status, bounded, details=progress.details, warnings=warnings, usage=usage
-        )
-        content["output"] = output_json(bounded)
+    def _settle(self, running: _Running, ending: model.CallEvent) -> ToolResult:
+        """Commit what the model's settle says (slot `done` and the result entry, one commit); the board drops the
+        call after. If the commit fails, the call keeps its state before the settle, so a later abort settles it
+        from the same reports."""
+        before = running.state
+        (settle,) = running.step(ending)
+        assert isinstance(settle, model.SettleRecord)
+        bounded = running.output.close()
+        assert bounded.bytes_kept + bounded.bytes_dropped == settle.written  # every byte the model counted
+        outcome = _outcome(settle.outcome)
+        content = _content(running.call, running.tool, outcome, bounded, details=running.details, settle=settle)
         entry = self._committer.entry_record("tool_result", content)
-        slot = {"t": "slot", "call": progress.call, "status": "done", "outcome": status}
         try:
-            self._committer.commit([slot, entry])
+            self._committer.commit([CallSettle(call=running.call, outcome=outcome), entry])
         except JournalError:
-            running.pending_settle = (status, progress.tool, failure)
+            running.state = before
             raise
         result = ToolResult(
-            progress.call, progress.tool, status, bounded, progress.details, warnings, usage, entry["id"]
+            call_id=running.call,
+            tool=running.tool,
+            status=outcome,
+            output=content.output,
+            details=running.details,
+            warnings=settle.warnings,
+            usage=tuple(dict(report) for report in settle.usage),
+            entry_id=entry.id,
         )
         running.settled = result
-        self.board.remove(progress.call, status)
+        self.board.remove(running.call, outcome)
         return result
 
     def settle_interrupted(self, slots: Mapping[str, Slot]) -> list[ToolResult]:
@@ -234,34 +290,63 @@ class Harness:
         for slot in list(slots.values()):
             if slot.status != "running" or slot.call in self._running:
                 continue
-            checkpoint = slot.checkpoint if isinstance(slot.checkpoint, Mapping) else {}
-            bounded = durable_output(checkpoint)
-            warnings = ("the call was interrupted by a crash; its live progress was lost",)
-            content = result_content(
-                slot.call, slot.tool, "interrupted", bounded, details=None, warnings=warnings, usage=()
+            bounded = durable_output(slot.checkpoint)
+            settle = model.SettleRecord(
+                "cancelled", bounded.bytes_kept + bounded.bytes_dropped, (INTERRUPTED_WARNING,), ()
             )
-            content["output"] = output_json(bounded)
+            content = _content(slot.call, slot.tool, "interrupted", bounded, details=None, settle=settle)
             entry = self._committer.entry_record("tool_result", content)
-            done = {"t": "slot", "call": slot.call, "status": "done", "outcome": "interrupted"}
-            self._committer.commit([done, entry])
-            results.append(ToolResult(slot.call, slot.tool, "interrupted", bounded, None, warnings, (), entry["id"]))
+            self._committer.commit([CallSettle(call=slot.call, outcome="interrupted"), entry])
+            results.append(
+                ToolResult(
+                    call_id=slot.call,
+                    tool=slot.tool,
+                    status="interrupted",
+                    output=content.output,
+                    details=None,
+                    warnings=settle.warnings,
+                    usage=(),
+                    entry_id=entry.id,
+                )
+            )
         return results
 
 
-def durable_output(checkpoint: Mapping[str, JSON]) -> BoundedResult:
+def _outcome(name: str) -> CallOutcome:
+    if name == "returned":
+        return "returned"
+    if name == "failed":
+        return "failed"
+    return "cancelled"
+
+
+def _content(
+    call: str, tool: str, outcome: CallOutcome, bounded: BoundedResult, *, details: JSON, settle: model.SettleRecord
+) -> ToolResultContent:
+    """The content of a `tool_result` entry: `usage` holds the totals, `usage_reports` every report in order."""
+    reports = [dict(report) for report in settle.usage]
+    return ToolResultContent(
+        call=call,
+        tool=tool,
+        status=outcome,
+        output=bounded.to_record(),
+        details=details,
+        warnings=list(settle.warnings),
+        usage=usage_totals(reports),
+        usage_reports=reports,
+    )
+
+
+def durable_output(checkpoint: Checkpoint) -> BoundedResult:
     """The output a crashed call left on disk: its artifact's bytes, bounded again under the call's Truncation."""
-    try:
-        truncation = truncation_from_json(checkpoint.get("truncation"))
-    except UsageError:
-        truncation = truncation_from_json({"off": True})
-    directory = checkpoint.get("artifactDir")
-    prefix = checkpoint.get("artifactPrefix")
-    found: list[Path] = []
-    if isinstance(directory, str) and isinstance(prefix, str):
-        root = Path(directory)
-        if root.is_dir():
-            found = sorted(path for path in root.iterdir() if path.name.startswith(f"{prefix}-"))
-    bounder = BoundedOutput(truncation, None)
+    truncation = truncation_of(checkpoint.truncation)
+    root = Path(checkpoint.artifact_dir)
+    found = (
+        sorted(path for path in root.iterdir() if path.name.startswith(f"{checkpoint.artifact_prefix}-"))
+        if (root.is_dir())
+        else []
+    )
+    bounder = BoundedOutput(truncation if found else Off(), None)
     if not found:
         return bounder.close()
     with open(found[0], "rb") as handle:

@@ -1,39 +1,53 @@
 """Tool registrations, the one place a call's output bound is resolved, and what a running tool can do (S2 "Limits"
 3, "A tool call" 2-3).
 
-A tool names its bound in `ToolRegistration.truncation` (None: the session's setting); `reporting_for` resolves a
-call's `Truncation` and nothing else does. A running tool reads it through `ToolExecutionApi.truncation`, reports
-output, details, diagnostics (warnings) and usage to the progress board, and publishes its progress to live
-observers with `publish_progress`. Nothing it reports is journaled until the call settles.
+A tool names its arguments as a record type (`args`: the JSON schema is generated from it, and a call's arguments
+are decoded strictly into it) and its bound in `ToolRegistration.truncation` (None: the session's setting);
+`reporting_for` resolves a call's `Truncation` and nothing else does. A running tool reads it through
+`ToolExecutionApi.truncation`, reports output, details, diagnostics (warnings) and usage, and publishes its progress
+to live observers with `publish_progress`. Nothing it reports is journaled until the call settles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+import msgspec
 
 from eukhe.core.limits import Truncation
-from eukhe.harness.board import CallProgress, ProgressBoard
-from eukhe.output import BoundedResult
+from eukhe.records.base import Record
+from eukhe.records.journal import CallOutcome
+from eukhe.records.output import OutputWindow
 
 JSON = Any
 ToolReturn = bytes | str | None
-Execute = Callable[[Mapping[str, JSON], "ToolExecutionApi"], Awaitable[ToolReturn]]
+Execute = Callable[[Any, "ToolExecutionApi"], Awaitable[ToolReturn]]
+
+
+class NoToolArgs(Record):
+    """A tool that takes no arguments."""
 
 
 @dataclass(frozen=True, slots=True)
 class ToolRegistration:
-    """A tool: its name, the JSON schema of its arguments, its output bound (None: the session's) and `execute`.
+    """A tool: its name, its arguments' record type, its output bound (None: the session's) and `execute`.
 
-    `execute(args, api)` runs the call; what it returns (bytes or text) is the last of the call's output.
+    `execute(args, api)` runs the call with the decoded `args` record; what it returns (bytes or text) is the last of
+    the call's output.
     """
 
     name: str
-    parameters: Mapping[str, JSON]
+    args: type[Record]
     execute: Execute
     truncation: Truncation | None = None
     description: str = ""
+
+    @property
+    def parameters(self) -> dict[str, JSON]:
+        """The JSON schema of the tool's arguments, generated from its record type."""
+        return msgspec.json.schema(self.args)
 
 
 def reporting_for(registration: ToolRegistration, session_truncation: Truncation) -> Truncation:
@@ -41,18 +55,32 @@ def reporting_for(registration: ToolRegistration, session_truncation: Truncation
     return session_truncation if registration.truncation is None else registration.truncation
 
 
+class CallReports(Protocol):
+    """Where a running call's reports go (the Harness's running call: its model state and the progress board)."""
+
+    def output(self, data: bytes) -> None: ...
+
+    def details(self, value: JSON) -> None: ...
+
+    def diagnostic(self, text: str) -> None: ...
+
+    def usage(self, report: Mapping[str, int]) -> None: ...
+
+    def publish(self) -> None: ...
+
+
 class ToolExecutionApi:
     """What a running call can do: read its bound, report progress, publish it to live observers."""
 
-    def __init__(self, board: ProgressBoard, progress: CallProgress, truncation: Truncation) -> None:
-        self._board = board
-        self._progress = progress
+    def __init__(self, call_id: str, reports: CallReports, truncation: Truncation) -> None:
+        self._call_id = call_id
+        self._reports = reports
         self._truncation = truncation
 
     @property
     def call_id(self) -> str:
         """This call's id."""
-        return self._progress.call
+        return self._call_id
 
     @property
     def truncation(self) -> Truncation:
@@ -61,70 +89,41 @@ class ToolExecutionApi:
 
     def output(self, data: bytes | str) -> None:
         """Report output bytes (bounded by the call's Truncation; an abort settles with them, published or not)."""
-        if self._progress.ended:
-            return
-        self._progress.output.write(data.encode("utf-8") if isinstance(data, str) else data)
+        self._reports.output(data.encode("utf-8") if isinstance(data, str) else data)
 
     def details(self, value: JSON) -> None:
         """Report the call's details (the latest value wins)."""
-        if not self._progress.ended:
-            self._progress.details = value
+        self._reports.details(value)
 
     def diagnostic(self, text: str) -> None:
         """Report a warning; the settle carries every one."""
-        if not self._progress.ended:
-            self._progress.diagnostics.append(text)
+        self._reports.diagnostic(text)
 
     def usage(self, **counters: int) -> None:
         """Record one usage report while running; the settle carries every report (and their totals)."""
-        if not self._progress.ended:
-            self._progress.usage.append(dict(counters))
+        self._reports.usage(counters)
 
     def publish_progress(self) -> None:
         """Send the call's current progress to the live observers (`watch_events`); nothing is journaled."""
-        self._board.publish(self._progress.call)
+        self._reports.publish()
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
+class ToolResult(Record):
     """A settled call: its status, the bounded output, details, every warning, all usage, and its result entry."""
 
     call_id: str
     tool: str
-    status: str  # "returned", "failed", "cancelled" or "interrupted"
-    output: BoundedResult
+    status: CallOutcome
+    output: OutputWindow
     details: JSON
     warnings: tuple[str, ...]
-    usage: tuple[Mapping[str, int], ...]  # every usage report, in order
+    usage: tuple[dict[str, int], ...]  # every usage report, in order
     entry_id: str
 
     @property
     def usage_totals(self) -> dict[str, int]:
         """Every usage counter summed."""
         return usage_totals(self.usage)
-
-
-def result_content(
-    call_id: str,
-    tool: str,
-    status: str,
-    output: BoundedResult,
-    *,
-    details: JSON,
-    warnings: Sequence[str],
-    usage: Sequence[Mapping[str, int]],
-) -> dict[str, JSON]:
-    """The content of a `tool_result` entry: `usage` holds the totals, `usageReports` every report in order."""
-    return {
-        "call": call_id,
-        "tool": tool,
-        "status": status,
-        "output": output.as_json(),
-        "details": details,
-        "warnings": list(warnings),
-        "usage": usage_totals(usage),
-        "usageReports": [dict(report) for report in usage],
-    }
 
 
 def usage_totals(reports: Sequence[Mapping[str, int]]) -> dict[str, int]:

@@ -6,14 +6,16 @@ wait `wait_until`, the clocks, and user bash (`eukhe.jobs.bash`). The public API
 
 from __future__ import annotations
 
+from eukhe.clock import Cancellable, Clock, MonotonicClock, VirtualClock
 from eukhe.core.job import Detached, End, Exited, Killed, Settled
-from eukhe.jobs.clock import Cancellable, Clock, MonotonicClock, VirtualClock
-from eukhe.jobs.job import Job, JobOwner, JobSpec
+from eukhe.jobs.job import CellEnding, Job, JobOwner, JobSpec
 from eukhe.jobs.table import JobListener, JobTable, JobTableClosedError, Rewound
-from eukhe.jobs.wait import wait_until
+from eukhe.jobs.wait import CallCancelledError, settle_or_detach, wait_until
 
 __all__ = [
+    "CallCancelledError",
     "Cancellable",
+    "CellEnding",
     "Clock",
     "Detached",
     "End",
@@ -29,5 +31,6 @@ __all__ = [
     "Rewound",
     "Settled",
     "VirtualClock",
+    "settle_or_detach",
     "wait_until",
 ]

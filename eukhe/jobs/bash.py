@@ -19,24 +19,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from eukhe.clock import Cancellable, Clock, poll_until, wait_within
 from eukhe.core import job as core
 from eukhe.core.limits import Truncation
 from eukhe.errors import EukheError
 from eukhe.jobs.job import Job, JobSpec
 from eukhe.jobs.table import JobTable
-from eukhe.jobs.wait import wait_until
-from eukhe.output import BoundedResult
+from eukhe.jobs.wait import settle_or_detach
+from eukhe.procs import group_alive, kill_group, signal_group
+from eukhe.records.jobs import Detached, Settled
 
-_GIVE_UP_S = 10.0  # past the kill grace: a member that survives SIGKILL this long (stuck in the kernel) is given up
-_EOF_AFTER_GROUP_S = 1.0  # once the group is gone the pipe's EOF is due; only a process that left the group delays it
+GIVE_UP_MS = 10_000  # past the kill grace: a member that survives SIGKILL this long (stuck in the kernel) is given up
+EOF_AFTER_GROUP_MS = 1_000  # once the group is gone the pipe's EOF is due; only a process that left the group delays it
 
 
 class BashStartError(EukheError):
@@ -53,43 +53,10 @@ class BashStartError(EukheError):
 
 @dataclass(frozen=True, slots=True)
 class BashOptions:
-    """Timings of a bash job's end."""
+    """Timings of a bash job's end, on its table's clock."""
 
-    kill_grace_s: float = 2.0  # after SIGTERM to the group, SIGKILL to the group
-    drain_s: float = 0.1  # after the leader exits, how long the pipe may stay open before the group is ended
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether any live (non-zombie) process is in process group `pgid`."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return bool(group_members(pgid))
-
-
-def group_members(pgid: int) -> list[int]:
-    """The live (non-zombie) processes of group `pgid`, read from /proc."""
-    members: list[int] = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                raw = stat.read()
-        except OSError:
-            continue
-        fields = raw[raw.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and fields[0] not in (b"Z", b"X") and int(fields[2]) == pgid:
-            members.append(int(name))
-    return members
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
+    kill_grace_ms: int = 2_000  # after SIGTERM to the group, SIGKILL to the group
+    drain_ms: int = 100  # after the leader exits, how long the pipe may stay open before the group is ended
 
 
 class _Pipe(asyncio.SubprocessProtocol):
@@ -125,18 +92,19 @@ class _Pipe(asyncio.SubprocessProtocol):
 
 
 class BashRun:
-    """The owner of one bash job: kills its group, watches its leader, reports its end."""
+    """The owner of one bash job: kills its group, watches its leader, reports its end (every wait on `clock`)."""
 
-    def __init__(self, transport: asyncio.SubprocessTransport, pipe: _Pipe, options: BashOptions) -> None:
+    def __init__(self, transport: asyncio.SubprocessTransport, pipe: _Pipe, options: BashOptions, clock: Clock) -> None:
         self.transport = transport
         self.pipe = pipe
         self.options = options
+        self.clock = clock
         pid = transport.get_pid()
         assert pid is not None
         self.pgid = pid  # start_new_session: the leader's pid is the group's id
         self.job: Job | None = None
         self.task: asyncio.Task[None] | None = None
-        self._kill_timer: asyncio.TimerHandle | None = None
+        self._kill_timer: Cancellable | None = None
         self._terminating = False
 
     def kill(self, job: Job) -> None:
@@ -147,25 +115,27 @@ class BashRun:
         if self._terminating:
             return
         self._terminating = True
-        _signal_group(self.pgid, signal.SIGTERM)
-        loop = asyncio.get_running_loop()
-        self._kill_timer = loop.call_later(self.options.kill_grace_s, _signal_group, self.pgid, signal.SIGKILL)
+        signal_group(self.pgid, signal.SIGTERM)
+        deadline = self.clock.now_ms() + self.options.kill_grace_ms
+        self._kill_timer = self.clock.call_at(deadline, lambda: kill_group(self.pgid))
 
     async def supervise(self, job: Job) -> None:
         """Wait for the leader, drain, end the group, close the pipe, report the end."""
         done = False
+        clock, options = self.clock, self.options
         try:
             await self.pipe.exited
             code = self.transport.get_returncode()
-            await _within(self.pipe.eof, self.options.drain_s)
+            await wait_within(clock, self.pipe.eof, options.drain_ms)
             if group_alive(self.pgid):
                 self._terminate()
-                await self._until_group_gone()
-            await _within(self.pipe.eof, max(self.options.drain_s, _EOF_AFTER_GROUP_S))
+                give_up = clock.now_ms() + options.kill_grace_ms + GIVE_UP_MS
+                await poll_until(clock, lambda: not group_alive(self.pgid), give_up)
+            await wait_within(clock, self.pipe.eof, max(options.drain_ms, EOF_AFTER_GROUP_MS))
             done = True
         finally:
             if not done:  # cancelled (the loop is closing): leave no process behind
-                _signal_group(self.pgid, signal.SIGKILL)
+                kill_group(self.pgid)
             if self._kill_timer is not None:
                 self._kill_timer.cancel()
             self.transport.close()
@@ -173,21 +143,6 @@ class BashRun:
             job.finish(core.Killed())
         else:
             job.finish(core.exited(code if code is not None else 0))
-
-    async def _until_group_gone(self) -> None:
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + self.options.kill_grace_s + _GIVE_UP_S
-        pause = 0.002
-        while group_alive(self.pgid) and loop.time() < give_up:
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, 0.05)
-
-
-async def _within(future: asyncio.Future[None], seconds: float) -> None:
-    """Wait for `future` at most `seconds` (never cancels it)."""
-    if not future.done():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(future), seconds)
 
 
 async def start_bash(
@@ -218,12 +173,13 @@ async def start_bash(
         )
     except OSError as error:
         raise BashStartError(command, cwd, error.strerror or str(error)) from error
-    run = BashRun(transport, pipe, opts)
+    run = BashRun(transport, pipe, opts, table.clock)
     try:
         job = table.start(JobSpec("bash", command, truncation, artifact_dir), run)
     except BaseException:  # a closed table (JobTableClosedError) or a failing listener: leave no process behind
-        _signal_group(run.pgid, signal.SIGKILL)
-        await _within(pipe.exited, _GIVE_UP_S)  # reaped before the transport goes
+        kill_group(run.pgid)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(pipe.exited), GIVE_UP_MS / 1000)  # reaped before the transport goes
         transport.close()
         raise
     run.job = job
@@ -237,40 +193,6 @@ async def start_bash(
 _RUNS: set[asyncio.Task[None]] = set()  # strong references: a supervising task lives until its job ends
 
 
-@dataclass(frozen=True, slots=True)
-class BashSettled:
-    """The run ended within the budget."""
-
-    job_id: str
-    exit_code: int | None  # None when killed
-    killed: bool
-    output: BoundedResult
-
-    def as_json(self) -> dict[str, Any]:
-        return {"job": self.job_id, "exitCode": self.exit_code, "killed": self.killed, "output": self.output.as_json()}
-
-
-@dataclass(frozen=True, slots=True)
-class BashDetached:
-    """The budget passed: the run goes on as a job; here is its output so far."""
-
-    job_id: str
-    budget_ms: int
-    output: BoundedResult
-
-    def as_json(self) -> dict[str, Any]:
-        return {"detached": {"job": self.job_id, "budgetMs": self.budget_ms}, "output": self.output.as_json()}
-
-
-def bash_outcome(job: Job, verdict: core.Settled | core.Detached, budget_ms: int) -> BashSettled | BashDetached:
-    """The answer of a blocking bash call from its wait's verdict."""
-    if isinstance(verdict, core.Settled):
-        end = verdict.end
-        code = end.code if isinstance(end, core.Exited) else None
-        return BashSettled(job.id, code, isinstance(end, core.Killed), job.result())
-    return BashDetached(job.id, budget_ms, job.snapshot())
-
-
 async def bash_and_wait(
     command: str,
     cwd: Path,
@@ -281,11 +203,16 @@ async def bash_and_wait(
     budget_ms: int,
     options: BashOptions | None = None,
     env: Mapping[str, str] | None = None,
-) -> BashSettled | BashDetached:
-    """Start a bash job, wait at most `budget_ms`: settled with its end, or detached with its output so far."""
+    on_start: Callable[[Job], None] | None = None,
+) -> Settled | Detached:
+    """Start a bash job, wait at most `budget_ms`: settled with its end, or detached with its output so far.
+
+    Cancelling the call (Ctrl-C at the CLI) kills the job through its owner and raises `CallCancelledError` once it
+    ended or the budget passed."""
     deadline_ms = table.clock.now_ms() + max(0, budget_ms)  # the budget runs from the call, spawn included
     job = await start_bash(
         command, cwd, truncation=truncation, artifact_dir=artifact_dir, table=table, options=options, env=env
     )
-    verdict = await wait_until(job, deadline_ms)
-    return bash_outcome(job, verdict, budget_ms)
+    if on_start is not None:
+        on_start(job)
+    return await settle_or_detach(job, deadline_ms, budget_ms)

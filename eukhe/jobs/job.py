@@ -1,8 +1,10 @@
 """A job (spec S2 "Jobs" 1-3): one output bounded by the session's Truncation, one end, a kill through its owner.
 
-The counters and the end are the core's (`eukhe.core.job.feed`); the window and the artifact are `BoundedOutput`'s,
-fed exactly the bytes the core accepts, so `bytes_kept + bytes_dropped` of the window equals the model's kept +
-dropped. The owner (a user bash, a kernel cell) writes output, asks nothing, and reports the end with `finish`.
+The model's state and the end are the core's (`eukhe.core.job.feed`); the window and the artifact are
+`BoundedOutput`'s, fed exactly the bytes the core accepts, so the window's kept + dropped equals the model's. What a
+job reports (`row`, `answer`) counts from its window, in bytes and lines: the byte cap and the line limit both bind
+there, so the counts a caller sees always equal the window they get. The owner (a user bash, a kernel cell) writes
+output, asks nothing, and reports the end with `finish`.
 """
 
 from __future__ import annotations
@@ -10,12 +12,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from eukhe.clock import Clock
 from eukhe.core import job as core
 from eukhe.core.limits import Truncation
-from eukhe.jobs.clock import Clock
 from eukhe.output import BoundedOutput, BoundedResult
+from eukhe.records.jobs import CellError, CellOutcomeName, Detached, JobRow, Settled
+
+
+@dataclass(frozen=True, slots=True)
+class CellEnding:
+    """What a cell job adds to its end: the cell's outcome, the repr of its trailing expression, its error."""
+
+    outcome: CellOutcomeName
+    result: str | None
+    error: CellError | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +35,7 @@ class JobSpec:
     """What a job runs and how its output is bounded."""
 
     kind: str  # "bash", "cell", ...
-    title: str  # the command or a one-line description (jobs.list, the prompt)
+    command: str  # the command, or a cell's first line (jobs.list, the prompt)
     truncation: Truncation  # the session's Truncation
     artifact_dir: Path | None = None  # where BoundedOutput spills the full output; None: no artifact
     written: bytes = b""  # bytes the run wrote before it became a job (a detached cell): counted first
@@ -57,6 +69,7 @@ class Job:
         self._final: BoundedResult | None = None
         self._kill_requested = False
         self._end_waiters: list[Callable[[], None]] = []
+        self.cell: CellEnding | None = None  # set by a cell's owner before it reports the end
         if spec.written:
             self.write(spec.written)
 
@@ -134,18 +147,47 @@ class Job:
         """The final window once ended (the output closed), else the window so far."""
         return self.snapshot()
 
-    def describe(self) -> dict[str, Any]:
-        """The job as jobs.list shows it."""
-        return {
-            "id": self.id,
-            "kind": self.spec.kind,
-            "title": self.spec.title,
-            "running": self.running,
-            "startedMs": self.started_ms,
-            "bytesKept": self.kept,
-            "bytesDropped": self.dropped,
-            "end": None if self.end is None else core.end_as_json(self.end),
-        }
+    def row(self) -> JobRow:
+        """The job as jobs.list shows it: its counts are its window's (bytes and lines)."""
+        window = self.snapshot()
+        exit_code, killed = end_fields(self.end)
+        return JobRow(
+            id=self.id,
+            kind=self.spec.kind,
+            command=self.spec.command,
+            status="running" if self.running else "ended",
+            started_ms=self.started_ms,
+            bytes_kept=window.bytes_kept,
+            bytes_dropped=window.bytes_dropped,
+            lines_kept=window.lines_kept,
+            lines_dropped=window.lines_dropped,
+            exit_code=exit_code,
+            killed=killed,
+        )
+
+    def answer(self, verdict: core.Settled | core.Detached, waited_ms: int) -> Settled | Detached:
+        """A blocking call's answer from its wait's verdict: the end and the final window, or the window so far."""
+        if isinstance(verdict, core.Detached):
+            return Detached(
+                job=self.id,
+                kind=self.spec.kind,
+                command=self.spec.command,
+                budget_ms=waited_ms,
+                output=self.snapshot().to_record(),
+            )
+        exit_code, killed = end_fields(verdict.end)
+        cell = self.cell
+        return Settled(
+            job=self.id,
+            kind=self.spec.kind,
+            command=self.spec.command,
+            exit_code=exit_code,
+            killed=killed,
+            output=self.result().to_record(),
+            outcome=None if cell is None else cell.outcome,
+            result=None if cell is None else cell.result,
+            error=None if cell is None else cell.error,
+        )
 
     def on_end_once(self, wake: Callable[[], None]) -> Callable[[], None]:
         """Call `wake` once at the end (for wait_until); answers a function that calls it off."""
@@ -159,3 +201,10 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, {self.spec.kind}, {self._state})"
+
+
+def end_fields(end: core.End | None) -> tuple[int | None, bool]:
+    """(exit_code, killed) of an end: the exit code, or null and killed; (None, False) while running."""
+    if isinstance(end, core.Exited):
+        return end.code, False
+    return None, isinstance(end, core.Killed)

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from eukhe.clock import Clock, MonotonicClock
 from eukhe.core import job as core
 from eukhe.errors import EukheError
-from eukhe.jobs.clock import Clock, MonotonicClock
 from eukhe.jobs.job import Job, JobOwner, JobSpec
 from eukhe.jobs.wait import wait_until
 
@@ -63,13 +63,20 @@ class JobTable:
 
         return unsubscribe
 
-    def start(self, spec: JobSpec, owner: JobOwner) -> Job:
-        """A new running job; listeners hear of it before this returns."""
-        if self._closed:
-            raise JobTableClosedError("the host is quitting: no new job starts")
+    def new_id(self) -> str:
+        """A job id no job of this table has (a run that may become a job later reserves its id with this)."""
         job_id = self._new_id()
         while job_id in self._jobs:
             job_id = self._new_id()
+        return job_id
+
+    def start(self, spec: JobSpec, owner: JobOwner, *, job_id: str | None = None) -> Job:
+        """A new running job (under `job_id`, reserved with `new_id`, or a fresh one); listeners hear of it before
+        this returns."""
+        if self._closed:
+            raise JobTableClosedError("the host is quitting: no new job starts")
+        if job_id is None or job_id in self._jobs:
+            job_id = self.new_id()
         job = Job(job_id, spec, owner, self.clock, on_end=self._ended)
         self._jobs[job_id] = job
         self._order.append(core.Started(job_id))

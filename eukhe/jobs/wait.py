@@ -1,9 +1,14 @@
-"""The one blocking wait on a job (spec S2 "Jobs" 4): `wait_until(job, deadline)`.
+"""The one blocking wait on a job (spec S2 "Jobs" 4): `wait_until(job, deadline)`, and the answer of a blocking
+call built on it, `settle_or_detach`.
 
 Every blocking wait (a bash call, `jobs.wait`, `jobs.cancel`, the rewind wait, a cell's wait) goes through here. The
 decision is the core's (`core.job.wait`), asked at the call and at every wake-up (the job's end or the deadline on
 the job's clock): the end before the deadline settles with the job's own end; else the call detaches at the
 deadline; a deadline already passed detaches at once, even when the end is ready.
+
+Cancelling `wait_until` never touches the job. Cancelling a blocking call (`settle_or_detach`; Ctrl-C at the CLI)
+aborts it: the job is killed through its owner, its end is awaited within the call's budget, then the cancellation
+goes on (`CancelledError`). The daemon answers such a call with `CallCancelledError`, which says how the job ended.
 """
 
 from __future__ import annotations
@@ -11,7 +16,23 @@ from __future__ import annotations
 import asyncio
 
 from eukhe.core import job as core
+from eukhe.errors import EukheError
 from eukhe.jobs.job import Job
+from eukhe.records.jobs import Detached, Settled
+
+
+class CallCancelledError(EukheError):
+    """A blocking call was cancelled: its job was killed through its owner. `answer` says whether it ended."""
+
+    code = "cancelled"
+
+    def __init__(self, answer: Settled | Detached) -> None:
+        if isinstance(answer, Settled):
+            text = f"cancelled: job {answer.job} ended ({'killed' if answer.killed else f'exit {answer.exit_code}'})"
+        else:
+            text = f"cancelled: job {answer.job} was killed and is still stopping"
+        super().__init__(text)
+        self.answer = answer
 
 
 async def wait_until(job: Job, deadline_ms: int) -> core.Settled | core.Detached:
@@ -35,3 +56,16 @@ async def wait_until(job: Job, deadline_ms: int) -> core.Settled | core.Detached
         finally:
             stop_end()
             timer.cancel()
+
+
+async def settle_or_detach(job: Job, deadline_ms: int, budget_ms: int) -> Settled | Detached:
+    """A blocking call's answer: settled with the job's end before `deadline_ms`, else detached (the job goes on).
+
+    Cancelled, it kills the job through its owner and waits for the end at most `budget_ms` more, then re-raises."""
+    try:
+        verdict = await wait_until(job, deadline_ms)
+    except asyncio.CancelledError:
+        job.kill()
+        await wait_until(job, job.clock.now_ms() + max(0, budget_ms))
+        raise
+    return job.answer(verdict, budget_ms)

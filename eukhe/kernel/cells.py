@@ -13,16 +13,15 @@ import asyncio
 import contextlib
 import itertools
 import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import IO, Any
+from collections.abc import Callable, Iterator
+from typing import IO
 
 from eukhe.core import job as core
-from eukhe.jobs.job import Job, JobSpec
+from eukhe.jobs.job import CellEnding, Job, JobSpec, end_fields
 from eukhe.jobs.table import JobTable
 from eukhe.jobs.wait import wait_until
 from eukhe.kernel.manager import CellOutcome, CellRun, KernelManager
-from eukhe.output import BoundedResult
+from eukhe.records.jobs import Detached, Settled
 
 CANCEL_GRACE_S = 2.0
 """After interrupting a cancelled cell job, how long the cell has to end before its kernel is killed."""
@@ -31,46 +30,6 @@ RECORD_IN_MEMORY = 8 * 1024 * 1024
 """A cell's output before it detaches is held in memory up to this, then in a private unnamed temporary file."""
 
 INTERRUPTED_EXIT = 128 + 2  # a cell stopped by SIGINT, in a shell's words
-
-
-@dataclass(frozen=True, slots=True)
-class CellSettled:
-    """The cell ended within the call's budget."""
-
-    outcome: CellOutcome
-
-    def as_json(self) -> dict[str, Any]:
-        """`status` "settled", `outcome` (ok, error, interrupted, died, fault, killed), `job` null, the bounded-output
-        keys, `result` (the trailing expression's repr or null), `error` ({ename, evalue, traceback} or null)."""
-        outcome = self.outcome
-        return {
-            "status": "settled",
-            "outcome": outcome.status,
-            "job": None,
-            **outcome.output.as_json(),
-            "result": outcome.result,
-            "error": dict(outcome.error) if outcome.error is not None else None,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class CellDetached:
-    """The budget passed: the cell goes on as job `job_id`; `output` is what it wrote so far."""
-
-    job_id: str
-    budget_ms: int
-    output: BoundedResult
-
-    def as_json(self) -> dict[str, Any]:
-        """`status` "detached", `job`, `budget_ms`, the output so far; `result` and `error` null (not yet)."""
-        return {
-            "status": "detached",
-            "job": self.job_id,
-            "budget_ms": self.budget_ms,
-            **self.output.as_json(),
-            "result": None,
-            "error": None,
-        }
 
 
 def end_of(outcome: CellOutcome) -> core.End:
@@ -154,11 +113,18 @@ class CellJobs:
         """The cell jobs in the table, in start order."""
         return tuple(job for job in self.table.jobs() if job.spec.kind == "cell")
 
-    async def ipython(self, code: str, budget_ms: int) -> CellSettled | CellDetached:
-        """Run one cell; settle within `budget_ms`, else detach it as a job (S2 jobs 4)."""
+    async def ipython(
+        self, code: str, budget_ms: int, *, on_start: Callable[[str], None] | None = None
+    ) -> Settled | Detached:
+        """Run one cell; settle within `budget_ms`, else detach it as a job (S2 jobs 4).
+
+        The cell's job id is reserved at once (`on_start` hears it): a cell that detaches becomes that job.
+        Cancelling the call makes the cell that job too, cancelled through its owner (interrupted, then its kernel
+        killed past the grace); its end is awaited at most `budget_ms`, then the cancellation goes on."""
         clock = self.table.clock
         deadline = core.deadline_for(clock.now_ms(), None, budget_ms)
         title = _title(code)
+        job_id = self.table.new_id()
         spec = JobSpec("cell", title, self.manager.truncation, None)
         record = _Recording()
         detached: list[Job] = []
@@ -179,22 +145,44 @@ class CellJobs:
 
         run = await self.manager.execute(code, on_output=on_output, on_end=on_end)
         run_box.append(run)
+        if on_start is not None:
+            on_start(job_id)
         try:
             verdict = await wait_until(waiter, deadline)
         except asyncio.CancelledError:
-            self.cancel_later(run)  # the call was aborted: the cell must not go on unowned
-            record.close()
+            job = self._detach(run, record, detached, job_id, title)
+            job.kill()
+            await wait_until(job, clock.now_ms() + max(0, budget_ms))
             raise
         if isinstance(verdict, core.Settled):
             outcome = run.outcome()
             assert outcome is not None
             record.close()
-            return CellSettled(outcome)
+            exit_code, killed = end_fields(end_of(outcome))
+            return Settled(
+                job=None,
+                kind="cell",
+                command=title,
+                exit_code=exit_code,
+                killed=killed,
+                output=outcome.output.to_record(),
+                outcome=outcome.status,
+                result=outcome.result,
+                error=outcome.error,
+            )
+        job = self._detach(run, record, detached, job_id, title)
+        return Detached(
+            job=job.id, kind="cell", command=title, budget_ms=budget_ms, output=waiter.snapshot().to_record()
+        )
+
+    def _detach(self, run: CellRun, record: _Recording, detached: list[Job], job_id: str, title: str) -> Job:
+        """The cell becomes job `job_id` of the table, counting every byte it wrote before."""
         written = record.memory() if record.in_memory else b""
         try:
             job = self.table.start(
                 JobSpec("cell", title, self.manager.truncation, self.manager.artifact_dir, written=written),
                 _CellOwner(self, run),
+                job_id=job_id,
             )
         except BaseException:  # no job (the host is quitting): the cell must not go on unowned
             self.cancel_later(run)
@@ -208,10 +196,11 @@ class CellJobs:
         finished = run.outcome()
         if finished is not None:  # it ended just as the deadline passed
             self._end_job(job, finished)
-        return CellDetached(job.id, budget_ms, waiter.snapshot())
+        return job
 
     def _end_job(self, job: Job, outcome: CellOutcome) -> None:
         self._outcomes[job.id] = outcome
+        job.cell = CellEnding(outcome.status, outcome.result, outcome.error)
         job.finish(core.Killed() if job.kill_requested else end_of(outcome))
 
     def cancel_later(self, run: CellRun) -> None:

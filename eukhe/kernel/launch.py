@@ -2,7 +2,8 @@
 
 The argv and environment come from here only. `kernel_launch()` runs the stub on the project's own interpreter;
 `installed_kernel_launch()` runs it on the installed kernel venv (`ensure_kernel_python`, spec "The kernel
-environment"), raising `KernelNotInstalled` when local files are not enough. `KernelManager(launch=...)` takes either.
+environment"), raising `KernelNotInstalledError` when local files are not enough. `KernelManager(launch=...)` takes
+either.
 """
 
 from __future__ import annotations

@@ -15,30 +15,52 @@ import asyncio
 import contextlib
 import inspect
 import itertools
-import json
 import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+import msgspec
 
 from eukhe.core.gate import (
     DEFAULT_LIMITS,
     Admission,
     Dropped,
     Event,
+    FaultReason,
     GateLimits,
     ProtocolFault,
     Refusal,
     Verdict,
 )
 from eukhe.core.limits import DEFAULT_TRUNCATION, Truncation
+from eukhe.errors import EukheError, InputError, error_code
 from eukhe.kernel.errors import KernelClosedError, KernelDiedError, KernelError, KernelProtocolError, KernelStartError
 from eukhe.kernel.launch import KernelLaunch, kernel_launch
 from eukhe.kernel.splitter import FrameReader
 from eukhe.output import BoundedOutput, BoundedResult
+from eukhe.records.base import Record, convert, encode, strict_json
+from eukhe.records.jobs import CellError, CellOutcomeName
+from eukhe.records.kernel import (
+    DiagnosticFrame,
+    DisplayFrame,
+    DoneFrame,
+    ErrorFrame,
+    ExecuteRequest,
+    HostReplyError,
+    HostReplyOk,
+    HostReplyRefused,
+    InterruptRequest,
+    KernelEvent,
+    ProcessFrame,
+    ReadyFrame,
+    ResultFrame,
+    StderrFrame,
+    StdoutFrame,
+)
 from eukhe_kernel.protocol import PROTOCOL_VERSION
 
 log = logging.getLogger("eukhe.kernel")
@@ -51,7 +73,6 @@ DIAGNOSTICS_KEPT = 256
 """The last diagnostics and faults a manager keeps (a session's kernel may live long and say much)."""
 KILL_GRACE_S = 1.0
 """After closing stdin, how long the stub has to kill its `bash()` groups and exit before its group is killed."""
-_REQUEST_ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 class KernelKilledError(KernelError):
@@ -65,15 +86,11 @@ class CellOutcome:
     """How a cell ended: status, its bounded output, the repr of its trailing expression, its error."""
 
     id: str
-    status: str  # ok | error | interrupted | died | fault | killed
+    status: CellOutcomeName
     output: BoundedResult
     result: str | None
-    error: Mapping[str, Any] | None
+    error: CellError | None
     displays: tuple[Mapping[str, Any], ...] = ()
-
-    def as_json(self) -> dict[str, Any]:
-        """`status`, the bounded-output keys, `result`, `error` (the `ipython --json` keys)."""
-        return {"status": self.status, **self.output.as_json(), "result": self.result, "error": self.error}
 
 
 class CellRun:
@@ -85,7 +102,7 @@ class CellRun:
         self._output: BoundedOutput | None = None
         self._empty = empty
         self.result: str | None = None
-        self.error: Mapping[str, Any] | None = None
+        self.error: CellError | None = None
         self.displays: list[Mapping[str, Any]] = []
         self._listeners: list[Callable[[bytes], None]] = []
         self._end_listeners: list[Callable[[CellOutcome], None]] = []
@@ -114,13 +131,13 @@ class CellRun:
         if self._done.done():
             on_end(self._done.result())
 
-    def finish(self, status: str, error: Mapping[str, Any] | None = None) -> None:
+    def finish(self, status: str, error: CellError | None = None) -> None:
         """End the cell once; later calls are ignored."""
         if self._done.done():
             return
         outcome = CellOutcome(
             self.id,
-            status,
+            _outcome_name(status),
             self._empty if self._output is None else self._output.close(),
             self.result,
             error or self.error,
@@ -212,19 +229,35 @@ class _Kernel:
     process: asyncio.subprocess.Process
     pipes: _KernelPipes
     reader: FrameReader
-    ready: asyncio.Future[Mapping[str, Any]]
+    ready: asyncio.Future[ReadyFrame]
     cells: dict[str, CellRun] = field(default_factory=dict)
-    controls: dict[str, asyncio.Future[Mapping[str, Any]]] = field(default_factory=dict)
+    controls: dict[str, asyncio.Future[DoneFrame]] = field(default_factory=dict)
     host_tasks: set[asyncio.Task[None]] = field(default_factory=set)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     stderr_tail: bytearray = field(default_factory=bytearray)
     child_groups: set[int] = field(default_factory=set)  # the stub's `bash()` process groups, reaped at its end
     end_reason: KernelError | None = None
-    gone: bool = False
+    gone: bool = False  # retired: takes no new work; the next cell starts a fresh kernel
+    ended: bool = False  # what was in flight has ended (after the process and its stdout are gone)
 
 
-def _error_of(error: BaseException) -> dict[str, Any]:
-    return {"ename": type(error).__name__, "evalue": str(error), "traceback": []}
+def _error_of(error: BaseException) -> CellError:
+    return CellError(ename=type(error).__name__, evalue=str(error), traceback=[])
+
+
+_OUTCOMES: dict[str, CellOutcomeName] = {
+    "ok": "ok",
+    "error": "error",
+    "interrupted": "interrupted",
+    "died": "died",
+    "fault": "fault",
+    "killed": "killed",
+}
+
+
+def _outcome_name(status: str) -> CellOutcomeName:
+    """A cell's outcome; a status the kernel should not send counts as an error."""
+    return _OUTCOMES.get(status, "error")
 
 
 def _text_bytes(text: str) -> bytes:
@@ -347,10 +380,10 @@ class KernelManager:
             await self._terminate(kernel, KernelStartError("the Python kernel did not start"))
             tail = kernel.stderr_tail.decode("utf-8", "replace").strip()
             raise KernelStartError(f"the Python kernel did not start: {exc}" + (f"\n{tail}" if tail else "")) from exc
-        if ready.get("protocol") != PROTOCOL_VERSION:
+        if ready.protocol != PROTOCOL_VERSION:
             await self._terminate(kernel, KernelStartError("protocol version mismatch"))
             raise KernelStartError(
-                f"the Python kernel speaks protocol {ready.get('protocol')!r}, the host speaks {PROTOCOL_VERSION}"
+                f"the Python kernel speaks protocol {ready.protocol!r}, the host speaks {PROTOCOL_VERSION}"
             )
         return kernel
 
@@ -372,7 +405,7 @@ class KernelManager:
         for task in kernel.host_tasks:
             task.cancel()
         await asyncio.gather(*kernel.tasks, *kernel.host_tasks, return_exceptions=True)
-        self._gone(kernel, KernelDiedError(process.returncode))
+        self._end_inflight(kernel, KernelDiedError(process.returncode))
         if stdin is not None:
             with contextlib.suppress(Exception):
                 await stdin.wait_closed()
@@ -390,13 +423,23 @@ class KernelManager:
         self._ending.add(task)
         task.add_done_callback(self._ending.discard)
 
-    def _gone(self, kernel: _Kernel, died: KernelError) -> None:
-        """The kernel is gone: fail what is in flight (once) and let the next cell start a fresh kernel."""
-        if kernel.gone:
-            return
+    def _retire(self, kernel: _Kernel) -> None:
+        """The kernel takes no new work: the next cell starts a fresh kernel (what is in flight ends later)."""
         kernel.gone = True
         if self._kernel is kernel:
             self._kernel = None
+
+    def _gone(self, kernel: _Kernel, died: KernelError) -> None:
+        """The kernel is gone: retire it and fail what is in flight (once)."""
+        self._retire(kernel)
+        self._end_inflight(kernel, died)
+
+    def _end_inflight(self, kernel: _Kernel, died: KernelError) -> None:
+        """End what is in flight on a kernel that is gone (once): its cells with their output so far."""
+        self._retire(kernel)
+        if kernel.ended:
+            return
+        kernel.ended = True
         reason = kernel.end_reason or died
         status = (
             "fault"
@@ -413,16 +456,16 @@ class KernelManager:
         kernel.cells.clear()
         for future in kernel.controls.values():
             if not future.done():
-                future.set_result({"status": "error", "reason": str(reason)})
+                future.set_result(DoneFrame(id=None, status="error", reason=str(reason)))
         kernel.controls.clear()
 
     # ---- requests to the kernel ---------------------------------------------------------------------------
 
-    def _send(self, kernel: _Kernel, message: Mapping[str, Any]) -> bool:
+    def _send(self, kernel: _Kernel, message: Record) -> bool:
         stdin = kernel.process.stdin
         if kernel.gone or stdin is None or stdin.is_closing():
             return False
-        stdin.write(_REQUEST_ENCODER.encode(message).encode("utf-8") + b"\n")
+        stdin.write(encode(message) + b"\n")
         return True
 
     async def execute(
@@ -446,7 +489,7 @@ class KernelManager:
         if on_output is not None or on_end is not None:
             run.add_listener(on_output or (lambda _data: None), on_end or (lambda _outcome: None))
         kernel.cells[cell_id] = run
-        self._send(kernel, {"request": "execute", "id": cell_id, "code": code})
+        self._send(kernel, ExecuteRequest(id=cell_id, code=code))
         stdin = kernel.process.stdin
         if stdin is not None:
             with contextlib.suppress(ConnectionError):
@@ -463,9 +506,9 @@ class KernelManager:
         if kernel is None or kernel.gone:
             return False
         request_id = f"i{next(self._ids)}"
-        future: asyncio.Future[Mapping[str, Any]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[DoneFrame] = asyncio.get_running_loop().create_future()
         kernel.controls[request_id] = future
-        if not self._send(kernel, {"request": "interrupt", "id": request_id, "target": cell_id}):
+        if not self._send(kernel, InterruptRequest(id=request_id, target=cell_id)):
             kernel.controls.pop(request_id, None)
             return False
         try:
@@ -473,20 +516,21 @@ class KernelManager:
         except TimeoutError:
             kernel.controls.pop(request_id, None)
             return False
-        return bool(answer.get("found"))
+        return bool(answer.found)
 
     # ---- frames from the kernel ---------------------------------------------------------------------------
 
     def _on_stdout(self, kernel: _Kernel, data: bytes) -> None:
-        """Kernel stdout, as it comes: the splitter and the gate decide each frame, then the host acts on it."""
-        if kernel.gone:
+        """Kernel stdout, as it comes: the splitter and the gate decide each frame, then the host acts on it. After
+        a fault the reader salvages only the output of the cells in flight, until the kernel is gone."""
+        if kernel.ended:
             return
         try:
             for verdict in kernel.reader.feed(data):
                 if isinstance(verdict, ProtocolFault):
                     self._repair(kernel, verdict)
-                    return
-                self._act(kernel, verdict)
+                else:
+                    self._act(kernel, verdict)
         except Exception as exc:  # the host failed to act on a frame (e.g. a full disk under an artifact)
             error = KernelError(f"the host could not read the Python kernel's output: {type(exc).__name__}: {exc}")
             self._diagnose(f"{error}; the kernel is replaced", logging.ERROR)
@@ -521,7 +565,10 @@ class KernelManager:
         )
         error = KernelProtocolError(fault)
         kernel.end_reason = error
-        self._gone(kernel, error)
+        kernel.reader.faulted = True
+        # The cells in flight end once the kernel is gone, with the output they wrote before the fault: the stub
+        # flushes what it holds when its stdin closes, and the reader salvages those output frames.
+        self._retire(kernel)
         self._end_later(kernel, error)
 
     def _diagnose(self, message: str, level: int = logging.WARNING) -> None:
@@ -530,6 +577,8 @@ class KernelManager:
         log.log(level, "%s", message)
 
     def _act(self, kernel: _Kernel, verdict: Verdict) -> None:
+        if kernel.gone and not isinstance(verdict, Event):
+            return  # a retired kernel (after a fault) is read only for its cells' output
         if isinstance(verdict, Admission):
             task = asyncio.create_task(self._serve(kernel, verdict, self.handlers[verdict.kind]))
             kernel.host_tasks.add(task)
@@ -537,29 +586,32 @@ class KernelManager:
         elif isinstance(verdict, Refusal):
             if verdict.status == "duplicate":
                 self._diagnose(f"the kernel repeated host-request id {verdict.id!r}: answered `duplicate`, no handler")
-            self._send(kernel, verdict.reply())
+            error = HostReplyError(code=verdict.reason.value, message=verdict.message)
+            duplicate = verdict.status == "duplicate"
+            reply = HostReplyRefused(id=verdict.id, status="duplicate" if duplicate else "error", error=error)
+            self._send(kernel, reply)
         elif isinstance(verdict, Dropped):
             self._diagnose(verdict.diagnostic)
         elif isinstance(verdict, Event):
             self._on_event(kernel, verdict)
 
     async def _serve(self, kernel: _Kernel, admission: Admission, handler: HostHandler) -> None:
+        """Run one accepted host request's handler; its result or its error is the one reply."""
+        reply: Record
         try:
             result = await handler(admission)
-            reply: dict[str, Any] = {"request": "host_reply", "id": admission.id, "status": "ok", "result": result}
-            line_ok = True
-            try:
-                json.dumps(reply, allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                line_ok = False
-                error = {"code": "unencodable", "message": f"the handler's result is not JSON: {exc}"}
+            strict_json(result, "the handler's result")  # NaN or infinity: an error reply, not a silent null
+            reply = HostReplyOk(id=admission.id, status="ok", result=result)
+            encode(reply)  # a result that is not JSON at all is an error reply too
         except asyncio.CancelledError:
             raise
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:
+            error = HostReplyError(code="unencodable", message=f"the handler's result is not JSON: {exc}")
+            reply = HostReplyRefused(id=admission.id, status="error", error=error)
         except Exception as exc:
-            line_ok = False
-            error = {"code": getattr(exc, "code", "handler_error"), "message": f"{type(exc).__name__}: {exc}"}
-        if not line_ok:
-            reply = {"request": "host_reply", "id": admission.id, "status": "error", "error": error}
+            code = error_code(exc) if isinstance(exc, EukheError) else "handler_error"
+            error = HostReplyError(code=code, message=f"{type(exc).__name__}: {exc}")
+            reply = HostReplyRefused(id=admission.id, status="error", error=error)
         self._send(kernel, reply)
 
     def _cell_for(self, kernel: _Kernel, cell_id: str | None) -> CellRun | None:
@@ -568,54 +620,73 @@ class KernelManager:
         return kernel.cells.get(cell_id)
 
     def _on_event(self, kernel: _Kernel, event: Event) -> None:
-        frame = event.frame
-        kind = event.event
-        if kind in ("stdout", "stderr"):
-            text = frame.get("text")
-            if isinstance(text, str):
-                data = _text_bytes(text)
-                run = self._cell_for(kernel, event.id)
-                (run.write if run is not None else self.background.write)(data)
-        elif kind == "done":
-            run = kernel.cells.pop(event.id, None) if event.id is not None else None
-            if run is not None:
-                status = frame.get("status")
-                run.finish(status if isinstance(status, str) else "error")
-            elif event.id is not None and event.id in kernel.controls:
-                kernel.controls.pop(event.id).set_result(frame)
-        elif kind == "result":
-            run = self._cell_for(kernel, event.id) if event.id is not None else None
-            if run is not None and isinstance(frame.get("repr"), str):
-                run.result = frame["repr"]
-        elif kind == "error":
-            run = self._cell_for(kernel, event.id) if event.id is not None else None
-            if run is not None:
-                trace = frame.get("traceback")
-                run.error = {
-                    "ename": str(frame.get("ename", "")),
-                    "evalue": str(frame.get("evalue", "")),
-                    "traceback": [str(line) for line in trace] if isinstance(trace, list) else [],
-                }
-        elif kind == "display":
-            run = self._cell_for(kernel, event.id) if event.id is not None else None
-            bundle = frame.get("data")
-            if isinstance(bundle, dict):
-                plain = bundle.get("text/plain")
-                text = (plain if isinstance(plain, str) else "<display>") + "\n"
-                if run is not None:
-                    run.displays.append(bundle)
-                    run.write(_text_bytes(text))
-                else:
-                    self.background.write(_text_bytes(text))
-        elif kind == "ready":
-            if not kernel.ready.done():
-                kernel.ready.set_result(frame)
-        elif kind == "process":
-            pgid = frame.get("pgid")
-            if isinstance(pgid, int) and not isinstance(pgid, bool) and pgid > 1:
-                if frame.get("state") == "started":
-                    kernel.child_groups.add(pgid)
-                else:
-                    kernel.child_groups.discard(pgid)
-        elif kind == "diagnostic":
-            self._diagnose(f"python kernel: {frame.get('message')}")
+        """Decode an event frame strictly (a frame that does not fit its record is a protocol fault), then act."""
+        try:
+            frame: KernelEvent = convert(
+                event.frame, KernelEvent, code="malformed", what=f"a kernel {event.event} frame"
+            )
+        except InputError as error:
+            if not kernel.gone:
+                self._repair(kernel, ProtocolFault(FaultReason.NOT_PROTOCOL, str(error)))
+            return
+        if kernel.gone and not isinstance(frame, StdoutFrame | StderrFrame | DisplayFrame):
+            return  # after a fault only the cells' output is salvaged
+        self._EVENTS[type(frame)](self, kernel, frame)
+
+    def _on_stream(self, kernel: _Kernel, frame: StdoutFrame | StderrFrame) -> None:
+        run = self._cell_for(kernel, frame.id)
+        (run.write if run is not None else self.background.write)(_text_bytes(frame.text))
+
+    def _on_done(self, kernel: _Kernel, frame: DoneFrame) -> None:
+        run = kernel.cells.pop(frame.id, None) if frame.id is not None else None
+        if run is not None:
+            run.finish(frame.status)
+        elif frame.id is not None and frame.id in kernel.controls:
+            kernel.controls.pop(frame.id).set_result(frame)
+
+    def _on_result(self, kernel: _Kernel, frame: ResultFrame) -> None:
+        run = self._cell_for(kernel, frame.id) if frame.id is not None else None
+        if run is not None:
+            run.result = frame.repr
+
+    def _on_error(self, kernel: _Kernel, frame: ErrorFrame) -> None:
+        run = self._cell_for(kernel, frame.id) if frame.id is not None else None
+        if run is not None:
+            run.error = CellError(ename=frame.ename, evalue=frame.evalue, traceback=list(frame.traceback))
+
+    def _on_display(self, kernel: _Kernel, frame: DisplayFrame) -> None:
+        run = self._cell_for(kernel, frame.id) if frame.id is not None else None
+        plain = frame.data.get("text/plain")
+        text = (plain if isinstance(plain, str) else "<display>") + "\n"
+        if run is not None:
+            run.displays.append(frame.data)
+            run.write(_text_bytes(text))
+        else:
+            self.background.write(_text_bytes(text))
+
+    def _on_ready(self, kernel: _Kernel, frame: ReadyFrame) -> None:
+        if not kernel.ready.done():
+            kernel.ready.set_result(frame)
+
+    def _on_process(self, kernel: _Kernel, frame: ProcessFrame) -> None:
+        if frame.pgid > 1:
+            if frame.state == "started":
+                kernel.child_groups.add(frame.pgid)
+            else:
+                kernel.child_groups.discard(frame.pgid)
+
+    def _on_diagnostic(self, kernel: _Kernel, frame: DiagnosticFrame) -> None:
+        self._diagnose(f"python kernel: {frame.message}")
+
+    _EVENTS: ClassVar[dict[type, Callable[[KernelManager, _Kernel, Any], None]]] = {
+        StdoutFrame: _on_stream,
+        StderrFrame: _on_stream,
+        DoneFrame: _on_done,
+        ResultFrame: _on_result,
+        ErrorFrame: _on_error,
+        DisplayFrame: _on_display,
+        ReadyFrame: _on_ready,
+        ProcessFrame: _on_process,
+        DiagnosticFrame: _on_diagnostic,
+    }
+    """What the host does with each kernel event (a table: one handler per frame record)."""

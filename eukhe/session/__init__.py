@@ -1,26 +1,11 @@
-"""Durable sessions (S1 store; S2 tool calls and jobs): `Session` is the Python API a host keeps open.
+"""Durable sessions (S1 store; S2 tool calls and jobs): `Session` hosts a conversation, user bash and its jobs.
 
-`from eukhe.session import Session, SessionSettings` works; the names load lazily, because the harness (which the
-session hosts) builds on this package's journal and trees.
+The Python kernel builds on this layer (`eukhe.kernel.session`); the public API is `eukhe.api`.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from eukhe.records.settings import SessionSettings
+from eukhe.session.session import Session, SessionClosedError, SessionJobs, UnknownJobError
 
-_EXPORTS = {
-    "RewindResult": "eukhe.session.session",
-    "Session": "eukhe.session.session",
-    "SessionJobs": "eukhe.session.session",
-    "UnknownJobError": "eukhe.session.session",
-    "SessionSettings": "eukhe.session.settings",
-}
-__all__ = ["RewindResult", "Session", "SessionJobs", "SessionSettings", "UnknownJobError"]
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'eukhe.session' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__all__ = ["Session", "SessionClosedError", "SessionJobs", "SessionSettings", "UnknownJobError"]

@@ -1,41 +1,57 @@
 """The `Session`: one durable conversation with its tools, jobs and rewinds (S1 store; S2 "A tool call", "Jobs"
-4-7; "Local access" 3-4). The Python API a long-lived host (the daemon) keeps open.
+4-7; "Local access" 3-4).
 
 Every durable change goes through `commit`: one journal commit, then the in-memory trees fold it, then the job
 table observes each entry it holds (the rewind order). The job writer turns job starts and ends into `eukhe.job`
 nodes off the callers' path. A rewind (`navigate_tree`, `fork`) kills the jobs started after its target and waits
 for their ends at most the blocking budget.
+
+This class hosts user bash and jobs. The Python kernel builds on it one layer up (`eukhe.kernel.session`), and the
+public API (`eukhe.api.Session`) is that session: this layer imports nothing of the kernel.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
-from eukhe.core.job import Detached, Settled, blocking_span, deadline_for, end_as_json
-from eukhe.core.jobdocs import JOB_DOC_TYPE, EntryRecord, JobEnded, JobStarted
+import msgspec
+
+from eukhe.clock import Clock
+from eukhe.core.job import Settled as SettledVerdict
+from eukhe.core.job import blocking_span, deadline_for
+from eukhe.core.jobdocs import JOB_DOC_TYPE, JobEnded, JobStarted, WriterEntry
 from eukhe.errors import EukheError
 from eukhe.harness.board import EventStream
 from eukhe.harness.harness import Harness
-from eukhe.jobs import Clock, Job, JobTable, wait_until
-from eukhe.jobs.bash import BashDetached, BashOptions, BashSettled, bash_and_wait
-from eukhe.kernel.cells import CellDetached, CellSettled
-from eukhe.kernel.launch import installed_kernel_launch
-from eukhe.kernel.tool import SessionKernel
+from eukhe.jobs import Job, JobTable, wait_until
+from eukhe.jobs.bash import BashOptions, bash_and_wait
 from eukhe.private_fs import check_working_dir
-from eukhe.session import store
-from eukhe.session.journal import Commit, Journal, JournalRead, Record
-from eukhe.session.ledger import Ledger
-from eukhe.session.settings import SessionSettings
-from eukhe.session.tree import Entry, StateView, UnknownEntryError, state_after
+from eukhe.records.jobs import Detached, JobDocument, JobRow, Rewound, Settled
+from eukhe.records.journal import (
+    JOURNAL_FORMAT,
+    BashRow,
+    Commit,
+    DocPut,
+    EntryRecord,
+    ForkOrigin,
+    JournalRecord,
+    LeafRecord,
+    SessionHeader,
+)
+from eukhe.records.settings import SessionSettings
 from eukhe.session.writer import JobWriter
+from eukhe.store import dirs
+from eukhe.store.journal import Journal, JournalRead
+from eukhe.store.ledger import Ledger
+from eukhe.store.tree import Entry, StateView, UnknownEntryError, state_after
 
 JSON = Any
-BASH_ROW = "eukhe.bash"
+StartListener = Callable[[str], None]
+"""Hears the id of a call's job as soon as it runs (a cancel or a later wait names it)."""
 
 
 class UnknownJobError(EukheError, KeyError):
@@ -57,41 +73,21 @@ class SessionClosedError(EukheError):
     code = "session_closed"
 
 
-@dataclass(frozen=True, slots=True)
-class RewindResult:
-    """What a rewind did: where the leaf is, the jobs it stopped in time and those still stopping."""
-
-    leaf: str | None
-    stopped_jobs: tuple[str, ...]
-    stopping_jobs: tuple[str, ...]
-    session_id: str  # the session the rewind leaves open (a fork: the new one)
-
-    def as_json(self) -> dict[str, JSON]:
-        """The answer a host sends: `stoppedJobs`, `stoppingJobs`, the leaf and the session."""
-        return {
-            "sessionId": self.session_id,
-            "leaf": self.leaf,
-            "stoppedJobs": list(self.stopped_jobs),
-            "stoppingJobs": list(self.stopping_jobs),
-        }
-
-
-def job_document(job: Job) -> dict[str, JSON]:
+def job_document(job: Job) -> JobDocument:
     """The `eukhe.job` node's value: what the prompt and a reader need to name the job."""
-    return {"kind": job.spec.kind, "title": job.spec.title, "startedMs": job.started_ms}
+    return JobDocument(kind=job.spec.kind, command=job.spec.command, started_ms=job.started_ms)
 
 
-def bash_row(job: Job) -> dict[str, JSON]:
+def bash_row(job: Job) -> BashRow:
     """The `eukhe.bash` row a user-bash run records at its end."""
-    end = job.end
-    result = job.result()
-    return {
-        "notice": BASH_ROW,
-        "job": job.id,
-        "command": job.spec.title,
-        **(end_as_json(end) if end is not None else {"exitCode": None, "killed": False}),
-        "output": result.as_json(),
-    }
+    row = job.row()
+    return BashRow(
+        job=job.id,
+        command=job.spec.command,
+        exit_code=row.exit_code,
+        killed=row.killed,
+        output=job.result().to_record(),
+    )
 
 
 class SessionJobs:
@@ -106,31 +102,25 @@ class SessionJobs:
             raise UnknownJobError(job_id)
         return job
 
-    def list(self) -> list[dict[str, JSON]]:
+    def list(self) -> list[JobRow]:
         """Every job this session started since it opened, in start order."""
-        return [job.describe() for job in self._session.job_table.jobs()]
+        return [job.row() for job in self._session.job_table.jobs()]
 
-    async def wait(self, job_id: str, timeout_ms: int | None = None) -> dict[str, JSON]:
-        """Wait for the job's end at most `timeout_ms` (and at most the blocking budget)."""
+    async def wait(self, job_id: str, timeout_ms: int | None = None) -> Settled | Detached:
+        """Wait for the job's end at most `timeout_ms` (and at most the blocking budget). Cancelling the wait leaves
+        the job alone."""
         job = self._job(job_id)
-        clock = self._session.job_table.clock
-        verdict = await wait_until(job, deadline_for(clock.now_ms(), timeout_ms, self._session.budget_ms))
-        return self._answer(job, verdict)
+        span = blocking_span(timeout_ms, self._session.budget_ms)
+        verdict = await wait_until(job, job.clock.now_ms() + span)
+        return job.answer(verdict, span)
 
-    async def cancel(self, job_id: str) -> dict[str, JSON]:
+    async def cancel(self, job_id: str) -> Settled | Detached:
         """Kill the job through its owner and wait for its end at most the blocking budget."""
         job = self._job(job_id)
         job.kill()
-        clock = self._session.job_table.clock
-        verdict = await wait_until(job, deadline_for(clock.now_ms(), None, self._session.budget_ms))
-        return self._answer(job, verdict)
-
-    @staticmethod
-    def _answer(job: Job, verdict: Settled | Detached) -> dict[str, JSON]:
-        answer = job.describe()
-        answer["settled"] = isinstance(verdict, Settled)
-        answer["output"] = (job.result() if isinstance(verdict, Settled) else job.snapshot()).as_json()
-        return answer
+        span = blocking_span(None, self._session.budget_ms)
+        verdict = await wait_until(job, job.clock.now_ms() + span)
+        return job.answer(verdict, span)
 
 
 class Session:
@@ -151,17 +141,16 @@ class Session:
         self._ledger = ledger
         self.cwd = cwd
         header = ledger.trees.header
-        self.settings = SessionSettings.from_json(header.get("settings") if isinstance(header, Mapping) else None)
+        self.settings = header.settings if header is not None else SessionSettings()
         self.job_table = JobTable(clock)
         ledger.entry_listeners.append(self.job_table.observe)
         self._bash_options = bash_options or BashOptions()
-        self.harness = Harness(self, lambda: self.settings.truncation, self.artifact_dir)
+        self.harness = Harness(self, lambda: self.settings.bound, self.artifact_dir)
         self.jobs = SessionJobs(self)
         self.writer = JobWriter(self.commit, self.entry_record, self._job_nodes)
         self._unsubscribe = self.job_table.subscribe(self)
         self._closed = False
         self.last_read: JournalRead | None = None  # what the reopen read: its commits and skipped lines
-        self._kernel: SessionKernel | None = None  # the Python kernel, started by the first `ipython` cell
 
     # ---- open, create, close -------------------------------------------------------------------------------------
 
@@ -175,24 +164,16 @@ class Session:
         root: Path | None = None,
         clock: Clock | None = None,
         bash_options: BashOptions | None = None,
-    ) -> Session:
+    ) -> Self:
         """A new session in `cwd` (which must name an existing directory: the spec's three refusals)."""
         working = check_working_dir(cwd)
-        base = store.resolve_root(root)
-        sid = session_id or store.new_session_id()
-        directory = store.create_session_dir(base, sid)
-        ledger = Ledger.create(directory / store.JOURNAL_NAME)
+        base = dirs.resolve_root(root)
+        sid = session_id or dirs.new_session_id()
+        directory = dirs.create_session_dir(base, sid)
+        ledger = Ledger.create(directory / dirs.JOURNAL_NAME)
+        header = SessionHeader(format=JOURNAL_FORMAT, id=sid, cwd=str(working), settings=settings or SessionSettings())
         try:
-            ledger.commit(
-                [
-                    {
-                        "t": "session",
-                        "id": sid,
-                        "cwd": str(working),
-                        "settings": (settings or SessionSettings()).as_json(),
-                    }
-                ]
-            )
+            ledger.commit([header])
         except BaseException:  # e.g. a full disk: the journal's descriptor is not leaked
             ledger.close()
             raise
@@ -211,16 +192,17 @@ class Session:
         root: Path | None = None,
         clock: Clock | None = None,
         bash_options: BashOptions | None = None,
-    ) -> Session:
-        """Reopen a saved session: read its journal (a torn last line is skipped with a diagnostic), settle the
+    ) -> Self:
+        """Reopen a saved session: read its journal once (a torn last line is skipped with a diagnostic), settle the
         calls a crash interrupted from what is durable, and retire the job nodes the old process left."""
-        base = store.resolve_root(root)
-        directory = store.open_session_dir(base, session_id)
-        ledger, read = Ledger.load(directory / store.JOURNAL_NAME)
+        base = dirs.resolve_root(root)
+        directory = dirs.open_session_dir(base, session_id)
+        ledger, read = Ledger.load(directory / dirs.JOURNAL_NAME)
         header = ledger.trees.header
-        recorded = header.get("cwd") if isinstance(header, Mapping) else None
         try:
-            working = check_working_dir(cwd if cwd is not None else recorded)
+            if header is None:
+                raise dirs.UnknownSessionError(session_id, base)
+            working = check_working_dir(cwd if cwd is not None else header.cwd)
         except BaseException:
             ledger.close()
             raise
@@ -239,21 +221,23 @@ class Session:
         return session
 
     async def close(self) -> None:
-        """Abort the running tool calls (each settles), kill every running job (waiting at most the budget), commit
-        what the writer holds, close the journal."""
+        """Abort the running tool calls (each settles), kill every running job (waiting at most the budget), close
+        what the session hosts, commit what the writer holds, close the journal."""
         if self._closed:
             return
         self._closed = True
         await self.harness.abort_all()
         clock = self.job_table.clock
         await self.job_table.quit(deadline_for(clock.now_ms(), None, self.budget_ms))
-        if self._kernel is not None:
-            await self._kernel.close()
+        await self._close_hosted()
         await self.writer.close()
         self._unsubscribe()
         self._ledger.close()
 
-    async def __aenter__(self) -> Session:
+    async def _close_hosted(self) -> None:
+        """Close what a layer above hosts in this session (the Python kernel), after its jobs were stopped."""
+
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
@@ -267,7 +251,12 @@ class Session:
     def id(self) -> str:
         """The session id (after a fork: the fork's)."""
         header = self._ledger.trees.header
-        return str(header["id"]) if isinstance(header, Mapping) else self.dir.name
+        return header.id if header is not None else self.dir.name
+
+    @property
+    def header(self) -> SessionHeader | None:
+        """The session header the journal holds."""
+        return self._ledger.trees.header
 
     @property
     def journal(self) -> Journal:
@@ -277,33 +266,39 @@ class Session:
     @property
     def artifact_dir(self) -> Path:
         """Where BoundedOutput artifacts of this session go."""
-        return self.dir / store.ARTIFACTS_NAME
+        return self.dir / dirs.ARTIFACTS_NAME
 
     @property
     def budget_ms(self) -> int:
-        """The blocking budget, `toolBlockingBudgetMs`."""
+        """The blocking budget, `tool_blocking_budget_ms`."""
         return self.settings.tool_blocking_budget_ms
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called."""
+        return self._closed
 
     # ---- commits -------------------------------------------------------------------------------------------------
 
-    def entry_record(self, kind: str, content: JSON) -> dict[str, JSON]:
+    def entry_record(self, kind: str, content: JSON) -> EntryRecord:
         """A new entry record; its parent is set at commit time to the leaf it follows."""
         return self._ledger.entry_record(kind, content)
 
-    def commit(self, records: Sequence[Record]) -> Commit:
+    def commit(self, records: Sequence[JournalRecord]) -> Commit:
         """One durable commit; then the trees fold it and the job table observes each entry (the rewind order)."""
         return self._ledger.commit(records)
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
+        """SessionClosedError once the session is closed."""
         if self._closed:
             raise SessionClosedError(f"session {self.id} is closed")
 
     def append(self, kind: str, content: JSON) -> Entry:
         """Append a conversation entry (user, assistant, notice) at the leaf; it becomes the leaf."""
-        self._check_open()
+        self.check_open()
         record = self.entry_record(kind, content)
         self.commit([record])
-        return self._ledger.trees.entries[record["id"]]
+        return self._ledger.trees.entries[record.id]
 
     # ---- reading -------------------------------------------------------------------------------------------------
 
@@ -350,7 +345,7 @@ class Session:
             lines.append(f'<running-jobs count="{len(nodes)}">')
             for job_id in sorted(nodes):
                 value = nodes[job_id] if isinstance(nodes[job_id], Mapping) else {}
-                lines.append(f"{job_id} {value.get('kind', 'job')}: {value.get('title', '')}")
+                lines.append(f"{job_id} {value.get('kind', 'job')}: {value.get('command', '')}")
             lines.append("</running-jobs>")
         return "\n".join(lines) + "\n"
 
@@ -358,111 +353,98 @@ class Session:
 
     def job_started(self, job: Job) -> None:
         """JobListener: a start becomes a node (through the writer; nobody waits)."""
-        self.writer.submit(JobStarted(job.id, job_document(job)))
+        self.writer.submit(JobStarted(job.id, msgspec.to_builtins(job_document(job))))
 
     def job_ended(self, job: Job, end: object) -> None:
         """JobListener: an end retires the node; a user-bash run's end records its `eukhe.bash` row."""
         self.writer.submit(JobEnded(job.id))
         if job.spec.kind == "bash":
-            self.writer.submit(EntryRecord("notice", bash_row(job)))
+            self.writer.submit(WriterEntry("notice", msgspec.to_builtins(bash_row(job))))
 
     # ---- user bash -----------------------------------------------------------------------------------------------
 
-    async def execute_bash_and_wait(self, command: str, budget_ms: int | None = None) -> BashSettled | BashDetached:
-        """Run `command` as a job; settled within the budget, else `detached: {job, budgetMs}` with the output so
-        far (the job goes on; its end records its `eukhe.bash` row)."""
-        self._check_open()
+    async def execute_bash_and_wait(
+        self, command: str, budget_ms: int | None = None, *, on_start: StartListener | None = None
+    ) -> Settled | Detached:
+        """Run `command` as a job; settled within the budget, else detached with the output so far (the job goes
+        on; its end records its `eukhe.bash` row). `on_start` hears the job as soon as it runs. Cancelling the call
+        kills the job through its owner (waiting for its end at most the budget), then re-raises."""
+        self.check_open()
         budget = blocking_span(budget_ms, self.budget_ms)
         return await bash_and_wait(
             command,
             self.cwd,
-            truncation=self.settings.truncation,
+            truncation=self.settings.bound,
             artifact_dir=self.artifact_dir,
             table=self.job_table,
             budget_ms=budget,
             options=self._bash_options,
+            on_start=None if on_start is None else (lambda job: on_start(job.id)),
         )
-
-    # ---- the Python kernel ---------------------------------------------------------------------------------------
-
-    async def ipython(self, code: str, budget_ms: int | None = None) -> CellSettled | CellDetached:
-        """Run a Python cell on the session's kernel; settled within the budget, else detached as a cell job."""
-        self._check_open()
-        budget = blocking_span(budget_ms, self.budget_ms)
-        if self._kernel is None:
-            self._kernel = SessionKernel(
-                truncation=self.settings.truncation,
-                artifact_dir=self.artifact_dir,
-                cwd=self.cwd,
-                table=self.job_table,
-                launch=installed_kernel_launch,
-            )
-        return await self._kernel.ipython(code, budget)
 
     # ---- rewind --------------------------------------------------------------------------------------------------
 
     def _check_target(self, entry_id: str | None) -> None:
-        self._check_open()
+        self.check_open()
         if entry_id is not None and entry_id not in self._ledger.trees.entries:
             raise UnknownEntryError(entry_id)
 
-    async def _stop(self, killed: Sequence[Job]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    async def _stop(self, killed: Sequence[Job]) -> tuple[list[str], list[str]]:
         clock = self.job_table.clock
         deadline = deadline_for(clock.now_ms(), None, self.budget_ms)
         stopped: list[str] = []
         stopping: list[str] = []
         for job in killed:
             verdict = await wait_until(job, deadline)
-            (stopped if isinstance(verdict, Settled) else stopping).append(job.id)
-        return tuple(stopped), tuple(stopping)
+            (stopped if isinstance(verdict, SettledVerdict) else stopping).append(job.id)
+        return stopped, stopping
 
-    async def navigate_tree(self, entry_id: str | None) -> RewindResult:
+    async def navigate_tree(self, entry_id: str | None) -> Rewound:
         """Move the leaf to `entry_id` (None: before every entry) and stop the jobs started after it."""
         self._check_target(entry_id)
-        self.commit([{"t": "leaf", "id": entry_id}])
+        self.commit([LeafRecord(id=entry_id)])
         killed = self.job_table.rewind_to(entry_id)
         stopped, stopping = await self._stop(killed)
-        return RewindResult(entry_id, stopped, stopping, self.id)
+        return Rewound(session=self.id, parent=None, leaf=entry_id, stopped_jobs=stopped, stopping_jobs=stopping)
 
-    async def fork(self, entry_id: str | None, *, session_id: str | None = None) -> RewindResult:
+    async def fork(self, entry_id: str | None, *, session_id: str | None = None) -> Rewound:
         """A new session holding the branch up to `entry_id` (written through a private staging dir), which this
         object continues in; the jobs started after the entry are stopped, the others keep running there."""
         self._check_target(entry_id)
         killed = self.job_table.rewind_to(entry_id)
         killed_ids = {job.id for job in killed}
-        sid = session_id or store.new_session_id()
-        header = {
-            "t": "session",
-            "id": sid,
-            "cwd": str(self.cwd),
-            "settings": self.settings.as_json(),
-            "forkedFrom": {"session": self.id, "entry": entry_id},
-        }
-        path = self._ledger.trees.path_to(entry_id)
-        copied: list[Record] = [
-            {"t": "entry", "id": entry.id, "parent": entry.parent, "kind": entry.kind, "content": entry.content}
-            for entry in path
+        parent = self.id
+        sid = session_id or dirs.new_session_id()
+        header = SessionHeader(
+            format=JOURNAL_FORMAT,
+            id=sid,
+            cwd=str(self.cwd),
+            settings=self.settings,
+            forked_from=ForkOrigin(session=parent, entry=entry_id),
+        )
+        copied: list[JournalRecord] = [
+            EntryRecord(id=entry.id, parent=entry.parent, kind=entry.kind, content=entry.content)  # type: ignore[arg-type]
+            for entry in self._ledger.trees.path_to(entry_id)
         ]
-        carried = [
-            {"t": "doc", "op": "put", "type": doc_type, "key": key, "value": value}
+        carried: list[JournalRecord] = [
+            DocPut(type=doc_type, key=key, value=value)
             for (doc_type, key), value in self.state_after(entry_id).documents.items()
             if doc_type != JOB_DOC_TYPE
         ]
-        nodes = self.view_state().of_type(JOB_DOC_TYPE)
-        kept = [
-            {"t": "doc", "op": "put", "type": JOB_DOC_TYPE, "key": job_id, "value": value}
-            for job_id, value in nodes.items()
+        kept: list[JournalRecord] = [
+            DocPut(type=JOB_DOC_TYPE, key=job_id, value=value)
+            for job_id, value in self.view_state().of_type(JOB_DOC_TYPE).items()
             if job_id not in killed_ids and (job := self.job_table.get(job_id)) is not None and job.running
         ]
-        commits: list[list[Record]] = [[header], [*copied, {"t": "leaf", "id": entry_id}, *carried, *kept]]
-        directory = store.write_staged_session(self.root, sid, commits)
+        commits: list[list[JournalRecord]] = [[header], [*copied, LeafRecord(id=entry_id), *carried, *kept]]
+        directory = dirs.write_staged_session(self.root, sid, commits)
         self._switch_to(directory)
         stopped, stopping = await self._stop(killed)
-        return RewindResult(entry_id, stopped, stopping, sid)
+        return Rewound(session=sid, parent=parent, leaf=entry_id, stopped_jobs=stopped, stopping_jobs=stopping)
 
     def _switch_to(self, directory: Path) -> None:
         """Continue in another session dir (a fork's): the same jobs and tools, its journal and trees."""
-        ledger, _ = Ledger.load(directory / store.JOURNAL_NAME)
+        ledger, _ = Ledger.load(directory / dirs.JOURNAL_NAME)
         ledger.entry_listeners.append(self.job_table.observe)
         old, self._ledger, self.dir = self._ledger, ledger, directory
         self.harness.retarget(self.artifact_dir)

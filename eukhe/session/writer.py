@@ -19,29 +19,30 @@ from typing import Any
 from eukhe.core.jobdocs import (
     JOB_DOC_TYPE,
     AppendEntry,
-    EntryRecord,
     JobEnded,
     JobStarted,
     PutNode,
     RetireNode,
     Write,
+    WriterEntry,
     WriterRecord,
     leftovers,
     plan_batch,
 )
-from eukhe.session.journal import Commit, JournalError, Record
+from eukhe.records.journal import Commit, DocPut, DocRetire, EntryRecord, JobRecordFailed, JournalRecord
+from eukhe.store.journal import JournalError
 
 JSON = Any
 BATCHES_KEPT = 64
 
 
-def record_name(record: WriterRecord) -> dict[str, JSON]:
-    """How a failed record is named in its notice."""
+def failure_notice(record: WriterRecord, reason: str) -> JobRecordFailed:
+    """The `job_record_failed` notice that names a record the writer could not commit even alone."""
     if isinstance(record, JobStarted):
-        return {"record": "start", "job": record.job}
+        return JobRecordFailed(record="start", job=record.job, kind=None, reason=reason)
     if isinstance(record, JobEnded):
-        return {"record": "end", "job": record.job}
-    return {"record": "entry", "kind": record.kind}
+        return JobRecordFailed(record="end", job=record.job, kind=None, reason=reason)
+    return JobRecordFailed(record="entry", job=None, kind=record.kind, reason=reason)
 
 
 class JobWriter:
@@ -49,8 +50,8 @@ class JobWriter:
 
     def __init__(
         self,
-        commit: Callable[[Sequence[Record]], Commit],
-        entry_record: Callable[[str, JSON], dict[str, JSON]],
+        commit: Callable[[Sequence[JournalRecord]], Commit],
+        entry_record: Callable[[str, JSON], EntryRecord],
         nodes: Callable[[], frozenset[str]],
     ) -> None:
         self._commit = commit
@@ -125,24 +126,22 @@ class JobWriter:
         try:
             self._commit(self._records(writes))
         except JournalError as error:
-            notice = {"notice": "job_record_failed", **record_name(record), "reason": error.reason}
+            notice = failure_notice(record, error.reason)
             try:
                 self._commit([self._entry_record("notice", notice)])
             except JournalError as again:  # the conversation cannot take it either: say so where a person looks
                 sys.stderr.write(f"eukhe: job record failed and its notice too: {notice} ({again.reason})\n")
 
-    def _records(self, writes: Sequence[Write]) -> list[Record]:
-        records: list[Record] = []
+    def _records(self, writes: Sequence[Write]) -> list[JournalRecord]:
+        records: list[JournalRecord] = []
         for write in writes:
             if isinstance(write, PutNode):
-                records.append(
-                    {"t": "doc", "op": "put", "type": JOB_DOC_TYPE, "key": write.job, "value": write.document}
-                )
+                records.append(DocPut(type=JOB_DOC_TYPE, key=write.job, value=dict(write.document)))
             elif isinstance(write, RetireNode):
-                records.append({"t": "doc", "op": "retire", "type": JOB_DOC_TYPE, "key": write.job})
+                records.append(DocRetire(type=JOB_DOC_TYPE, key=write.job))
             elif isinstance(write, AppendEntry):
                 records.append(self._entry_record(write.kind, write.content))
         return records
 
 
-__all__ = ["EntryRecord", "JobEnded", "JobStarted", "JobWriter"]
+__all__ = ["JobEnded", "JobStarted", "JobWriter", "WriterEntry"]

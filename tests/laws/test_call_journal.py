@@ -3,7 +3,8 @@ every short stream over a small alphabet (exhaustive).
 
 stream_journals_two        at most two records per call, and no progress event ever makes one
 stream_settles_once        exactly one settle, made by the call's first end after its start; none before
-stream_settle_carries_all  the settle carries every result byte, every warning and every usage report
+stream_settle_carries_all  the settle carries every result byte (counted: the shell's bounded output holds them),
+                           every warning (a failure's reason last) and every usage report
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from eukhe.core.job import (
     CallCancel,
     CallEvent,
+    CallFail,
     CallOutput,
     CallProgress,
     CallReturn,
@@ -31,24 +33,26 @@ from eukhe.core.job import (
 
 events = st.one_of(
     st.just(CallStart()),
-    st.builds(CallOutput, st.binary(max_size=8)),
+    st.builds(CallOutput, st.integers(0, 9)),
     st.builds(CallWarning, st.text(max_size=4)),
     st.builds(CallUsage, st.lists(st.tuples(st.sampled_from(["in", "out"]), st.integers(0, 9)), max_size=2).map(tuple)),
     st.builds(CallProgress, st.text(max_size=4)),
     st.just(CallReturn()),
     st.just(CallCancel()),
+    st.builds(CallFail, st.text(max_size=3)),
 )
 streams = st.lists(events, max_size=20)
 
 SMALL_ALPHABET: list[CallEvent] = [
     CallStart(),
-    CallOutput(b"a"),
-    CallOutput(b""),
+    CallOutput(1),
+    CallOutput(0),
     CallWarning("w"),
     CallUsage((("in", 1),)),
     CallProgress("p"),
     CallReturn(),
     CallCancel(),
+    CallFail("f"),
 ]
 
 
@@ -75,27 +79,35 @@ def check_journals_two(stream: Sequence[CallEvent]) -> None:
 
 def check_settles_once(stream: Sequence[CallEvent]) -> None:
     start = first_index(stream, CallStart)
-    end = None if start is None else first_index(stream, (CallReturn, CallCancel), after=start)
+    end = None if start is None else first_index(stream, ENDS, after=start)
     settles = [r for r in journal(stream) if isinstance(r, SettleRecord)]
     assert len(settles) == (1 if end is not None else 0)
     if end is not None:
         # not before its end: the stream up to just before the end has no settle; up to the end has it
         assert not [r for r in journal(stream[:end]) if isinstance(r, SettleRecord)]
         assert journal(stream[: end + 1]) == journal(stream)
-        assert settles[0].outcome == ("returned" if isinstance(stream[end], CallReturn) else "cancelled")
+        ending = stream[end]
+        expected = (
+            "returned" if isinstance(ending, CallReturn) else "failed" if isinstance(ending, CallFail) else "cancelled"
+        )
+        assert settles[0].outcome == expected
 
 
 def check_settle_carries_all(stream: Sequence[CallEvent]) -> None:
     start = first_index(stream, CallStart)
-    end = None if start is None else first_index(stream, (CallReturn, CallCancel), after=start)
+    end = None if start is None else first_index(stream, ENDS, after=start)
     if start is None or end is None:
         return
     window = stream[start + 1 : end]
     (settle,) = [r for r in journal(stream) if isinstance(r, SettleRecord)]
-    assert settle.output == b"".join(e.data for e in window if isinstance(e, CallOutput))
-    assert settle.warnings == tuple(e.text for e in window if isinstance(e, CallWarning))
+    assert settle.written == sum(e.size for e in window if isinstance(e, CallOutput))
+    ending = stream[end]
+    reason = (ending.reason,) if isinstance(ending, CallFail) else ()
+    assert settle.warnings == tuple(e.text for e in window if isinstance(e, CallWarning)) + reason
     assert settle.usage == tuple(e.usage for e in window if isinstance(e, CallUsage))
 
+
+ENDS = (CallReturn, CallCancel, CallFail)
 
 LAWS: list[Callable[[Sequence[CallEvent]], None]] = [check_journals_two, check_settles_once, check_settle_carries_all]
 

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 from eukhe.core.jobdocs import (
     AppendEntry,
-    EntryRecord,
     JobEnded,
     JobStarted,
     PutNode,
     RetireNode,
+    WriterEntry,
     WriterRecord,
     leftovers,
     nodes_after,
@@ -58,7 +58,7 @@ def commit_in_batches(records: list[WriterRecord], cuts: list[int]) -> tuple[fro
 record_strategy = st.one_of(
     st.builds(JobStarted, st.sampled_from(JOBS), st.just({})),
     st.builds(JobEnded, st.sampled_from(JOBS)),
-    st.builds(EntryRecord, st.just("notice"), st.integers(0, 3)),
+    st.builds(WriterEntry, st.just("notice"), st.integers(0, 3)),
 )
 
 
@@ -71,7 +71,7 @@ def check_stream(records: list[WriterRecord], cuts: list[int]) -> None:
     assert batched == frozenset(started - ended)
     # entries are written in order, every one
     assert [w.content for w in writes if isinstance(w, AppendEntry)] == [
-        r.content for r in records if isinstance(r, EntryRecord)
+        r.content for r in records if isinstance(r, WriterEntry)
     ]
 
 

@@ -11,8 +11,9 @@ from eukhe.core import job as core
 from eukhe.core.limits import Keep, Off, On, OutputLimits
 from eukhe.jobs.table import JobTable, JobTableClosedError
 from eukhe.jobs.wait import wait_until
-from eukhe.kernel.cells import CellDetached, CellJobs, CellSettled
+from eukhe.kernel.cells import CellJobs
 from eukhe.kernel.manager import Admission, KernelManager
+from eukhe.records.jobs import Detached, Settled
 from tests.real.kernel_support import run, until
 
 pytestmark = pytest.mark.real
@@ -35,21 +36,21 @@ def test_a_cell_within_its_budget_settles_with_result_and_error() -> None:
         async with KernelManager() as km:
             cells = CellJobs(km, JobTable())
             settled = await cells.ipython("print('hi')\n6 * 7", 10_000)
-            assert isinstance(settled, CellSettled)
-            answer = settled.as_json()
-            assert (answer["outcome"], answer["text"], answer["result"], answer["error"], answer["job"]) == (
+            assert isinstance(settled, Settled)
+            assert (settled.outcome, settled.output.text, settled.result, settled.error, settled.job) == (
                 "ok",
                 "hi\n",
                 "42",
                 None,
                 None,
             )
-            assert {"bytes_kept", "bytes_dropped", "lines_kept", "lines_dropped", "notice", "artifact"} <= set(answer)
+            assert (settled.exit_code, settled.killed, settled.kind) == (0, False, "cell")
             failed = await cells.ipython("raise ValueError('no')", 10_000)
-            assert isinstance(failed, CellSettled)
-            error = failed.as_json()["error"]
-            assert (error["ename"], error["evalue"]) == ("ValueError", "no")
-            assert any("raise ValueError" in line for line in error["traceback"])
+            assert isinstance(failed, Settled)
+            error = failed.error
+            assert error is not None
+            assert (error.ename, error.evalue, failed.exit_code) == ("ValueError", "no", 1)
+            assert any("raise ValueError" in line for line in error.traceback)
             assert cells.jobs() == ()
 
     run(scenario())
@@ -70,11 +71,11 @@ def test_a_cell_past_its_budget_becomes_a_job_whose_output_starts_with_every_byt
                 "'finished'",
                 50,
             )
-            assert isinstance(detached, CellDetached)
-            answer = detached.as_json()
-            assert (answer["status"], answer["job"], answer["budget_ms"]) == ("detached", detached.job_id, 50)
-            assert answer["text"] == "before\n"
-            job = table.get(detached.job_id)
+            assert isinstance(detached, Detached)
+            answer = detached.to_json()
+            assert (answer["status"], answer["job"], answer["budget_ms"]) == ("detached", detached.job, 50)
+            assert detached.output.text == "before\n"
+            job = table.get(detached.job)
             assert job is not None
             assert job.running
             assert job.spec.kind == "cell"
@@ -112,8 +113,8 @@ def test_a_detached_cell_job_counts_every_byte_of_the_run() -> None:
                 )
             )
             detached = await call
-            assert isinstance(detached, CellDetached)
-            job = table.get(detached.job_id)
+            assert isinstance(detached, Detached)
+            job = table.get(detached.job)
             assert job is not None
             assert job.kept + job.dropped == before
             gate.set()
@@ -133,8 +134,8 @@ def test_cancelling_a_cell_job_interrupts_the_cell() -> None:
             cells = CellJobs(km, table)
             await km.start()
             detached = await cells.ipython("print('spin')\nwhile True:\n    pass", 50)
-            assert isinstance(detached, CellDetached)
-            job = table.get(detached.job_id)
+            assert isinstance(detached, Detached)
+            job = table.get(detached.job)
             assert job is not None
             pid = km.pid
             await until(lambda: b"spin" in job.snapshot().text, what="the cell to run")
@@ -144,7 +145,7 @@ def test_cancelling_a_cell_job_interrupts_the_cell() -> None:
             assert outcome is not None
             assert outcome.status == "interrupted"
             again = await cells.ipython("1", 10_000)
-            assert isinstance(again, CellSettled)
+            assert isinstance(again, Settled)
             assert km.pid == pid  # the interrupt was enough: same kernel
             await cells.close()
 
@@ -162,8 +163,8 @@ def test_a_cell_that_ignores_the_interrupt_has_its_kernel_killed_after_the_grace
                 "    except KeyboardInterrupt:\n        pass",
                 50,
             )
-            assert isinstance(detached, CellDetached)
-            job = table.get(detached.job_id)
+            assert isinstance(detached, Detached)
+            job = table.get(detached.job)
             assert job is not None
             pid = km.pid
             await until(lambda: b"stubborn" in job.snapshot().text, what="the cell to run")
@@ -174,8 +175,8 @@ def test_a_cell_that_ignores_the_interrupt_has_its_kernel_killed_after_the_grace
             assert outcome.status == "killed"
             await cells.close()
             fresh = await cells.ipython("2", 10_000)
-            assert isinstance(fresh, CellSettled)
-            assert fresh.outcome.result == "2"
+            assert isinstance(fresh, Settled)
+            assert fresh.result == "2"
             await until(lambda: km.pid is not None and km.pid != pid, what="a fresh kernel")
 
     run(scenario())

@@ -44,7 +44,7 @@ def test_a_warm_bash_call_imports_nothing_heavy(world: DaemonEnv, tmp_path: Path
     session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     done, modules = traced_cli(world, "bash", "--session", session, "--json", "--", "echo hi")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["text"] == "hi\n"
+    assert json.loads(done.stdout)["output"]["text"] == "hi\n"
     assert "eukhe.daemon.client" in modules
     assert heavy(modules) == [], f"a warm `eukhe bash` imports {heavy(modules)}"
 

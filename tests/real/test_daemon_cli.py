@@ -10,15 +10,25 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, TypeVar
 
+import msgspec
 import pytest
 
 from eukhe.daemon.client import DaemonClient
+from eukhe.records.cli import CliError, DaemonStopped
+from eukhe.records.daemon import DaemonStatus, SessionCreated, SessionList, SessionShow
+from eukhe.records.jobs import CallAnswer, Detached, JobList, Rewound, Settled
 from tests.real.conftest import DaemonEnv
 
 pytestmark = pytest.mark.real
 
-OUTPUT_KEYS = {"text", "bytes_kept", "bytes_dropped", "lines_kept", "lines_dropped", "notice", "artifact"}
+T = TypeVar("T")
+
+
+def typed(kind: Any, value: Any) -> Any:
+    """A CLI --json answer, decoded strictly as its record (an unknown or missing key fails the test)."""
+    return msgspec.convert(value, type=kind)
 
 
 @pytest.fixture
@@ -28,65 +38,64 @@ def project(world: DaemonEnv) -> Path:
     return path
 
 
-def test_every_command_answers_the_json_keys_scripts_rely_on(world: DaemonEnv, project: Path) -> None:
-    created = world.json("session", "create", "--cwd", str(project))
-    session = created["id"]
-    assert isinstance(session, str)
-    assert session in [s["id"] for s in world.json("session", "list")["sessions"]]
+def test_every_command_answers_its_record_in_snake_case(world: DaemonEnv, project: Path) -> None:
+    created = typed(SessionCreated, world.json("session", "create", "--cwd", str(project)))
+    session = created.id
+    listed = typed(SessionList, world.json("session", "list"))
+    assert session in [s.id for s in listed.sessions]
 
-    settled = world.json("bash", "--session", session, "--", "echo hello; exit 3")
-    assert settled["status"] == "settled"
-    assert settled["exit_code"] == 3
-    assert set(settled) >= OUTPUT_KEYS
-    assert settled["text"] == "hello\n"
+    settled = typed(CallAnswer, world.json("bash", "--session", session, "--", "echo hello; exit 3"))
+    assert isinstance(settled, Settled)
+    assert (settled.exit_code, settled.killed, settled.output.text) == (3, False, "hello\n")
 
-    detached = world.json("bash", "--session", session, "--budget-ms", "200", "--", "echo started; sleep 60")
-    assert detached["status"] == "detached"
-    assert set(detached) >= OUTPUT_KEYS
-    job = detached["job"]
+    detached = typed(
+        CallAnswer, world.json("bash", "--session", session, "--budget-ms", "200", "--", "echo started; sleep 60")
+    )
+    assert isinstance(detached, Detached)
+    job = detached.job
 
-    jobs = world.json("jobs", "list", "--session", session)
-    assert isinstance(jobs, list)
-    assert {"id", "status", "command"} <= set(jobs[0])
-    assert {j["id"]: j["status"] for j in jobs}[job] == "running"
-    assert {j["id"]: j["command"] for j in jobs}[job] == "echo started; sleep 60"
+    jobs = typed(JobList, world.json("jobs", "list", "--session", session)).jobs
+    assert {j.id: j.status for j in jobs}[job] == "running"
+    assert {j.id: j.command for j in jobs}[job] == "echo started; sleep 60"
 
-    waited = world.json("jobs", "wait", "--session", session, job, "--timeout-ms", "100")
-    assert waited["status"] == "detached"
-    assert "exit_code" not in waited
-    assert "killed" not in waited
+    waited = typed(CallAnswer, world.json("jobs", "wait", "--session", session, job, "--timeout-ms", "100"))
+    assert isinstance(waited, Detached)
 
-    shown = world.json("session", "show", session)
-    assert "leaf" in shown
-    assert all({"id", "parent", "kind"} <= set(entry) for entry in shown["entries"])
-    assert shown["leaf"] == shown["entries"][-1]["id"]
-    leaf = shown["leaf"]
+    shown = typed(SessionShow, world.json("session", "show", session))
+    assert shown.leaf == shown.entries[-1].id
+    assert shown.entries[-1].content["notice"] == "eukhe.bash"
+    assert shown.entries[-1].content["exit_code"] == 3
+    leaf = shown.leaf
 
-    cancelled = world.json("jobs", "cancel", "--session", session, job)
-    assert cancelled["status"] == "settled"
-    assert cancelled["killed"] is True
+    cancelled = typed(CallAnswer, world.json("jobs", "cancel", "--session", session, job))
+    assert isinstance(cancelled, Settled)
+    assert cancelled.killed is True
 
-    quick = world.json("bash", "--session", session, "--", "true")
-    assert quick["exit_code"] == 0
-    waited = world.json("jobs", "wait", "--session", session, quick["job"])
-    assert waited["status"] == "settled"
-    assert waited["exit_code"] == 0
+    quick = typed(CallAnswer, world.json("bash", "--session", session, "--", "true"))
+    assert isinstance(quick, Settled)
+    assert quick.exit_code == 0
+    assert quick.job is not None
+    waited = typed(CallAnswer, world.json("jobs", "wait", "--session", session, quick.job))
+    assert isinstance(waited, Settled)
+    assert waited.exit_code == 0
 
     later = world.json("bash", "--session", session, "--budget-ms", "0", "--", "sleep 60")["job"]
-    navigated = world.json("tree", "navigate", "--session", session, leaf)
-    assert navigated["stoppedJobs"] + navigated["stoppingJobs"] == [later]
-    forked = world.json("tree", "fork", "--session", session, "none")
-    assert {"id", "stoppedJobs", "stoppingJobs"} <= set(forked)
-    assert forked["id"] != session
-    assert world.json("session", "show", forked["id"])["entries"] == []
+    navigated = typed(Rewound, world.json("tree", "navigate", "--session", session, leaf))
+    assert navigated.stopped_jobs + navigated.stopping_jobs == [later]
+    forked = typed(Rewound, world.json("tree", "fork", "--session", session, "none"))
+    assert (forked.parent, forked.leaf) == (session, None)
+    assert forked.session != session
+    assert world.json("session", "show", forked.session)["entries"] == []
     # The original session reopens in its own worker.
     assert world.json("session", "show", session)["id"] == session
+    typed(DaemonStatus, world.json("daemon", "status"))
+    typed(DaemonStopped, world.json("daemon", "stop"))
 
 
 def test_errors_are_one_json_object_and_a_non_zero_exit(world: DaemonEnv, project: Path) -> None:
     code, error = world.json_error("session", "create", "--cwd", str(project / "nope"))
     assert code == 1
-    assert error == {"error": "working_dir_error", "message": "working directory is gone"}
+    assert error == {"error": "working_dir_error", "message": "working directory is gone", "field": "args.cwd"}
     (project / "file").write_text("x")
     _, error = world.json_error("session", "create", "--cwd", str(project / "file"))
     assert error["message"] == "working directory is not a directory"
@@ -94,14 +103,14 @@ def test_errors_are_one_json_object_and_a_non_zero_exit(world: DaemonEnv, projec
     assert error["message"] == "a session needs a working directory"
     code, error = world.json_error("session", "create")
     assert code == 2
-    assert set(error) == {"error", "message"}
+    typed(CliError, error)
     _, error = world.json_error("session", "show", "no-such-session")
-    assert error["error"] == "no_such_session"
+    assert error["error"] == "unknown_session"
     session = world.json("session", "create", "--cwd", str(project))["id"]
     _, error = world.json_error("jobs", "wait", "--session", session, "job-nope")
     assert error["error"] == "unknown_job"
     _, error = world.json_error("tree", "navigate", "--session", session, "no-entry")
-    assert set(error) == {"error", "message"}
+    assert typed(CliError, error).error == "unknown_entry"
     code, error = world.json_error("bash", "--session", session)
     assert code == 2
 
@@ -198,7 +207,7 @@ def test_watch_streams_a_snapshot_then_job_updates(world: DaemonEnv, project: Pa
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert events[0]["type"] == "snapshot"
     assert events[1]["type"] == "job_update"
-    assert events[1]["id"] == job
+    assert events[1]["job"]["id"] == job
     world.json("jobs", "wait", "--session", session, job)
 
 
@@ -207,7 +216,7 @@ def test_worker_processes_run_in_the_session_working_dir(world: DaemonEnv, proje
     (worker,) = world.json("daemon", "status")["workers"]
     assert worker["session"] == session
     assert os.readlink(f"/proc/{worker['pid']}/cwd") == str(project)
-    assert world.json("bash", "--session", session, "--", "pwd")["text"] == f"{project}\n"
+    assert world.json("bash", "--session", session, "--", "pwd")["output"]["text"] == f"{project}\n"
 
 
 def test_a_watch_ends_in_the_worker_when_its_client_leaves(world: DaemonEnv, project: Path) -> None:
@@ -234,3 +243,29 @@ def test_a_relative_cwd_is_the_callers_directory(world: DaemonEnv, project: Path
         check=True,
     )
     assert json.loads(done.stdout)["cwd"] == str(project)
+
+
+def test_an_unknown_or_misspelled_field_is_refused_by_name_for_every_op(world: DaemonEnv, project: Path) -> None:
+    from tests.unit.test_schemas import VALID
+
+    world.json("daemon", "start")
+    session = world.json("session", "create", "--cwd", str(project))["id"]
+    with DaemonClient.connect(world.socket) as client:
+        for number, (op, valid) in enumerate(sorted(VALID.items())):
+            args = {**valid, "bogus_field": 1}
+            if "session" in args:
+                args["session"] = session
+            client.send_raw(json.dumps({"v": 1, "id": number, "op": op, "args": args}).encode() + b"\n")
+            reply = client.read_reply()
+            assert reply["id"] == number
+            assert reply["ok"] is False, op
+            assert reply["error"]["code"] == "bad_args", op
+            assert reply["error"]["field"] == "args.bogus_field", op
+        for op in ("bash", "ipython"):
+            args = {**VALID[op], "session": session, "budgetMs": 5}
+            args.pop("budget_ms")
+            client.send_raw(json.dumps({"v": 1, "id": op, "op": op, "args": args}).encode() + b"\n")
+            error = client.read_reply()["error"]
+            assert error["field"] == "args.budgetMs"
+            assert "did you mean budget_ms?" in error["message"]
+        assert client.call("session.ping", {"session": session})["session"] == session

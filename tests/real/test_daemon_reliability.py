@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from eukhe.daemon.procs import children_of, group_alive
+from eukhe.procs import children_of, group_alive
 from tests.real.conftest import DaemonEnv, with_json
 
 pytestmark = pytest.mark.real
@@ -78,7 +78,7 @@ def test_a_worker_killed_mid_job_is_reported_its_session_reopens_and_no_job_proc
     assert shown["running_jobs"] == []
     assert "killed by signal 9" in world.log.read_text()
     # The reopened session works.
-    assert world.json("bash", "--session", session, "--", "echo again")["text"] == "again\n"
+    assert world.json("bash", "--session", session, "--", "echo again")["output"]["text"] == "again\n"
 
 
 def test_a_killed_supervisor_is_replaced_by_the_next_cli_call_and_sessions_reopen(
@@ -97,7 +97,7 @@ def test_a_killed_supervisor_is_replaced_by_the_next_cli_call_and_sessions_reope
     status = world.json("daemon", "status")
     assert status["pid"] != old
     assert [w["session"] for w in status["workers"]] == [session]
-    assert world.json("bash", "--session", session, "--", "echo back")["text"] == "back\n"
+    assert world.json("bash", "--session", session, "--", "echo back")["output"]["text"] == "back\n"
 
 
 def test_twenty_concurrent_clients_on_one_session_are_all_answered(world: DaemonEnv, tmp_path: Path) -> None:
@@ -130,11 +130,11 @@ def test_twenty_concurrent_clients_on_one_session_are_all_answered(world: Daemon
         assert process.returncode == 0, err
         answer = json.loads(out)
         assert answer["status"] == "settled"
-        assert answer["text"] == f"client-{i}\n"
+        assert answer["output"]["text"] == f"client-{i}\n"
     for process in readers:
         _, err = process.communicate(timeout=120)
         assert process.returncode == 0, err
-    jobs = world.json("jobs", "list", "--session", session)
+    jobs = world.json("jobs", "list", "--session", session)["jobs"]
     assert sorted(j["command"] for j in jobs) == sorted(commands)
     assert all(j["status"] == "ended" and j["exit_code"] == 0 for j in jobs)
 

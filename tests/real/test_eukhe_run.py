@@ -11,7 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
+
+from eukhe.records.cli import RunAnswer
 
 pytestmark = pytest.mark.real
 
@@ -24,10 +27,14 @@ def eukhe(*args: str, home: Path, timeout: float = 120) -> subprocess.CompletedP
 
 
 def run_json(*args: str, home: Path) -> dict[str, object]:
+    """The `eukhe run --json` answer (decoded strictly as its record), its output's keys beside the others."""
     done = eukhe("run", "--json", *args, home=home)
+    answer = msgspec.json.decode(done.stdout, type=RunAnswer)
+    assert done.returncode == answer.exit_code
     payload: dict[str, object] = json.loads(done.stdout)
-    assert done.returncode == payload["exit_code"]
-    return payload
+    output = payload.pop("output")
+    assert isinstance(output, dict)
+    return {**payload, **output}
 
 
 KEYS = {"exit_code", "text", "bytes_kept", "bytes_dropped", "lines_kept", "lines_dropped", "notice", "artifact"}

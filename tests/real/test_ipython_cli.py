@@ -13,6 +13,7 @@ from tests.real.conftest import DaemonEnv
 pytestmark = pytest.mark.real
 
 OUTPUT_KEYS = {"text", "bytes_kept", "bytes_dropped", "lines_kept", "lines_dropped", "notice", "artifact"}
+ANSWER_KEYS = {"status", "job", "kind", "command", "output"}
 
 
 @pytest.fixture
@@ -25,7 +26,8 @@ def session(world: DaemonEnv) -> str:
 
 def test_ipython_answers_the_bash_keys_plus_result_and_error(world: DaemonEnv, session: str) -> None:
     settled = world.json("ipython", "--session", session, "-c", "import os\nprint(os.getcwd())\nx = 6 * 7\nx")
-    assert set(settled) >= OUTPUT_KEYS | {"status", "job", "result", "error"}
+    assert set(settled) >= ANSWER_KEYS | {"outcome", "result", "error", "exit_code", "killed"}
+    assert set(settled["output"]) >= OUTPUT_KEYS
     assert (settled["status"], settled["outcome"], settled["job"], settled["result"], settled["error"]) == (
         "settled",
         "ok",
@@ -33,7 +35,7 @@ def test_ipython_answers_the_bash_keys_plus_result_and_error(world: DaemonEnv, s
         "42",
         None,
     )
-    assert settled["text"] == f"{world.root / 'project'}\n"
+    assert settled["output"]["text"] == f"{world.root / 'project'}\n"
     again = world.json("ipython", "--session", session, "-c", "x + 1")
     assert again["result"] == "43"  # one kernel per session: the namespace persists
 
@@ -59,16 +61,18 @@ def test_a_cell_past_its_budget_is_a_job_to_wait_for_and_cancel(world: DaemonEnv
         "-c",
         "import time\nprint('begun')\ntime.sleep(1.5)\n'end'",
     )
-    assert (detached["status"], detached["budget_ms"], detached["result"]) == ("detached", 100, None)
-    assert set(detached) >= OUTPUT_KEYS
+    assert (detached["status"], detached["budget_ms"], detached["kind"]) == ("detached", 100, "cell")
+    assert set(detached) >= ANSWER_KEYS
+    assert "result" not in detached  # not yet: the job's wait answers it
     job = detached["job"]
-    listed = {j["id"]: j for j in world.json("jobs", "list", "--session", session)}
+    listed = {j["id"]: j for j in world.json("jobs", "list", "--session", session)["jobs"]}
     assert listed[job]["kind"] == "cell"
     assert listed[job]["status"] == "running"
     waited = world.json("jobs", "wait", "--session", session, job, "--timeout-ms", "20000")
     assert waited["status"] == "settled"
     assert waited["exit_code"] == 0
-    assert waited["text"] == "begun\n"
+    assert waited["output"]["text"] == "begun\n"
+    assert (waited["outcome"], waited["result"]) == ("ok", "'end'")  # a cell job's wait carries its result
 
     spinning = world.json("ipython", "--session", session, "--budget-ms", "100", "-c", "while True:\n    pass")
     cancelled = world.json("jobs", "cancel", "--session", session, spinning["job"])

@@ -18,6 +18,6 @@ def test_the_jobs_tour_runs(
     monkeypatch.chdir(tmp_path)
     exec(compile(code, str(DOC), "exec"), {"__name__": "tour"})
     lines = capsys.readouterr().out.splitlines()
-    assert "'budgetMs': 200" in lines[0]
+    assert lines[0] == "detached 200"
     assert lines[1].startswith("Detached(at_ms=")
     assert lines[2].endswith("Killed()")

@@ -12,27 +12,32 @@ from pathlib import Path
 
 import pytest
 
-from eukhe.session.journal import read_journal
+from eukhe.records.journal import EntryRecord
+from eukhe.store.journal import read_journal
 
 CHILD = r"""
 import os, resource, signal, sys
 from pathlib import Path
-from eukhe.session.journal import Journal, JournalError
+from eukhe.records.journal import EntryRecord
+from eukhe.store.journal import Journal, JournalError
+
+def entry(entry_id, content=""):
+    return EntryRecord(id=entry_id, parent=None, kind="user", content=content)
 
 path = Path(sys.argv[1])
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 journal = Journal(path)
-journal.commit([{"t": "entry", "id": "a"}])
+journal.commit([entry("a")])
 soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
 resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(path) + 10, hard))
 try:
-    journal.commit([{"t": "entry", "id": "b", "pad": "x" * 100}])
+    journal.commit([entry("b", "x" * 100)])
 except JournalError:
     pass
 else:
     sys.exit("the commit past the limit did not fail")
 resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-journal.commit([{"t": "entry", "id": "c"}])
+journal.commit([entry("c")])
 journal.close()
 """
 
@@ -42,7 +47,7 @@ def test_a_commit_after_a_torn_write_reads_whole(tmp_path: Path) -> None:
     path = tmp_path / "main.jsonl"
     subprocess.run([sys.executable, "-c", CHILD, str(path)], check=True, timeout=60)
     read = read_journal(path)
-    assert [c.records[0]["id"] for c in read.commits] == ["a", "c"]
+    assert [r.id for c in read.commits for r in c.records if isinstance(r, EntryRecord)] == ["a", "c"]
     assert [c.seq for c in read.commits] == [1, 2]
     assert len(read.diagnostics) == 1
     assert "unreadable" in read.diagnostics[0].reason

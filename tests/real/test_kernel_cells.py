@@ -40,14 +40,14 @@ def test_cells_share_one_namespace_with_top_level_await_and_background_tasks() -
             error = await km.run("def f():\n    return 1 / 0\nf()")
             assert error.status == "error"
             assert error.error is not None
-            assert (error.error["ename"], error.error["evalue"]) == ("ZeroDivisionError", "division by zero")
-            trace = "".join(error.error["traceback"])
+            assert (error.error.ename, error.error.evalue) == ("ZeroDivisionError", "division by zero")
+            trace = "".join(error.error.traceback)
             assert "<cell-" in trace
             assert "eukhe_kernel" not in trace
             assert "return 1 / 0" in trace
             syntax = await km.run("def (")
             assert syntax.error is not None
-            assert syntax.error["ename"] == "SyntaxError"
+            assert syntax.error.ename == "SyntaxError"
             value = await km.run("_ = None\nclass P:\n    def __repr__(self):\n        return 'P!'\nP()")
             assert value.result == "P!"
             none = await km.run("None")
@@ -70,11 +70,11 @@ def test_a_cell_that_is_one_expression_runs_like_any_other_cell() -> None:
             assert (await km.run("x")).result == "5"
             error = await km.run("\n1 / 0")
             assert error.error is not None
-            assert error.error["ename"] == "ZeroDivisionError"
-            assert "line 2" in "".join(error.error["traceback"])
+            assert error.error.ename == "ZeroDivisionError"
+            assert "line 2" in "".join(error.error.traceback)
             syntax = await km.run("1 +")
             assert syntax.error is not None
-            assert syntax.error["ename"] == "SyntaxError"
+            assert syntax.error.ename == "SyntaxError"
             assert (await km.run("  1")).error is not None
 
     run(scenario())
@@ -143,7 +143,7 @@ def test_interrupt_a_busy_sync_loop() -> None:
             outcome = await cell.wait()
             assert outcome.status == "interrupted"
             assert outcome.error is not None
-            assert outcome.error["ename"] == "KeyboardInterrupt"
+            assert outcome.error.ename == "KeyboardInterrupt"
             after = await km.run("1 + 1")
             assert (after.result, km.pid) == ("2", pid)
             blocked = await km.execute("import time\nprint('started')\ntime.sleep(3600)")
@@ -167,7 +167,7 @@ def test_interrupt_a_cell_awaiting_keeps_the_background_tasks() -> None:
             outcome = await cell.wait()
             assert outcome.status == "interrupted"
             assert outcome.error is not None
-            assert outcome.error["ename"] == "KeyboardInterrupt"
+            assert outcome.error.ename == "KeyboardInterrupt"
             alive = await km.run("b = beats\nawait asyncio.sleep(0.05)\n(beats > b, bg.done())")
             assert alive.result == "(True, False)"
 
@@ -186,7 +186,7 @@ def test_interrupt_a_cell_not_yet_started() -> None:
             skipped = await second.wait()
             assert skipped.status == "interrupted"
             assert skipped.error is not None
-            assert skipped.error["evalue"] == "interrupted before it started"
+            assert skipped.error.evalue == "interrupted before it started"
             check = await km.run("'ran_second' in globals()")
             assert check.result == "False"
             assert not await km.interrupt("c-unknown")
@@ -233,14 +233,14 @@ def test_a_payload_over_16_mib_fails_the_cell_before_any_frame() -> None:
             outcome = await km.run("display('x' * (17 * 1024 * 1024))")
             assert outcome.status == "error"
             assert outcome.error is not None
-            assert outcome.error["ename"] == "PayloadTooLargeError"
-            assert "16 MiB" in outcome.error["evalue"]
+            assert outcome.error.ename == "PayloadTooLargeError"
+            assert "16 MiB" in outcome.error.evalue
             assert outcome.displays == ()
             request = await km.run(
                 "from eukhe_kernel.api import host_request\nawait host_request('x', 'y' * (17 * 1024 * 1024))"
             )
             assert request.error is not None
-            assert request.error["ename"] == "PayloadTooLargeError"
+            assert request.error.ename == "PayloadTooLargeError"
             shown = await km.run("display([1, 2])")
             assert (shown.displays, shown.output.text) == (({"text/plain": "[1, 2]"},), b"[1, 2]\n")
             assert km.diagnostics == []
@@ -257,9 +257,9 @@ def test_a_kernel_that_dies_mid_cell_ends_it_and_the_next_cell_gets_a_fresh_kern
             died = await km.run("print('bye')\nimport os\nos.kill(os.getpid(), 9)")
             assert died.status == "died"
             assert died.error is not None
-            assert died.error["ename"] == "KernelDiedError"
-            assert "killed by signal 9" in died.error["evalue"]
-            assert "fresh kernel" in died.error["evalue"]
+            assert died.error.ename == "KernelDiedError"
+            assert "killed by signal 9" in died.error.evalue
+            assert "fresh kernel" in died.error.evalue
             fresh = await km.run("'x' in globals()")
             assert (fresh.status, fresh.result) == ("ok", "False")
             assert km.pid != pid
@@ -283,7 +283,7 @@ def test_kill_closes_stdin_and_the_stub_kills_its_bash_process_groups() -> None:
             outcome = await cell.wait()
             assert outcome.status == "killed"
             assert outcome.error is not None
-            assert outcome.error["ename"] == "KernelKilledError"
+            assert outcome.error.ename == "KernelKilledError"
             await until(lambda: process_gone(child), what="the bash() child to die")
             assert process_gone(kernel_pid)
 

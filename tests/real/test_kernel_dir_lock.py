@@ -29,7 +29,7 @@ from eukhe.kernel.bootstrap.dir_lock import (
     read_lock_facts,
     sweep,
 )
-from eukhe.kernel.bootstrap.errors import BootstrapLockTimeout
+from eukhe.kernel.bootstrap.errors import BootstrapLockTimeoutError
 
 pytestmark = pytest.mark.real
 
@@ -159,7 +159,7 @@ def test_a_lock_held_by_a_live_process_makes_the_attempt_wait_and_leave_nothing(
     assert child_start is not None
     (tmp_path / LOCK_NAME).write_text(format_owner(Owner(live_child.pid, child_start)))
     lock = BootstrapLock(tmp_path, timeout=0.3, poll=0.02)
-    with pytest.raises(BootstrapLockTimeout):
+    with pytest.raises(BootstrapLockTimeoutError):
         asyncio.run(lock.acquire())
     assert lock.waited
     assert files_beside(tmp_path) == {LOCK_NAME}  # the live owner's lock stays; no candidate or stale file

@@ -24,7 +24,7 @@ import pytest
 
 from eukhe.core.kernel_local import KERNEL_MISSING_TEXT, LOCK_NAME, BesideKind, Owner, beside_name, format_owner
 from eukhe.kernel.bootstrap import (
-    KernelNotInstalled,
+    KernelNotInstalledError,
     KernelSetupError,
     check_state,
     ensure_kernel_python,
@@ -83,7 +83,7 @@ def install(python: str = BASE_PYTHON, **kwargs: object) -> bool:
 
 
 def test_a_real_install_builds_a_checked_venv_that_runs_the_kernel(home: Path) -> None:
-    assert check_state()["state"] == "absent"
+    assert check_state().state == "absent"
     result = asyncio.run(install_kernel_python(BASE_PYTHON))
     assert result.built
     paths = kernel_paths()
@@ -110,7 +110,7 @@ def test_a_real_install_builds_a_checked_venv_that_runs_the_kernel(home: Path) -
     assert asyncio.run(install_kernel_python()).built is False  # without --python: the recorded Python is kept
     assert asyncio.run(ensure_kernel_python()) == paths.python
     state = check_state()
-    assert (state["state"], state["ready"], state["python"]) == ("ready", True, str(paths.python))
+    assert (state.state, state.ready, state.python) == ("ready", True, str(paths.python))
 
 
 def test_the_cli_installs_and_checks(home: Path) -> None:
@@ -149,10 +149,10 @@ try:
     network = True
 except OSError:
     network = False
-from eukhe.kernel.bootstrap import ensure_kernel_python, KernelNotInstalled
+from eukhe.kernel.bootstrap import ensure_kernel_python, KernelNotInstalledError
 try:
     print(json.dumps({"network": network, "python": str(asyncio.run(ensure_kernel_python()))}))
-except KernelNotInstalled as error:
+except KernelNotInstalledError as error:
     print(json.dumps({"network": network, "error": str(error), "cause": error.cause}))
 """
 
@@ -178,7 +178,7 @@ def test_a_session_rebuilds_a_venv_of_another_build_with_the_network_taken_away(
     stamp_data = json.loads(paths.stamp.read_text())
     stamp_data["build"] = "0" * 64  # the venv of the build before an update
     paths.stamp.write_text(json.dumps(stamp_data))
-    assert check_state()["state"] == "stale"
+    assert check_state().state == "stale"
     before = paths.venv.stat().st_ino
     answer = session_without_network(child_env())
     assert answer == {"network": False, "python": str(paths.python)}
@@ -219,7 +219,7 @@ def test_missing_kernel_names_the_install_and_other_work_goes_on(home: Path) -> 
         return kernel, out
 
     kernel, out = asyncio.run(session())
-    assert isinstance(kernel, KernelNotInstalled)
+    assert isinstance(kernel, KernelNotInstalledError)
     assert str(kernel) == "The Python kernel is not installed: run `eukhe kernel install` once"
     assert kernel.code == "kernel_not_installed"
     assert out == b"bash runs\n"
@@ -233,7 +233,7 @@ def test_a_user_python_installs_nothing(home: Path, monkeypatch: pytest.MonkeyPa
     assert (result.user_python, result.built, result.python) == (True, False, Path(BASE_PYTHON))
     assert not home.exists()  # nothing installed, not even the agent dir
     state = check_state()
-    assert (state["state"], state["user_python"], state["ready"]) == ("user_python", BASE_PYTHON, True)
+    assert (state.state, state.user_python, state.ready) == ("user_python", BASE_PYTHON, True)
 
 
 @pytest.mark.parametrize("damage", ["tampered hash", "missing hash"])
@@ -256,8 +256,8 @@ def test_a_bad_lock_fails_the_install_and_nothing_half_installed_is_used(
     assert not paths.venv.exists()
     assert not paths.record.exists()
     assert leftovers(home) == set()
-    assert check_state(lock=lock)["state"] == "absent"
-    with pytest.raises(KernelNotInstalled):
+    assert check_state(lock=lock).state == "absent"
+    with pytest.raises(KernelNotInstalledError):
         asyncio.run(ensure_kernel_python(lock=lock))
 
 
@@ -295,7 +295,7 @@ def test_racing_processes_set_up_the_venv_once(home: Path) -> None:
     assert any(a["waited"] for a in answers if not a["built"])  # they waited for the builder, then used its venv
     assert {a["python"] for a in answers} == {str(kernel_paths().python)}
     assert leftovers(home) == set()
-    assert check_state()["state"] == "ready"
+    assert check_state().state == "ready"
 
 
 HANGING_UV = """#!/bin/sh
@@ -358,7 +358,7 @@ def test_a_holder_killed_mid_build_is_swept_and_the_next_attempt_builds(
     (home / beside_name(BesideKind.STALE, holder.pid, 6)).write_text("")
     assert install()
     assert leftovers(home) == set()
-    assert check_state()["state"] == "ready"
+    assert check_state().state == "ready"
 
 
 def mirror_path_uv_asks_for(uv: Path, tmp_path: Path) -> Path:
@@ -410,12 +410,12 @@ def test_the_download_branch_checks_the_python_archive_before_use(
 
 NO_UV_SCRIPT = """
 import asyncio, json, sys
-from eukhe.kernel.bootstrap import KernelNotInstalled, ensure_kernel_python, install_kernel_python
+from eukhe.kernel.bootstrap import KernelNotInstalledError, ensure_kernel_python, install_kernel_python
 from eukhe.kernel.bootstrap.uvtool import find_uv
 answer = {"found_before": str(find_uv()) if find_uv() else None}
 try:
     asyncio.run(ensure_kernel_python())
-except KernelNotInstalled as error:
+except KernelNotInstalledError as error:
     answer["session"] = [str(error), error.cause]
 result = asyncio.run(install_kernel_python(sys.argv[1]))
 answer["built"] = result.built
@@ -455,7 +455,7 @@ def test_uv_is_installed_with_its_hashes_only_by_the_install_command(home: Path,
 
 def test_check_tells_the_truth_in_each_state(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def state() -> object:
-        return check_state()["state"]
+        return check_state().state
 
     assert state() == "absent"
     assert install()
@@ -469,13 +469,12 @@ def test_check_tells_the_truth_in_each_state(home: Path, monkeypatch: pytest.Mon
     assert asyncio.run(ensure_kernel_python()) == paths.python  # a session rebuilds it (offline) and uses it
     assert state() == "ready"
     monkeypatch.setenv("EUKHE_KERNEL_PYTHON", BASE_PYTHON)
-    assert (state(), check_state()["user_python"]) == ("user_python", BASE_PYTHON)
+    assert (state(), check_state().user_python) == ("user_python", BASE_PYTHON)
 
 
 def test_after_a_real_install_a_sessions_cells_run_on_that_venv(home: Path, tmp_path: Path) -> None:
     """The issue's "done when": `eukhe kernel install`, then a session's `ipython` cells run on the venv it made."""
-    from eukhe.kernel.cells import CellSettled
-    from eukhe.session import Session
+    from eukhe.api import Session, Settled
 
     assert install()
     paths = kernel_paths()
@@ -490,27 +489,27 @@ def test_after_a_real_install_a_sessions_cells_run_on_that_venv(home: Path, tmp_
         return first, second
 
     first, second = asyncio.run(cells())
-    assert isinstance(first, CellSettled)
-    assert isinstance(second, CellSettled)
-    assert first.as_json()["result"] == repr(str(paths.python))
-    assert second.as_json()["result"] == "42"
+    assert isinstance(first, Settled)
+    assert isinstance(second, Settled)
+    assert first.result == repr(str(paths.python))
+    assert second.result == "42"
 
 
 def test_kernel_missing_spares_tools_in_a_session(home: Path, tmp_path: Path) -> None:
     """A session whose kernel cannot be set up: `ipython` names the install; the session opens and bash runs."""
-    from eukhe.session import Session
+    from eukhe.api import Session
 
     async def session_work() -> tuple[BaseException, dict[str, object]]:
         session = await Session.create(tmp_path, root=tmp_path / "sessions")
         try:
-            with pytest.raises(KernelNotInstalled) as missing:
+            with pytest.raises(KernelNotInstalledError) as missing:
                 await session.ipython("1 + 1", budget_ms=5_000)
             ran = await session.execute_bash_and_wait("echo bash runs", budget_ms=10_000)
-            return missing.value, ran.as_json()
+            return missing.value, ran.to_json()
         finally:
             await session.close()
 
     error, ran = asyncio.run(session_work())
     assert str(error) == KERNEL_MISSING_TEXT
-    assert ran["exitCode"] == 0
+    assert ran["exit_code"] == 0
     assert ran["output"]["text"] == "bash runs\n"  # type: ignore[index]

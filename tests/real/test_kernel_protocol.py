@@ -56,8 +56,8 @@ def test_kernel_protocol_frame_caps() -> None:
             )
             assert broken.status == "fault"
             assert broken.error is not None
-            assert broken.error["ename"] == "KernelProtocolError"
-            assert "oversized_headerless" in broken.error["evalue"]
+            assert broken.error.ename == "KernelProtocolError"
+            assert "oversized_headerless" in broken.error.evalue
             assert [fault.reason for fault in km.faults] == [FaultReason.OVERSIZED_HEADERLESS]
             assert any("protocol repair" in line for line in km.diagnostics)
             fresh = await km.run("'answers' in globals()")
@@ -242,8 +242,8 @@ def test_a_handler_error_is_its_one_reply() -> None:
             )
             assert outcome.result == (
                 "[('handler_error', 'LookupError: nothing there'), "
-                "('unencodable', \"the handler's result is not JSON: Out of range float values are not JSON "
-                'compliant")]'
+                "('unencodable', \"the handler's result is not JSON: the handler's result holds nan, which strict "
+                'JSON cannot carry")]'
             )
 
     run(scenario())

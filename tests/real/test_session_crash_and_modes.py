@@ -30,12 +30,12 @@ HOST = textwrap.dedent(
     import asyncio, sys
     from pathlib import Path
     from eukhe.core.limits import On, OutputLimits
-    from eukhe.harness.tool import ToolRegistration
+    from eukhe.harness.tool import NoToolArgs, ToolRegistration
     from eukhe.session import Session, SessionSettings
 
     async def main() -> None:
         root, work, pidfile = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-        settings = SessionSettings(truncation=On(OutputLimits(1000, 50)))
+        settings = SessionSettings.bounded_by(On(OutputLimits(1000, 50)))
         session = await Session.create(work, root=root, session_id="crash", settings=settings)
         session.append("user", "go")
         await session.execute_bash_and_wait(f"echo $$ > {pidfile}; exec sleep 600", budget_ms=0)
@@ -49,7 +49,7 @@ HOST = textwrap.dedent(
             reported.set()
             await asyncio.Event().wait()
 
-        session.harness.register(ToolRegistration("big", {"type": "object"}, execute))
+        session.harness.register(ToolRegistration("big", NoToolArgs, execute))
         call = asyncio.ensure_future(session.harness.call("big", {}, call_id="c1"))
         await reported.wait()
         print("READY", flush=True)
@@ -116,20 +116,20 @@ MODES_HOST = textwrap.dedent(
     import asyncio, os, sys
     from pathlib import Path
     from eukhe.core.limits import On, OutputLimits
-    from eukhe.harness.tool import ToolRegistration
+    from eukhe.harness.tool import NoToolArgs, ToolRegistration
     from eukhe.session import Session, SessionSettings
 
     os.umask(0)
 
     async def main() -> None:
-        settings = SessionSettings(truncation=On(OutputLimits(100, 5)), tool_blocking_budget_ms=5000)
+        settings = SessionSettings.bounded_by(On(OutputLimits(100, 5)), tool_blocking_budget_ms=5000)
         session = await Session.create(sys.argv[1], settings=settings)
         first = session.append("user", "go")
 
         async def execute(args, api):
             return b"x" * 5000
 
-        session.harness.register(ToolRegistration("big", {"type": "object"}, execute))
+        session.harness.register(ToolRegistration("big", NoToolArgs, execute))
         await session.harness.call("big", {})
         await session.execute_bash_and_wait("head -c 5000 /dev/zero", budget_ms=5000)
         await session.fork(first.id)

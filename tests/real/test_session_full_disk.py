@@ -12,7 +12,8 @@ import pytest
 CHILD = r"""
 import asyncio, os, resource, signal, sys
 from pathlib import Path
-from eukhe.session.journal import JournalError
+from eukhe.records.journal import CallStart, Checkpoint
+from eukhe.store.journal import JournalError
 from eukhe.session.session import Session
 
 root, project = Path(sys.argv[1]), Path(sys.argv[2])
@@ -24,7 +25,8 @@ def fds():
 
 async def main():
     session = await Session.create(project, root=root, session_id="s1")
-    session.commit([{"t": "slot", "call": "c1", "tool": "bash", "status": "running"}])  # a crash leaves it running
+    checkpoint = Checkpoint(artifact_dir=str(root), artifact_prefix="none", truncation="off")
+    session.commit([CallStart(call="c1", tool="bash", args={}, checkpoint=checkpoint)])  # a crash leaves it running
     await session.close()
     before = fds()
     resource.setrlimit(resource.RLIMIT_FSIZE, (10, hard))  # below any commit, and below the journal s1 holds

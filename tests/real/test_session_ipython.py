@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from eukhe.kernel.cells import CellDetached, CellSettled
-from eukhe.session import Session, SessionSettings
+from eukhe.api import Detached, Session, SessionSettings, Settled
 from tests.real.kernel_support import process_gone, run, until
 
 pytestmark = pytest.mark.real
@@ -23,23 +22,23 @@ def test_a_sessions_cells_share_a_kernel_and_a_rewind_stops_a_cell_job_started_a
         )
         try:
             first = await session.ipython("import os\nseen = os.getcwd()\nseen")
-            assert isinstance(first, CellSettled)
-            assert first.outcome.result == repr(str(work))
+            assert isinstance(first, Settled)
+            assert first.result == repr(str(work))
             question = session.append("user", "spin")
             spinning = await session.ipython("print('spinning')\nwhile True:\n    pass", budget_ms=100)
-            assert isinstance(spinning, CellDetached)
-            assert [job["id"] for job in session.jobs.list()] == [spinning.job_id]
+            assert isinstance(spinning, Detached)
+            assert [job.id for job in session.jobs.list()] == [spinning.job]
             answer = session.append("assistant", "spinning")
             rewound = await session.navigate_tree(answer.id)
-            assert rewound.as_json()["stoppedJobs"] == []  # the cell started before this entry: kept
+            assert rewound.stopped_jobs == []  # the cell started before this entry: kept
             rewound = await session.navigate_tree(question.id)
-            assert rewound.as_json()["stoppedJobs"] == [spinning.job_id]  # started after the question: stopped
+            assert rewound.stopped_jobs == [spinning.job]  # started after the question: stopped
             again = await session.ipython("seen")
-            assert isinstance(again, CellSettled)
-            assert again.outcome.result == repr(str(work))  # interrupted, not killed: the namespace stays
-            kernel = session._kernel
+            assert isinstance(again, Settled)
+            assert again.result == repr(str(work))  # interrupted, not killed: the namespace stays
+            kernel = session.kernel
             assert kernel is not None
-            pid = kernel.manager.pid
+            pid = kernel.pid
             assert pid is not None
         finally:
             await session.close()

@@ -17,15 +17,18 @@ from typing import Any
 import pytest
 
 from eukhe.core.jobdocs import JOB_DOC_TYPE
+from eukhe.harness import NoToolArgs
 from eukhe.jobs import VirtualClock
-from eukhe.jobs.bash import BashDetached, BashOptions, BashSettled
+from eukhe.jobs.bash import BashOptions
+from eukhe.records.jobs import Detached, Settled
+from eukhe.records.journal import EntryRecord
 from eukhe.session import Session, SessionSettings, UnknownJobError
-from eukhe.session.journal import read_journal
-from eukhe.session.tree import UnknownEntryError
+from eukhe.store.journal import read_journal
+from eukhe.store.tree import UnknownEntryError
 
 pytestmark = pytest.mark.real
 
-FAST = BashOptions(kill_grace_s=0.5, drain_s=0.05)
+FAST = BashOptions(kill_grace_ms=500, drain_ms=50)
 SETTINGS = SessionSettings(tool_blocking_budget_ms=5000)
 
 
@@ -47,8 +50,8 @@ async def new_session(tmp_path: Path, **kwargs: Any) -> Session:
 
 async def detach(session: Session, command: str) -> str:
     run = await session.execute_bash_and_wait(command, budget_ms=0)
-    assert isinstance(run, BashDetached)
-    return run.job_id
+    assert isinstance(run, Detached)
+    return run.job
 
 
 def nodes(session: Session) -> set[str]:
@@ -70,8 +73,8 @@ def test_jobs_are_state_tree_nodes_the_prompt_shows_and_a_rewind_stops_the_orpha
         assert kept in prompt
         assert orphan in prompt
         rewound = await session.navigate_tree(second.id)
-        assert rewound.as_json()["stoppedJobs"] == [orphan]
-        assert rewound.as_json()["stoppingJobs"] == []
+        assert rewound.stopped_jobs == [orphan]
+        assert rewound.stopping_jobs == []
         assert session.leaf == second.id
         await session.writer.idle()
         assert nodes(session) == {kept}
@@ -79,7 +82,8 @@ def test_jobs_are_state_tree_nodes_the_prompt_shows_and_a_rewind_stops_the_orpha
         assert orphan not in session.system_prompt()
         assert first.id in {e.id for e in session.entries()}
         cancelled = await session.jobs.cancel(kept)
-        assert cancelled["end"] == {"exitCode": None, "killed": True}
+        assert isinstance(cancelled, Settled)
+        assert (cancelled.exit_code, cancelled.killed) == (None, True)
         await session.writer.idle()
         assert nodes(session) == set()
         assert "running-jobs" not in session.system_prompt()
@@ -103,9 +107,9 @@ def test_an_awaited_run_past_the_budget_answers_detached_and_its_end_records_its
         assert not call.done()
         clock.advance(1)
         run = await call
-        assert isinstance(run, BashDetached)
-        assert run.as_json()["detached"] == {"job": job.id, "budgetMs": 250}
-        assert run.output.text == b"before\n"
+        assert isinstance(run, Detached)
+        assert (run.job, run.budget_ms) == (job.id, 250)
+        assert run.output.text == "before\n"
         await session.writer.idle()
         assert nodes(session) == {job.id}
         assert not [e for e in session.entries() if e.kind == "notice"]
@@ -116,13 +120,13 @@ def test_an_awaited_run_past_the_budget_answers_detached_and_its_end_records_its
         (row,) = [e for e in session.entries() if e.kind == "notice"]
         assert row.content["notice"] == "eukhe.bash"
         assert row.content["job"] == job.id
-        assert row.content["exitCode"] == 0
+        assert row.content["exit_code"] == 0
         assert row.content["output"]["text"] == "before\nafter\n"
         assert nodes(session) == set()
         # within the budget it settles, and records its row too
         settled = asyncio.ensure_future(session.execute_bash_and_wait("echo quick", 250))
         done = await settled
-        assert isinstance(done, BashSettled)
+        assert isinstance(done, Settled)
         assert done.exit_code == 0
         await session.writer.idle()
         rows = [e for e in session.entries() if e.kind == "notice"]
@@ -143,19 +147,19 @@ def test_navigate_tree_stops_the_jobs_started_after_its_target(tmp_path: Path) -
         session.append("user", "three")
         rewound = await session.navigate_tree(middle.id)
         assert set(rewound.stopped_jobs) == {after, later}
-        assert [j["id"] for j in session.jobs.list() if j["running"]] == [before]
+        assert [j.id for j in session.jobs.list() if j.status == "running"] == [before]
         rewound = await session.navigate_tree(root.id)
-        assert rewound.stopped_jobs == (before,)
+        assert rewound.stopped_jobs == [before]
         with pytest.raises(UnknownEntryError):
             await session.navigate_tree("no-such-entry")
         again = await detach(session, "sleep 60")
-        assert (await session.navigate_tree(None)).stopped_jobs == (again,)
+        assert (await session.navigate_tree(None)).stopped_jobs == [again]
         assert session.leaf is None
         await session.close()
         # an entry from before the open comes before every job
         reopened = await Session.open(session.id, root=tmp_path / "sessions", bash_options=FAST)
         fresh = await detach(reopened, "sleep 60")
-        assert (await reopened.navigate_tree(middle.id)).stopped_jobs == (fresh,)
+        assert (await reopened.navigate_tree(middle.id)).stopped_jobs == [fresh]
         await reopened.close()
 
     asyncio.run(scenario())
@@ -166,14 +170,14 @@ def test_jobs_list_wait_and_cancel(tmp_path: Path) -> None:
         session = await new_session(tmp_path)
         job = await detach(session, "echo hi; sleep 0.2; exit 3")
         waited = await session.jobs.wait(job, 5000)
-        assert waited["settled"] is True
-        assert waited["end"] == {"exitCode": 3, "killed": False}
-        assert waited["output"]["text"] == "hi\n"
+        assert isinstance(waited, Settled)
+        assert (waited.exit_code, waited.killed) == (3, False)
+        assert waited.output.text == "hi\n"
         slow = await detach(session, "sleep 60")
         short = await session.jobs.wait(slow, 0)
-        assert short["settled"] is False
-        assert short["running"] is True
-        assert [j["id"] for j in session.jobs.list()] == [job, slow]
+        assert isinstance(short, Detached)
+        assert session.jobs.list()[1].status == "running"
+        assert [j.id for j in session.jobs.list()] == [job, slow]
         with pytest.raises(UnknownJobError):
             await session.jobs.wait("job-nope")
         await session.close()
@@ -193,12 +197,13 @@ def test_fork_copies_the_branch_through_a_private_staging_dir_and_stops_the_orph
         session.append("user", "three")
         await session.writer.idle()
         forked = await session.fork(second.id)
-        assert forked.stopped_jobs == (orphan,)
-        assert forked.session_id != old_id
-        assert session.id == forked.session_id
+        assert forked.stopped_jobs == [orphan]
+        assert (forked.session, forked.parent) != (old_id, old_id)
+        assert forked.parent == old_id
+        assert session.id == forked.session
         assert [e.id for e in session.branch()] == [first.id, second.id]
         assert nodes(session) == {kept}
-        fork_dir = tmp_path / "sessions" / forked.session_id
+        fork_dir = tmp_path / "sessions" / forked.session
         assert stat.S_IMODE(os.stat(fork_dir).st_mode) == 0o700
         assert stat.S_IMODE(os.stat(fork_dir / "main.jsonl").st_mode) == 0o600
         assert not [p for p in (tmp_path / "sessions").iterdir() if p.name.startswith(".staging-")]
@@ -208,12 +213,14 @@ def test_fork_copies_the_branch_through_a_private_staging_dir_and_stops_the_orph
         assert nodes(session) == set()
         await session.close()
         old = read_journal(tmp_path / "sessions" / old_id / "main.jsonl")
-        assert not any(r.get("content") == "in the fork" for c in old.commits for r in c.records)
+        assert not any(
+            isinstance(r, EntryRecord) and r.content == "in the fork" for c in old.commits for r in c.records
+        )
         # a fork to "none": before every entry, every running job stops
         again = await Session.open(old_id, root=tmp_path / "sessions", bash_options=FAST)
         late = await detach(again, "sleep 60")
         empty = await again.fork(None)
-        assert empty.stopped_jobs == (late,)
+        assert empty.stopped_jobs == [late]
         assert again.entries() == []
         assert again.leaf is None
         await again.close()
@@ -229,7 +236,7 @@ def test_a_rewind_answers_the_jobs_not_ended_within_the_budget_as_stopping(tmp_p
             work,
             root=tmp_path / "sessions",
             settings=SessionSettings(tool_blocking_budget_ms=100),
-            bash_options=BashOptions(kill_grace_s=1.0, drain_s=0.05),
+            bash_options=BashOptions(kill_grace_ms=1000, drain_ms=50),
         )
         target = session.append("user", "one")
         stubborn = await detach(session, "trap '' TERM; echo ready; while :; do sleep 0.05; done")
@@ -237,8 +244,8 @@ def test_a_rewind_answers_the_jobs_not_ended_within_the_budget_as_stopping(tmp_p
         assert job is not None
         await poll_until(lambda: job.snapshot().text == b"ready\n")
         rewound = await session.navigate_tree(target.id)
-        assert rewound.as_json()["stoppingJobs"] == [stubborn]
-        assert rewound.as_json()["stoppedJobs"] == []
+        assert rewound.stopping_jobs == [stubborn]
+        assert rewound.stopped_jobs == []
         await poll_until(lambda: not job.running)  # SIGKILL after the grace ends it later
         assert job.end is not None
         await session.close()
@@ -258,13 +265,13 @@ def test_close_settles_the_running_tool_calls_as_cancelled(tmp_path: Path) -> No
             started.set()
             await asyncio.Event().wait()
 
-        session.harness.register(ToolRegistration("hang", {"type": "object"}, execute))
+        session.harness.register(ToolRegistration("hang", NoToolArgs, execute))
         call = asyncio.ensure_future(session.harness.call("hang", {}, call_id="c1"))
         await started.wait()
         await session.close()
         result = await call
         assert result.status == "cancelled"
-        assert result.output.text == b"so far"
+        assert result.output.text == "so far"
         reopened = await Session.open(session.id, root=tmp_path / "sessions")
         assert reopened.view_state().slots["c1"].outcome == "cancelled"
         await reopened.close()

@@ -15,24 +15,24 @@ from typing import TypeVar
 
 import pytest
 
-from eukhe.core.job import Detached, Exited, Killed, Settled
+from eukhe.core import job as core
+from eukhe.core.job import Exited, Killed
 from eukhe.core.limits import DEFAULT_TRUNCATION, Keep, Off, On, OutputLimits, Truncation
 from eukhe.jobs import Job, JobTable, JobTableClosedError, wait_until
 from eukhe.jobs.bash import (
-    BashDetached,
     BashOptions,
     BashRun,
-    BashSettled,
     BashStartError,
     bash_and_wait,
-    group_members,
     start_bash,
 )
+from eukhe.procs import group_members
+from eukhe.records.jobs import Detached, Settled
 
 pytestmark = pytest.mark.real
 
 T = TypeVar("T")
-FAST = BashOptions(kill_grace_s=0.3, drain_s=0.05)
+FAST = BashOptions(kill_grace_ms=300, drain_ms=50)
 
 
 def run(body: Callable[[JobTable], Awaitable[T]]) -> T:
@@ -86,7 +86,7 @@ def test_a_job_whose_grandchildren_ignore_sigterm_is_fully_gone_after_cancel(tmp
         assert os.getsid(pgid) == pgid
         job.kill()
         verdict = await wait_until(job, table.clock.now_ms() + 10_000)
-        assert verdict == Settled(Killed())
+        assert verdict == core.Settled(Killed())
         assert group_members(pgid) == []  # no process of its group survives
 
     run(body)
@@ -99,7 +99,7 @@ def test_a_command_that_closes_stdout_and_stderr_and_keeps_running_is_still_kill
         pgid = pgid_of(job)
         await until(lambda: any(_comm(pid) == "sleep" for pid in group_members(pgid)))
         job.kill()
-        assert await wait_until(job, table.clock.now_ms() + 10_000) == Settled(Killed())
+        assert await wait_until(job, table.clock.now_ms() + 10_000) == core.Settled(Killed())
         assert group_members(pgid) == []
         assert job.result().text == b"bye\n"
 
@@ -117,9 +117,9 @@ def test_a_command_that_exits_while_a_background_child_holds_stdout_returns_prom
             budget_ms=8_000,
             options=FAST,
         )
-        assert isinstance(answer, BashSettled), answer  # a hang would detach at the budget
-        assert (answer.exit_code, answer.killed, answer.output.text) == (0, False, b"done\n")
-        job = table.get(answer.job_id)
+        assert isinstance(answer, Settled), answer  # a hang would detach at the budget
+        assert (answer.exit_code, answer.killed, answer.output.text) == (0, False, "done\n")
+        job = table.get(answer.job)
         assert job is not None
         assert group_members(pgid_of(job)) == []  # the group ended with the job: the sleep is gone
 
@@ -138,15 +138,15 @@ def test_large_output_is_counted_exactly_under_the_cap_and_spills_to_the_artifac
             table=table,
             budget_ms=60_000,
         )
-        assert isinstance(answer, BashSettled)
-        job = table.get(answer.job_id)
+        assert isinstance(answer, Settled)
+        job = table.get(answer.job)
         assert job is not None
         assert (job.kept, job.dropped) == (51_200, size - 51_200)
         assert answer.output.bytes_kept + answer.output.bytes_dropped == size
         assert answer.output.bytes_kept <= 51_200
         assert answer.output.artifact is not None
-        assert answer.output.artifact.stat().st_size == size
-        assert answer.output.artifact.stat().st_mode & 0o777 == 0o600
+        assert Path(answer.output.artifact).stat().st_size == size
+        assert Path(answer.output.artifact).stat().st_mode & 0o777 == 0o600
 
     run(body)
 
@@ -161,10 +161,10 @@ def test_opt_out_keeps_every_byte(tmp_path: Path) -> None:
             table=table,
             budget_ms=30_000,
         )
-        assert isinstance(answer, BashSettled)
-        assert answer.output.text == b"x" * 3_000_000
+        assert isinstance(answer, Settled)
+        assert answer.output.text == "x" * 3_000_000
         assert (answer.output.bytes_kept, answer.output.bytes_dropped, answer.output.artifact) == (3_000_000, 0, None)
-        job = table.get(answer.job_id)
+        job = table.get(answer.job)
         assert job is not None
         assert (job.kept, job.dropped) == (3_000_000, 0)
 
@@ -186,7 +186,7 @@ def test_cap_and_one_end(tmp_path: Path) -> None:
         table.subscribe(Listener())
         truncation = On(OutputLimits(10, 1000, Keep.HEAD))
         job = await bash(table, "printf 0123456789abcdef; exit 7", tmp_path, truncation)
-        assert await wait_until(job, table.clock.now_ms() + 10_000) == Settled(Exited(7))
+        assert await wait_until(job, table.clock.now_ms() + 10_000) == core.Settled(Exited(7))
         assert (job.kept, job.dropped) == (10, 6)
         assert job.finish(Killed()) is False
         job.write(b"late")
@@ -201,8 +201,8 @@ def test_exit_codes_and_a_signal_nobody_sent(tmp_path: Path) -> None:
     async def body(table: JobTable) -> None:
         plain = await bash(table, "exit 3", tmp_path)
         signalled = await bash(table, "kill -KILL $$", tmp_path)
-        assert await wait_until(plain, table.clock.now_ms() + 10_000) == Settled(Exited(3))
-        assert await wait_until(signalled, table.clock.now_ms() + 10_000) == Settled(Exited(137))
+        assert await wait_until(plain, table.clock.now_ms() + 10_000) == core.Settled(Exited(3))
+        assert await wait_until(signalled, table.clock.now_ms() + 10_000) == core.Settled(Exited(137))
 
     run(body)
 
@@ -249,13 +249,13 @@ def test_a_rewind_names_the_jobs_still_stopping_at_its_deadline(tmp_path: Path) 
             truncation=DEFAULT_TRUNCATION,
             artifact_dir=None,
             table=table,
-            options=BashOptions(kill_grace_s=1.0),
+            options=BashOptions(kill_grace_ms=1000),
         )
         await until(lambda: b"armed" in slow.snapshot().text)
         rewound = await table.rewind(None, table.clock.now_ms() + 50)  # SIGKILL comes only after the 1 s grace
         assert rewound.stopped == ()
         assert rewound.stopping == (slow,)
-        assert await wait_until(slow, table.clock.now_ms() + 10_000) == Settled(Killed())
+        assert await wait_until(slow, table.clock.now_ms() + 10_000) == core.Settled(Killed())
 
     run(body)
 
@@ -272,15 +272,15 @@ def test_wait_detaches_at_the_budget_and_a_later_wait_settles(tmp_path: Path) ->
             table=table,
             budget_ms=0,
         )
-        assert isinstance(answer, BashDetached)
-        assert answer.as_json()["detached"] == {"job": answer.job_id, "budgetMs": 0}
-        job = table.get(answer.job_id)
+        assert isinstance(answer, Detached)
+        assert (answer.job, answer.budget_ms) == (answer.job, 0)
+        job = table.get(answer.job)
         assert job is not None
         assert job.running
-        assert await wait_until(job, table.clock.now_ms() + 10_000) == Settled(Exited(0))
+        assert await wait_until(job, table.clock.now_ms() + 10_000) == core.Settled(Exited(0))
         assert job.result().text == b"started\nfinished\n"
         passed = await wait_until(job, table.clock.now_ms())  # a passed deadline detaches even when the end is ready
-        assert isinstance(passed, Detached)
+        assert isinstance(passed, core.Detached)
 
     run(body)
 
@@ -306,7 +306,7 @@ def test_a_process_that_left_the_group_does_not_hold_the_job_open(tmp_path: Path
             budget_ms=8_000,
             options=FAST,
         )
-        assert isinstance(answer, BashSettled), answer
+        assert isinstance(answer, Settled), answer
         escaped.append(int(answer.output.text))
         assert answer.exit_code == 0
         assert _comm(escaped[0]) == "sleep"  # not ours: left running

@@ -4,7 +4,8 @@ Each call is a generated script (result bytes, warnings, usage reports, progress
 last bytes or a cancel); calls run in small concurrent groups on a real Harness over a real journal. Every commit
 from a call's start is recorded and printed per call: `start` (its slot `running`), `settle ...` (read back from
 the result entry), or `progress` for any other commit that touches the call's slot. The model has no `progress`, so
-a journaled progress update would fail the comparison, as would a lost byte, warning or usage report.
+a journaled progress update would fail the comparison, as would a lost byte, warning or usage report. The model
+counts the result bytes; the settle's bytes are also compared with the script's own (Truncation Off keeps them all).
 """
 
 from __future__ import annotations
@@ -32,14 +33,23 @@ from eukhe.core.job import (
 )
 from eukhe.core.limits import Off
 from eukhe.harness.harness import Harness
-from eukhe.harness.tool import ToolExecutionApi, ToolRegistration
+from eukhe.harness.tool import NoToolArgs, ToolExecutionApi, ToolRegistration
 from eukhe.private_fs import make_private_dirs
-from eukhe.session.journal import Commit, Journal
-from eukhe.session.ledger import Ledger
-from eukhe.session.tree import Trees
+from eukhe.records.journal import CallSettle, Commit, EntryRecord
+from eukhe.records.journal import CallStart as StartRecordOnDisk
+from eukhe.store.journal import Journal
+from eukhe.store.ledger import Ledger
+from eukhe.store.tree import Trees
 
 CALLS = 40
 GROUP = 4
+
+
+@dataclass(frozen=True)
+class Write:
+    """The tool reports these result bytes."""
+
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -47,17 +57,17 @@ class Script:
     """One generated call: its steps, then how it ends."""
 
     call_id: str
-    steps: tuple[CallEvent, ...]  # CallOutput, CallWarning, CallUsage, CallProgress
+    steps: tuple[Write | CallEvent, ...]  # Write, CallWarning, CallUsage, CallProgress
     last: bytes | None  # returned bytes (None: returns nothing)
     cancel: bool
 
 
 def generate(rng: random.Random, index: int) -> Script:
-    steps: list[CallEvent] = []
+    steps: list[Write | CallEvent] = []
     for _ in range(rng.randrange(0, 12)):
         kind = rng.randrange(4)
         if kind == 0:
-            steps.append(CallOutput(rng.randbytes(rng.randrange(0, 40))))
+            steps.append(Write(rng.randbytes(rng.randrange(0, 40))))
         elif kind == 1:
             steps.append(CallWarning(rng.choice(["slow", "retrying", "ü", "deprecated"]) + str(rng.randrange(9))))
         elif kind == 2:
@@ -70,54 +80,73 @@ def generate(rng: random.Random, index: int) -> Script:
 
 
 def model_events(script: Script) -> list[CallEvent]:
-    events: list[CallEvent] = [CallStart(), *script.steps]
+    events: list[CallEvent] = [CallStart()]
+    events.extend(CallOutput(len(step.data)) if isinstance(step, Write) else step for step in script.steps)
     if script.cancel:
         events.append(CallCancel())
     else:
         if script.last:
-            events.append(CallOutput(script.last))
+            events.append(CallOutput(len(script.last)))
         events.append(CallReturn())
     return events
 
 
-def render_settle(outcome: str, output: bytes, warnings: Any, usage: Any) -> str:
+def script_bytes(script: Script) -> bytes:
+    """Every result byte the script's tool reports, in order."""
+    data = b"".join(step.data for step in script.steps if isinstance(step, Write))
+    return data + (script.last or b"") if not script.cancel else data
+
+
+def render_settle(outcome: str, written: int, warnings: Any, usage: Any) -> str:
     usage_text = ";".join(",".join(f"{name}={amount}" for name, amount in report) for report in usage)
-    return f"settle {outcome} output={output.hex()} warnings={list(warnings)!r} usage=[{usage_text}]"
+    return f"settle {outcome} written={written} warnings={list(warnings)!r} usage=[{usage_text}]"
 
 
 def render_model(records: tuple[JournalRecord, ...]) -> list[str]:
     return [
-        render_settle(r.outcome, r.output, r.warnings, r.usage) if isinstance(r, SettleRecord) else "start"
+        render_settle(r.outcome, r.written, r.warnings, r.usage) if isinstance(r, SettleRecord) else "start"
         for r in records
     ]
 
 
+def settled_bytes(call_id: str, commits: list[Commit]) -> bytes:
+    """The result bytes the call's result entry holds."""
+    for commit in commits:
+        for r in commit.records:
+            if isinstance(r, EntryRecord) and r.kind == "tool_result" and r.content.get("call") == call_id:
+                output = r.content["output"]
+                exact = output.get("text_base64")
+                return base64.b64decode(exact) if exact else output["text"].encode("utf-8")
+    raise AssertionError(f"no result entry for {call_id}")
+
+
 def render_commit(call_id: str, commit: Commit) -> str | None:
     """What one commit is for one call: start, settle (from its result entry), progress, or nothing."""
-    touches = [r for r in commit.records if r.get("t") == "slot" and r.get("call") == call_id]
+    starts = [r for r in commit.records if isinstance(r, StartRecordOnDisk) and r.call == call_id]
+    settles = [r for r in commit.records if isinstance(r, CallSettle) and r.call == call_id]
     results = [
         r
         for r in commit.records
-        if r.get("t") == "entry" and r.get("kind") == "tool_result" and r["content"].get("call") == call_id
+        if isinstance(r, EntryRecord) and r.kind == "tool_result" and r.content.get("call") == call_id
     ]
-    if not touches and not results:
+    if not starts and not settles and not results:
         return None
-    if results and touches and touches[0].get("status") == "done":
-        content = results[0]["content"]
+    if results and settles and not starts:
+        content = results[0].content
         output = content["output"]
-        data = base64.b64decode(output["textBase64"]) if "textBase64" in output else output["text"].encode("utf-8")
-        usage = [tuple(report.items()) for report in content["usageReports"]]
-        return render_settle(content["status"], data, content["warnings"], usage)
-    if touches and touches[0].get("status") == "running" and len(touches) == 1 and not results:
+        usage = [tuple(report.items()) for report in content["usage_reports"]]
+        written = output["bytes_kept"] + output["bytes_dropped"]
+        return render_settle(content["status"], written, content["warnings"], usage)
+    if starts and len(commit.records) == 1:
         return "start"
     return "progress"
 
 
 def make_tool(scripts: Mapping[str, Script], parked: dict[str, asyncio.Event]) -> ToolRegistration:
-    async def execute(args: Mapping[str, Any], api: ToolExecutionApi) -> bytes | None:
+    async def execute(args: NoToolArgs, api: ToolExecutionApi) -> bytes | None:
         script = scripts[api.call_id]
         for step in script.steps:
-            if isinstance(step, CallOutput):
+            if isinstance(step, Write):
                 api.output(step.data)
             elif isinstance(step, CallWarning):
                 api.diagnostic(step.text)
@@ -132,7 +161,7 @@ def make_tool(scripts: Mapping[str, Script], parked: dict[str, asyncio.Event]) -
             await asyncio.Event().wait()  # runs until aborted
         return script.last
 
-    return ToolRegistration("scripted", {"type": "object"}, execute, truncation=Off())
+    return ToolRegistration("scripted", NoToolArgs, execute, truncation=Off())
 
 
 def test_a_real_tool_calls_journal_equals_the_model(tmp_path: Path) -> None:
@@ -165,6 +194,7 @@ def test_a_real_tool_calls_journal_equals_the_model(tmp_path: Path) -> None:
         for call_id in ids:
             lines = [line for commit in commits if (line := render_commit(call_id, commit)) is not None]
             transcript[call_id] = lines
+            assert settled_bytes(call_id, commits) == script_bytes(scripts[call_id]), call_id
         return transcript
 
     real = asyncio.run(scenario())

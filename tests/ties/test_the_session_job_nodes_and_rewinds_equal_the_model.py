@@ -79,7 +79,7 @@ class SessionMachine(RuleBasedStateMachine):
         verdict = rewind(self.order, set(self.running), target)
         result = self.run(self.session.navigate_tree(target))
         assert set(result.stopped_jobs) == set(verdict.stop)
-        assert result.stopping_jobs == ()
+        assert result.stopping_jobs == []
         for job_id in verdict.stop:
             del self.running[job_id]
         assert set(self.running) == set(verdict.keep)

@@ -159,9 +159,9 @@ def test_a_bad_truncation_is_a_type_error() -> None:
         BoundedOutput("50k")  # type: ignore[arg-type]
 
 
-def test_as_json_replaces_invalid_utf8_and_names_every_key() -> None:
+def test_the_record_replaces_invalid_utf8_keeps_the_exact_bytes_and_names_every_key() -> None:
     result = BoundedResult(b"ok \xff\n", 5, 0, 1, 0, None, None)
-    assert result.as_json() == {
+    assert result.to_record().to_json() == {
         "text": "ok \ufffd\n",
         "bytes_kept": 5,
         "bytes_dropped": 0,
@@ -169,4 +169,7 @@ def test_as_json_replaces_invalid_utf8_and_names_every_key() -> None:
         "lines_dropped": 0,
         "notice": None,
         "artifact": None,
+        "artifact_error": None,
+        "text_base64": "b2sg/wo=",
     }
+    assert BoundedResult(b"ok\n", 3, 0, 1, 0, None, None).to_record().text_base64 is None

@@ -1,15 +1,11 @@
-"""The daemon protocol's sans-I/O parts: the line splitter under any chunking, request parsing, reply encoding."""
+"""The daemon protocol's sans-I/O parts: strict request parsing that names the field at fault, reply encoding."""
 
 from __future__ import annotations
 
 import json
 
-from hypothesis import given
-from hypothesis import strategies as st
-
+from eukhe.core.lines import Line
 from eukhe.daemon.protocol import (
-    LineSplitter,
-    Oversized,
     ProtocolFault,
     Request,
     encode_error,
@@ -17,60 +13,68 @@ from eukhe.daemon.protocol import (
     encode_request,
     encode_result,
     parse_request,
+    request_splitter,
 )
-
-LIMIT = 16
-lines = st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=8)
-
-
-def expected(items: list[bytes]) -> list[bytes | str]:
-    """Each line whole if it fits the limit, else one oversized marker."""
-    return [line if len(line) <= LIMIT else "oversized" for line in items]
-
-
-def split(chunks: list[bytes]) -> list[bytes | str]:
-    splitter = LineSplitter(LIMIT)
-    out: list[bytes | str] = []
-    for chunk in chunks:
-        out.extend("oversized" if isinstance(item, Oversized) else item for item in splitter.feed(chunk))
-    return out
-
-
-@given(lines, st.data())
-def test_the_splitter_gives_the_same_lines_under_any_chunking(items: list[bytes], data: st.DataObject) -> None:
-    stream = b"".join(line + b"\n" for line in items)
-    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=6)))
-    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
-    assert split(chunks) == expected(items)
-    assert split([stream]) == expected(items)
-    assert split([bytes([b]) for b in stream]) == expected(items)
-
-
-def test_a_line_exactly_at_the_limit_is_kept_and_one_past_it_is_oversized() -> None:
-    assert split([b"a" * LIMIT + b"\n" + b"b" * (LIMIT + 1) + b"\nok\n"]) == [b"a" * LIMIT, "oversized", b"ok"]
+from eukhe.records.daemon import BashArgs, NoArgs
 
 
 def test_parse_request_accepts_the_wire_form_and_refuses_the_rest() -> None:
-    assert parse_request(encode_request(3, "ping", {"a": 1}).rstrip(b"\n")) == Request(3, "ping", {"a": 1})
-    assert parse_request(b'{"v":1,"id":"x","op":"status"}') == Request("x", "status", {})
-    for line, code, request_id in (
-        (b"", "malformed", None),
-        (b"{", "malformed", None),
-        (b"3", "malformed", None),
-        (b'{"v":1,"op":"ping"}', "malformed", None),
-        (b'{"v":1,"id":true,"op":"ping"}', "malformed", None),
-        (b'{"v":1,"id":1}', "malformed", 1),
-        (b'{"v":1,"id":1,"op":"ping","args":[]}', "malformed", 1),
-        (b'{"v":1,"id":1,"op":"ping","extra":0}', "malformed", 1),
-        (b'{"id":1,"op":"ping"}', "unsupported_version", 1),
+    assert parse_request(encode_request(3, "ping").rstrip(b"\n")) == Request(3, "ping", NoArgs())
+    assert parse_request(b'{"v":1,"id":"x","op":"status"}') == Request("x", "status", NoArgs())
+    bash = b'{"v":1,"id":2,"op":"bash","args":{"session":"s","command":"true","budget_ms":5}}'
+    assert parse_request(Line(bash)) == Request(2, "bash", BashArgs(session="s", command="true", budget_ms=5))
+    for line, code, request_id, field in (
+        (b"", "malformed", None, None),
+        (b"{", "malformed", None, None),
+        (b"3", "malformed", None, None),
+        (b'{"v":1,"op":"ping"}', "malformed", None, "id"),
+        (b'{"v":1,"id":true,"op":"ping"}', "malformed", None, "id"),
+        (b'{"v":1,"id":1}', "malformed", 1, "op"),
+        (b'{"v":1,"id":1,"op":"ping","args":[]}', "bad_args", 1, "args"),
+        (b'{"v":1,"id":1,"op":"ping","extra":0}', "malformed", 1, "extra"),
+        (b'{"id":1,"op":"ping"}', "malformed", 1, "v"),
+        (b'{"v":2,"id":1,"op":"ping","new":0}', "unsupported_version", 1, "v"),
+        (b'{"v":1,"id":1,"op":"nope"}', "unknown_op", 1, "op"),
+        (b'{"v":1,"id":1,"op":"ping","args":{"x":1}}', "bad_args", 1, "args.x"),
+        (
+            b'{"v":1,"id":1,"op":"bash","args":{"session":"s","command":"c","budgetMs":1}}',
+            "bad_args",
+            1,
+            "args.budgetMs",
+        ),
+        (b'{"v":1,"id":1,"op":"bash","args":{"session":"s"}}', "bad_args", 1, "args.command"),
+        (
+            b'{"v":1,"id":1,"op":"bash","args":{"session":"s","command":"c","budget_ms":"5"}}',
+            "bad_args",
+            1,
+            "args.budget_ms",
+        ),
     ):
         fault = parse_request(line)
         assert isinstance(fault, ProtocolFault), line
-        assert (fault.code, fault.id) == (code, request_id)
+        assert (fault.code, fault.id, fault.field) == (code, request_id, field), (line, fault)
+
+
+def test_a_known_camel_case_spelling_gets_a_hint() -> None:
+    fault = parse_request(b'{"v":1,"id":1,"op":"bash","args":{"session":"s","command":"c","budgetMs":1}}')
+    assert isinstance(fault, ProtocolFault)
+    assert "unknown field args.budgetMs (did you mean budget_ms?)" in fault.message
+
+
+def test_an_oversized_line_is_refused_under_no_id() -> None:
+    (piece,) = request_splitter().feed(b"x" * ((1 << 20) + 1) + b"\n")
+    fault = parse_request(piece)
+    assert isinstance(fault, ProtocolFault)
+    assert (fault.code, fault.id) == ("oversized", None)
 
 
 def test_replies_are_one_json_line_each() -> None:
-    for line in (encode_result(1, {"a": "é"}), encode_error(None, "x", "y"), encode_event(2, {"type": "snapshot"})):
+    for line in (encode_result(1, {"a": "é"}), encode_error(None, "internal", "y"), encode_event(2, {"type": "x"})):
         assert line.endswith(b"\n")
         assert line.count(b"\n") == 1
         assert json.loads(line)["v"] == 1
+    assert json.loads(encode_error(3, "bad_args", "m", "args.x"))["error"] == {
+        "code": "bad_args",
+        "message": "m",
+        "field": "args.x",
+    }

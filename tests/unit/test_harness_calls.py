@@ -8,22 +8,32 @@ settle` (and the other live-delta tests: what each publication delivers, no comm
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from eukhe.core.limits import Keep, Off, On, OutputLimits
+from eukhe.errors import InputError
 from eukhe.harness.harness import CallNotRunningError, Harness, UnknownToolError
-from eukhe.harness.schema import ToolArgumentsError
 from eukhe.harness.tool import ToolExecutionApi, ToolRegistration, reporting_for
 from eukhe.private_fs import make_private_dirs
-from eukhe.session.journal import Commit, Journal, JournalError, Record
-from eukhe.session.ledger import Ledger
-from eukhe.session.tree import Trees
+from eukhe.records.base import Record
+from eukhe.records.journal import CallSettle, CallStart, Commit, EntryRecord, JournalRecord
+from eukhe.store.journal import Journal, JournalError
+from eukhe.store.ledger import Ledger
+from eukhe.store.tree import Trees
 
-SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False}
+
+class NArgs(Record):
+    """The test tools' arguments: an optional integer."""
+
+    n: int | None = None
+
+
+def jsons(events: Sequence[Record]) -> list[dict[str, Any]]:
+    return [event.to_json() for event in events]
 
 
 class FaultyJournal(Journal):
@@ -31,9 +41,15 @@ class FaultyJournal(Journal):
 
     refuse: set[str]
 
-    def _before_write(self, records: Sequence[Record]) -> None:
+    def _before_write(self, records: Sequence[JournalRecord]) -> None:
         for record in records:
-            tag = f"{record.get('t')}:{record.get('status', record.get('kind', ''))}"
+            tag = (
+                "call_settle"
+                if isinstance(record, CallSettle)
+                else f"entry:{record.kind}"
+                if isinstance(record, EntryRecord)
+                else type(record).__name__
+            )
             if tag in getattr(self, "refuse", set()):
                 raise JournalError(self.path, f"refused {tag}")
 
@@ -48,7 +64,7 @@ def make_harness(
 
 
 def gate_tool(name: str, gate: asyncio.Event, chunks: int, started: asyncio.Event | None = None) -> ToolRegistration:
-    async def execute(args: Mapping[str, Any], api: ToolExecutionApi) -> bytes:
+    async def execute(args: NArgs, api: ToolExecutionApi) -> bytes:
         for index in range(chunks):
             api.output(f"chunk {index}\n")
             api.usage(tokens=1)
@@ -59,7 +75,7 @@ def gate_tool(name: str, gate: asyncio.Event, chunks: int, started: asyncio.Even
         await gate.wait()
         return b"done\n"
 
-    return ToolRegistration(name, SCHEMA, execute)
+    return ToolRegistration(name, NArgs, execute)
 
 
 def test_a_long_streaming_call_commits_nothing_between_its_start_and_its_settle(tmp_path: Path) -> None:
@@ -74,14 +90,14 @@ def test_a_long_streaming_call_commits_nothing_between_its_start_and_its_settle(
             for _ in range(400):
                 await asyncio.sleep(0)
             assert len(commits) == 1  # only the start, after 300 publications
-            assert commits[0].records[0]["status"] == "running"
-            updates = [e for e in events.pending() if e["type"] == "tool_execution_update"]
+            assert isinstance(commits[0].records[0], CallStart)
+            updates = [e for e in jsons(events.pending()) if e["type"] == "tool_execution_update"]
             assert len(updates) == 300
             gate.set()
             result = await call
         assert len(commits) == 2
-        assert [r.get("t") for r in commits[1].records] == ["slot", "entry"]
-        assert result.output.text.count(b"chunk") == 300
+        assert [type(r) for r in commits[1].records] == [CallSettle, EntryRecord]
+        assert result.output.text.count("chunk") == 300
         assert result.usage_totals == {"tokens": 300}
         ledger.close()
 
@@ -94,7 +110,7 @@ def test_each_publication_delivers_the_progress_reported_so_far_and_commits_noth
         step = asyncio.Event()
         resume = asyncio.Event()
 
-        async def execute(args: Mapping[str, Any], api: ToolExecutionApi) -> None:
+        async def execute(args: NArgs, api: ToolExecutionApi) -> None:
             api.output("a")
             api.details({"phase": 1})
             api.publish_progress()
@@ -105,13 +121,13 @@ def test_each_publication_delivers_the_progress_reported_so_far_and_commits_noth
             await resume.wait()
             api.publish_progress()
 
-        harness.register(ToolRegistration("t", SCHEMA, execute))
+        harness.register(ToolRegistration("t", NArgs, execute))
         commits: list[Commit] = []
         ledger.journal.observers.append(commits.append)
         async with harness.watch_events() as events:
             call = asyncio.ensure_future(harness.call("t", {}, call_id="c1"))
             await step.wait()
-            first = events.pending()
+            first = jsons(events.pending())
             assert first[0] == {"type": "snapshot", "calls": []}
             (update,) = first[1:]
             assert update["type"] == "tool_execution_update"
@@ -121,12 +137,12 @@ def test_each_publication_delivers_the_progress_reported_so_far_and_commits_noth
             assert update["progress"]["diagnostics"] == []
             # a late observer's snapshot holds the last *published* progress of the running call
             async with harness.watch_events() as late:
-                (snapshot,) = late.pending()
+                (snapshot,) = jsons(late.pending())
                 assert snapshot["calls"] == [{"call": "c1", "tool": "t", "progress": update["progress"]}]
             assert len(commits) == 1
             resume.set()
             await call
-            rest = events.pending()
+            rest = jsons(events.pending())
             assert [e["type"] for e in rest] == ["tool_execution_update", "tool_execution_end"]
             assert rest[0]["progress"]["output"]["text"] == "ab"
             assert rest[0]["progress"]["diagnostics"] == ["careful"]
@@ -141,20 +157,20 @@ def test_no_update_is_sent_after_the_call_ends(tmp_path: Path) -> None:
         harness, ledger = make_harness(tmp_path)
         kept: list[ToolExecutionApi] = []
 
-        async def execute(args: Mapping[str, Any], api: ToolExecutionApi) -> None:
+        async def execute(args: NArgs, api: ToolExecutionApi) -> None:
             kept.append(api)
             api.output("x")
             api.publish_progress()
 
-        harness.register(ToolRegistration("t", SCHEMA, execute))
+        harness.register(ToolRegistration("t", NArgs, execute))
         async with harness.watch_events() as events:
             await harness.call("t", {})
             kept[0].output("late")
             kept[0].publish_progress()  # the call ended: nothing goes out
-            types = [e["type"] for e in events.pending()]
+            types = [e["type"] for e in jsons(events.pending())]
             assert types == ["snapshot", "tool_execution_update", "tool_execution_end"]
             async with harness.watch_events() as late:
-                assert late.pending() == [{"type": "snapshot", "calls": []}]
+                assert jsons(late.pending()) == [{"type": "snapshot", "calls": []}]
         ledger.close()
 
     asyncio.run(scenario())
@@ -185,7 +201,7 @@ def test_settles_an_aborted_tools_slot_with_its_status_and_entry_only(tmp_path: 
         harness, ledger = make_harness(tmp_path)
         reported = asyncio.Event()
 
-        async def execute(args: Mapping[str, Any], api: ToolExecutionApi) -> None:
+        async def execute(args: NArgs, api: ToolExecutionApi) -> None:
             api.output("published ")
             api.publish_progress()
             api.output("unpublished")
@@ -194,7 +210,7 @@ def test_settles_an_aborted_tools_slot_with_its_status_and_entry_only(tmp_path: 
             reported.set()
             await asyncio.Event().wait()  # never returns
 
-        harness.register(ToolRegistration("t", SCHEMA, execute))
+        harness.register(ToolRegistration("t", NArgs, execute))
         commits: list[Commit] = []
         ledger.journal.observers.append(commits.append)
         call = asyncio.ensure_future(harness.call("t", {}, call_id="c1"))
@@ -202,17 +218,17 @@ def test_settles_an_aborted_tools_slot_with_its_status_and_entry_only(tmp_path: 
         harness.abort("c1")
         result = await call
         assert result.status == "cancelled"
-        assert result.output.text == b"published unpublished"
+        assert result.output.text == "published unpublished"
         assert result.warnings == ("w1",)
         assert result.usage == ({"tokens": 5},)
         start, settle = commits
-        assert [r["t"] for r in start.records] == ["slot"]
+        assert [type(r) for r in start.records] == [CallStart]
         slot, entry = settle.records
-        assert slot == {"t": "slot", "call": "c1", "status": "done", "outcome": "cancelled"}
-        assert entry["t"] == "entry"
-        assert entry["kind"] == "tool_result"
-        assert entry["content"]["status"] == "cancelled"
-        assert entry["content"]["output"]["text"] == "published unpublished"
+        assert slot == CallSettle(call="c1", outcome="cancelled")
+        assert isinstance(entry, EntryRecord)
+        assert entry.kind == "tool_result"
+        assert entry.content["status"] == "cancelled"
+        assert entry.content["output"]["text"] == "published unpublished"
         assert harness.running_calls() == []
         with pytest.raises(CallNotRunningError):
             harness.abort("c1")
@@ -227,14 +243,14 @@ def test_an_uncommitted_settle_and_the_abort_settle_after_it_read_the_same_progr
         journal = ledger.journal
         assert isinstance(journal, FaultyJournal)
 
-        async def execute(args: Mapping[str, Any], api: ToolExecutionApi) -> bytes:
+        async def execute(args: NArgs, api: ToolExecutionApi) -> bytes:
             api.output("out ")
             api.diagnostic("w")
             api.usage(tokens=1)
-            journal.refuse = {"slot:done"}
+            journal.refuse = {"call_settle"}
             return b"last"
 
-        harness.register(ToolRegistration("t", SCHEMA, execute))
+        harness.register(ToolRegistration("t", NArgs, execute))
         with pytest.raises(JournalError):
             await harness.call("t", {}, call_id="c1")
         assert harness.running_calls() == ["c1"]  # the board keeps the call until its settle commits
@@ -272,21 +288,23 @@ def test_a_failing_tool_settles_as_failed_with_its_error_as_the_last_warning(tmp
     async def scenario() -> None:
         harness, ledger = make_harness(tmp_path)
 
-        async def execute(args: Mapping[str, Any], api: ToolExecutionApi) -> None:
+        async def execute(args: NArgs, api: ToolExecutionApi) -> None:
             api.output("partial")
             raise RuntimeError("boom")
 
-        harness.register(ToolRegistration("t", SCHEMA, execute))
+        harness.register(ToolRegistration("t", NArgs, execute))
         result = await harness.call("t", {})
         assert result.status == "failed"
         assert result.warnings == ("RuntimeError: boom",)
-        assert result.output.text == b"partial"
+        assert result.output.text == "partial"
         with pytest.raises(UnknownToolError):
             await harness.call("nope", {})
-        with pytest.raises(ToolArgumentsError):
+        with pytest.raises(InputError) as mistyped:
             await harness.call("t", {"n": "one"})
-        with pytest.raises(ToolArgumentsError):
+        assert (mistyped.value.code, mistyped.value.field) == ("bad_tool_arguments", "n")
+        with pytest.raises(InputError) as unknown:
             await harness.call("t", {"m": 1})
+        assert (unknown.value.code, unknown.value.field) == ("bad_tool_arguments", "m")
         assert len(ledger.commits) == 2
         ledger.close()
 
@@ -299,12 +317,12 @@ def test_reporting_for_resolves_a_calls_truncation_in_one_place(tmp_path: Path) 
         harness, ledger = make_harness(tmp_path, truncation=small)
         seen: list[Any] = []
 
-        async def execute(args: Mapping[str, Any], api: ToolExecutionApi) -> bytes:
+        async def execute(args: NArgs, api: ToolExecutionApi) -> bytes:
             seen.append(api.truncation)
             return b"0123456789" * 10
 
-        own = ToolRegistration("own", SCHEMA, execute, truncation=Off())
-        inherit = ToolRegistration("inherit", SCHEMA, execute)
+        own = ToolRegistration("own", NArgs, execute, truncation=Off())
+        inherit = ToolRegistration("inherit", NArgs, execute)
         assert reporting_for(own, small) == Off()
         assert reporting_for(inherit, small) == small
         harness.register(own)
@@ -312,7 +330,7 @@ def test_reporting_for_resolves_a_calls_truncation_in_one_place(tmp_path: Path) 
         whole = await harness.call("own", {})
         bounded = await harness.call("inherit", {})
         assert seen == [Off(), small]
-        assert whole.output.text == b"0123456789" * 10  # Off: the final result is not truncated
+        assert whole.output.text == "0123456789" * 10  # Off: the final result is not truncated
         assert whole.output.bytes_dropped == 0
         assert bounded.output.bytes_kept + bounded.output.bytes_dropped == 100
         assert bounded.output.bytes_kept <= 10

@@ -6,11 +6,12 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from eukhe.core.jobdocs import JOB_DOC_TYPE, EntryRecord, JobEnded, JobStarted
-from eukhe.session.journal import Commit, Journal, JournalError, Record
-from eukhe.session.ledger import Ledger
-from eukhe.session.tree import Trees
+from eukhe.core.jobdocs import JOB_DOC_TYPE, JobEnded, JobStarted, WriterEntry
+from eukhe.records.journal import Commit, DocPut, DocRetire, EntryRecord, JournalRecord
 from eukhe.session.writer import BATCHES_KEPT, JobWriter
+from eukhe.store.journal import Journal, JournalError
+from eukhe.store.ledger import Ledger
+from eukhe.store.tree import Trees
 
 
 class RefusingJournal(Journal):
@@ -18,8 +19,8 @@ class RefusingJournal(Journal):
 
     refused_job = ""
 
-    def _before_write(self, records: Sequence[Record]) -> None:
-        if any(r.get("key") == self.refused_job for r in records):
+    def _before_write(self, records: Sequence[JournalRecord]) -> None:
+        if any(getattr(r, "key", None) == self.refused_job for r in records):
             raise JournalError(self.path, f"refused {self.refused_job}")
 
 
@@ -44,11 +45,11 @@ def test_records_commit_in_order_a_batch_per_commit_and_nobody_waits(tmp_path: P
         assert commits == []  # submit returned before anything was written
         await writer.idle()
         assert len(commits) == 1
-        assert [r["key"] for r in commits[0].records] == ["a", "b"]
+        assert [getattr(r, "key", None) for r in commits[0].records] == ["a", "b"]
         writer.submit(JobEnded("a"))
-        writer.submit(EntryRecord("notice", {"notice": "eukhe.bash", "job": "a"}))
+        writer.submit(WriterEntry("notice", {"notice": "eukhe.bash", "job": "a"}))
         await writer.idle()
-        assert [r.get("t") for r in commits[1].records] == ["doc", "entry"]
+        assert [type(r) for r in commits[1].records] == [DocRetire, EntryRecord]
         assert set(ledger.trees.documents) == {(JOB_DOC_TYPE, "b")}
         await writer.close()
         ledger.close()
@@ -86,15 +87,16 @@ def test_a_failed_batch_is_retried_one_record_at_a_time_and_a_lone_failure_becom
         writer.submit(JobStarted("other", {}))
         await writer.idle()
         assert len(writer.batches) == 1
-        assert [[r.get("key") or r["content"]["notice"] for r in c.records] for c in commits] == [
+        assert [[getattr(r, "key", None) or r.content["notice"] for r in c.records] for c in commits] == [
             ["good"],
             ["job_record_failed"],
             ["other"],
         ]
         notice = commits[1].records[0]
-        assert notice["kind"] == "notice"
-        assert notice["content"]["record"] == "start"
-        assert notice["content"]["job"] == "bad"
+        assert isinstance(notice, EntryRecord)
+        assert notice.kind == "notice"
+        assert notice.content["record"] == "start"
+        assert notice.content["job"] == "bad"
         writer.submit(JobEnded("bad"))  # its node is absent: retires nothing, commits nothing
         await writer.idle()
         assert len(commits) == 3
@@ -107,11 +109,11 @@ def test_a_failed_batch_is_retried_one_record_at_a_time_and_a_lone_failure_becom
 
 def test_on_open_the_writer_retires_the_nodes_an_old_process_left(tmp_path: Path) -> None:
     ledger, writer, commits = make(tmp_path)
-    ledger.commit([{"t": "doc", "op": "put", "type": JOB_DOC_TYPE, "key": k, "value": {}} for k in ("x", "y")])
-    ledger.commit([{"t": "doc", "op": "put", "type": "other", "key": "keep", "value": 1}])
+    ledger.commit([DocPut(type=JOB_DOC_TYPE, key=k, value={}) for k in ("x", "y")])
+    ledger.commit([DocPut(type="other", key="keep", value=1)])
     writer.retire_leftovers()
     assert set(ledger.trees.documents) == {("other", "keep")}
-    assert [r["op"] for r in commits[-1].records] == ["retire", "retire"]
+    assert [type(r) for r in commits[-1].records] == [DocRetire, DocRetire]
     writer.retire_leftovers()  # nothing left: no commit
     assert len(commits) == 3
     ledger.close()

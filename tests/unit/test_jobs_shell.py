@@ -79,15 +79,18 @@ def test_listeners_hear_one_start_and_one_end_in_order() -> None:
     stop()
     table.start(JobSpec("bash", "b", Off()), owner).finish(Exited(1))
     assert len(recorder.events) == 2
-    assert job.describe() == {
+    assert job.row().to_json() == {
         "id": "j0",
         "kind": "bash",
-        "title": "sleep",
-        "running": False,
-        "startedMs": 0,
-        "bytesKept": 0,
-        "bytesDropped": 0,
-        "end": {"exitCode": None, "killed": True},
+        "command": "sleep",
+        "status": "ended",
+        "started_ms": 0,
+        "bytes_kept": 0,
+        "bytes_dropped": 0,
+        "lines_kept": 0,
+        "lines_dropped": 0,
+        "exit_code": None,
+        "killed": True,
     }
 
 

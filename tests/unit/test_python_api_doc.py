@@ -25,7 +25,9 @@ def test_the_python_api_example_runs_exactly_as_documented(tmp_path: Path) -> No
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert re.fullmatch(r"\{'job': 'job-[0-9a-f]+', 'budgetMs': 100\}", lines[0])
-    assert lines[1] == "{'exitCode': 0, 'killed': False} 'building\\nbuilt\\n'"
+    assert lines[0] == "detached 100"
+    assert lines[1] == "settled 0 'building\\nbuilt\\n'"
     assert lines[2] == "True"
+    assert DOC.read_text().count(example()) == 1
+    assert example() in (DOC.parents[1] / "README.md").read_text()  # the README shows the same example
     assert len(list((tmp_path / "agent" / "sessions").iterdir())) == 1

@@ -12,8 +12,9 @@ import pytest
 from eukhe.core.fsmode import CWD_GONE_TEXT, CWD_MISSING_TEXT, CWD_NOT_DIR_TEXT
 from eukhe.core.limits import Off
 from eukhe.private_fs import WorkingDirError
+from eukhe.records.journal import DocPut, DocRetire
 from eukhe.session import Session, SessionSettings
-from eukhe.session.store import SessionExistsError, UnknownSessionError
+from eukhe.store.dirs import SessionExistsError, UnknownSessionError
 
 
 @pytest.mark.parametrize(
@@ -39,7 +40,7 @@ def test_reopen_uses_the_recorded_working_dir_and_settings(tmp_path: Path) -> No
     async def scenario() -> None:
         work = tmp_path / "work"
         work.mkdir()
-        settings = SessionSettings(truncation=Off(), tool_blocking_budget_ms=1234)
+        settings = SessionSettings.bounded_by(Off(), tool_blocking_budget_ms=1234)
         session = await Session.create(work, root=tmp_path / "s", settings=settings, session_id="abc")
         entry = session.append("user", "hello")
         await session.close()
@@ -92,9 +93,9 @@ def test_state_after_an_entry_and_view_state(tmp_path: Path) -> None:
         work.mkdir()
         session = await Session.create(work, root=tmp_path / "s")
         first = session.append("user", "one")
-        session.commit([{"t": "doc", "op": "put", "type": "note", "key": "k", "value": 1}])
+        session.commit([DocPut(type="note", key="k", value=1)])
         second = session.append("assistant", "two")
-        session.commit([{"t": "doc", "op": "retire", "type": "note", "key": "k"}])
+        session.commit([DocRetire(type="note", key="k")])
         assert dict(session.state_after(first.id).documents) == {}
         assert dict(session.state_after(second.id).documents) == {("note", "k"): 1}
         assert dict(session.view_state().documents) == {}

@@ -1,18 +1,18 @@
 """The kernel environment (spec "The kernel environment"): the venv a session's kernel runs on, installed once.
 
-For the kernel launch: `await ensure_kernel_python()` -> the interpreter (raises `KernelNotInstalled`, whose text
+For the kernel launch: `await ensure_kernel_python()` -> the interpreter (raises `KernelNotInstalledError`, whose text
 is exactly the spec's, when local files are not enough). For the command: `install_kernel_python`, `check_state`.
 """
 
 from __future__ import annotations
 
 from eukhe.kernel.bootstrap.errors import (
-    BootstrapLockTimeout,
+    BootstrapLockTimeoutError,
     KernelEnvError,
-    KernelNotInstalled,
+    KernelNotInstalledError,
     KernelSetupError,
-    UserPythonMissing,
-    UvNotFound,
+    UserPythonMissingError,
+    UvNotFoundError,
     format_setup_failure,
 )
 from eukhe.kernel.bootstrap.setup import (
@@ -24,13 +24,13 @@ from eukhe.kernel.bootstrap.setup import (
 )
 
 __all__ = [
-    "BootstrapLockTimeout",
+    "BootstrapLockTimeoutError",
     "InstallResult",
     "KernelEnvError",
-    "KernelNotInstalled",
+    "KernelNotInstalledError",
     "KernelSetupError",
-    "UserPythonMissing",
-    "UvNotFound",
+    "UserPythonMissingError",
+    "UvNotFoundError",
     "check_state",
     "ensure_kernel_python",
     "format_setup_failure",

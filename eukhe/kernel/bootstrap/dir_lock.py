@@ -34,7 +34,8 @@ from eukhe.core.kernel_local import (
     parse_beside,
     parse_owner,
 )
-from eukhe.kernel.bootstrap.errors import BootstrapLockTimeout
+from eukhe.fsio import write_all
+from eukhe.kernel.bootstrap.errors import BootstrapLockTimeoutError
 from eukhe.private_fs import create_private_file, make_private_dirs
 
 _COUNTER = itertools.count()
@@ -151,7 +152,7 @@ class BootstrapLock:
             if effect is Effect.WAIT:
                 self.waited = True
                 if deadline is not None and time.monotonic() > deadline:
-                    raise BootstrapLockTimeout(f"another process holds {self.path} for more than {self.timeout}s")
+                    raise BootstrapLockTimeoutError(f"another process holds {self.path} for more than {self.timeout}s")
                 await asyncio.sleep(delay)
                 delay = min(delay * 1.5, 0.5)
                 sweep(self.directory)
@@ -166,7 +167,7 @@ class BootstrapLock:
             try:
                 fd = create_private_file(candidate)
                 try:
-                    os.write(fd, format_owner(owner).encode())
+                    write_all(fd, format_owner(owner).encode())
                 finally:
                     os.close(fd)
             except OSError:

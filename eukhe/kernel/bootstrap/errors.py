@@ -14,7 +14,7 @@ class KernelEnvError(EukheError):
     code = "kernel_env_error"
 
 
-class KernelNotInstalled(KernelEnvError):  # noqa: N818 - the spec's name for this state
+class KernelNotInstalledError(KernelEnvError):
     """A session's kernel cannot be set up from local files; only the `ipython` tool answers this."""
 
     code = "kernel_not_installed"
@@ -37,13 +37,13 @@ class KernelSetupError(KernelEnvError):
         super().__init__(format_setup_failure(action, returncode, output))
 
 
-class UvNotFound(KernelEnvError):  # noqa: N818 - reads as the state it names
+class UvNotFoundError(KernelEnvError):
     """No uv was found, and this caller may not install one (a session never downloads)."""
 
     code = "uv_not_found"
 
 
-class UserPythonMissing(KernelEnvError):  # noqa: N818 - reads as the state it names
+class UserPythonMissingError(KernelEnvError):
     """EUKHE_KERNEL_PYTHON names a file that is not there."""
 
     code = "kernel_user_python_missing"
@@ -53,7 +53,7 @@ class UserPythonMissing(KernelEnvError):  # noqa: N818 - reads as the state it n
         self.path = path
 
 
-class BootstrapLockTimeout(KernelEnvError):  # noqa: N818 - reads as the state it names
+class BootstrapLockTimeoutError(KernelEnvError):
     """Another process held the bootstrap lock for longer than this caller waits."""
 
     code = "kernel_bootstrap_lock_timeout"

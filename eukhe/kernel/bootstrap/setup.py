@@ -29,9 +29,9 @@ from eukhe.core.kernel_local import (
 from eukhe.kernel.bootstrap.dir_lock import bootstrap_lock
 from eukhe.kernel.bootstrap.errors import (
     KernelEnvError,
-    KernelNotInstalled,
+    KernelNotInstalledError,
     KernelSetupError,
-    UserPythonMissing,
+    UserPythonMissingError,
 )
 from eukhe.kernel.bootstrap.uvtool import ensure_uv, find_uv
 from eukhe.kernel.bootstrap.venv import (
@@ -48,6 +48,7 @@ from eukhe.kernel.bootstrap.venv import (
     venv_state,
 )
 from eukhe.private_fs import make_private_dirs
+from eukhe.records.kernel_env import KernelState
 
 USER_PYTHON_VARIABLE = "EUKHE_KERNEL_PYTHON"
 _QUERY_PYTHON = (
@@ -114,7 +115,7 @@ def _user_python_path() -> Path:
     assert value is not None
     path = Path(value)
     if not (path.is_file() and os.access(path, os.X_OK)):
-        raise UserPythonMissing(value)
+        raise UserPythonMissingError(value)
     return path
 
 
@@ -134,7 +135,7 @@ async def _setup(
     if isinstance(view.step, UseInstalled):
         return InstallResult(paths.python, built=False)
     if isinstance(view.step, KernelMissing):
-        raise KernelNotInstalled("no install record and no checked venv")
+        raise KernelNotInstalledError("no install record and no checked venv")
     if not isinstance(view.step, Build):  # pragma: no cover - CHECK never comes here
         raise TypeError(f"unexpected step {view.step!r}")
     uv = await ensure_uv(may_install=purpose is Purpose.INSTALL)
@@ -144,7 +145,7 @@ async def _setup(
         if isinstance(view.step, UseInstalled):
             return InstallResult(paths.python, built=False, waited=held.waited)  # built by another meanwhile
         if not isinstance(view.step, Build) or view.python is None:
-            raise KernelNotInstalled("the plan changed under the lock")
+            raise KernelNotInstalledError("the plan changed under the lock")
         ran: list[BuildCommand] = []
         await build_venv(
             view.step,
@@ -168,7 +169,7 @@ async def ensure_kernel_python(
 ) -> Path:
     """The interpreter a session's kernel runs on: a user Python, the checked venv, or the venv rebuilt offline.
 
-    Raises KernelNotInstalled (text: "The Python kernel is not installed: run `eukhe kernel install` once") when
+    Raises KernelNotInstalledError (text: "The Python kernel is not installed: run `eukhe kernel install` once") when
     local files are not enough; that error concerns the kernel only, the session and its other tools go on.
     """
     paths = paths or kernel_paths()
@@ -176,11 +177,11 @@ async def ensure_kernel_python(
         result = await _setup(
             Purpose.SESSION, paths, None, lock=lock, package_dir=package_dir, lock_timeout=lock_timeout
         )
-    except KernelNotInstalled:
+    except KernelNotInstalledError:
         raise
     except (KernelEnvError, OSError) as error:
         if judge_build_failure(Purpose.SESSION) is not None:
-            raise KernelNotInstalled(str(error)) from error
+            raise KernelNotInstalledError(str(error)) from error
         raise  # pragma: no cover - the core always answers KernelMissing for a session
     return result.python
 
@@ -225,7 +226,7 @@ async def install_kernel_python(
     )
 
 
-def check_state(paths: KernelPaths | None = None, *, lock: Path = KERNEL_LOCK) -> dict[str, object]:
+def check_state(paths: KernelPaths | None = None, *, lock: Path = KERNEL_LOCK) -> KernelState:
     """`eukhe kernel install --check`: the state as the core reports it; reads files only, no network."""
     paths = paths or kernel_paths()
     view = setup_step(Purpose.CHECK, paths, lock=lock)
@@ -234,17 +235,17 @@ def check_state(paths: KernelPaths | None = None, *, lock: Path = KERNEL_LOCK) -
     user = user_python()
     uv = find_uv()
     state = "user_python" if user else view.step.venv.value
-    return {
-        "state": state,
-        "ready": bool(user) or view.step.venv is VenvState.READY,
-        "user_python": user,
-        "venv": str(paths.venv),
-        "python": str(paths.python) if view.step.venv is VenvState.READY else None,
-        "base_python": stamp.python.as_json() if stamp else None,
-        "installed_with": view.python.as_json() if view.python else None,
-        "build": view.build,
-        "venv_build": stamp.build if stamp else None,
-        "lock": str(lock),
-        "uv": str(uv) if uv else None,
-        "python_version_pin": MANAGED_PYTHON.value,
-    }
+    return KernelState(
+        state=state,
+        ready=bool(user) or view.step.venv is VenvState.READY,
+        user_python=user,
+        venv=str(paths.venv),
+        python=str(paths.python) if view.step.venv is VenvState.READY else None,
+        base_python=stamp.python.to_record() if stamp else None,
+        installed_with=view.python.to_record() if view.python else None,
+        build=view.build,
+        venv_build=stamp.build if stamp else None,
+        lock=str(lock),
+        uv=str(uv) if uv else None,
+        python_version_pin=MANAGED_PYTHON.value,
+    )

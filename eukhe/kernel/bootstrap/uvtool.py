@@ -14,8 +14,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from eukhe.kernel.bootstrap.errors import KernelSetupError, UvNotFound
+from eukhe.kernel.bootstrap.errors import KernelSetupError, UvNotFoundError
 from eukhe.paths import agent_dir
+from eukhe.private_fs import make_private_dirs
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 UV_LOCK = RUNTIME_DIR / "requirements-uv.txt"
@@ -68,14 +69,14 @@ async def ensure_uv(*, may_install: bool) -> Path:
     if found is not None:
         return found
     if not may_install:
-        raise UvNotFound("uv was not found; `eukhe kernel install` installs it")
+        raise UvNotFoundError("uv was not found; `eukhe kernel install` installs it")
     target = tools_venv()
     shutil.rmtree(target, ignore_errors=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(target.parent)  # the agent dir and tools/ are eukhe's: 0700 at creation
     await _run([sys.executable, "-m", "venv", str(target)], "uv_venv")
     pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--quiet"]
     await _run([*pip, "--require-hashes", "--only-binary", ":all:", "-r", str(UV_LOCK)], "uv_install")
     found = _executable(target / "bin" / "uv")
     if found is None:
-        raise UvNotFound(f"installed uv into {target} but found no uv binary there")
+        raise UvNotFoundError(f"installed uv into {target} but found no uv binary there")
     return found

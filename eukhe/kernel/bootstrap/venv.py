@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import importlib.util
 import itertools
-import json
 import os
 import shutil
 from collections.abc import Mapping
@@ -25,9 +24,13 @@ from pathlib import Path
 
 from eukhe.core.fsmode import PRIVATE_DIR_MODE
 from eukhe.core.kernel_local import LOCK_NAME, Action, Build, PythonSource, VenvState
+from eukhe.errors import InputError
+from eukhe.fsio import atomic_write
 from eukhe.kernel.bootstrap.errors import KernelSetupError
 from eukhe.paths import agent_dir, kernel_venv_dir
-from eukhe.private_fs import create_private_file
+from eukhe.private_fs import make_private_dirs
+from eukhe.records.base import Record, decode_json, encode
+from eukhe.records.kernel_env import KernelStamp, PythonChoiceRecord
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 """The runtime's packaging (pyproject.toml, its stdlib-only build backend) and the lock files."""
@@ -49,19 +52,16 @@ class PythonChoice:
     source: PythonSource
     value: str  # the version request for MANAGED, the interpreter's absolute path for GIVEN
 
-    def as_json(self) -> dict[str, str]:
+    def to_record(self) -> PythonChoiceRecord:
         """As the stamp and the install record store it."""
-        return {"source": self.source.value, "value": self.value}
+        return PythonChoiceRecord(
+            source="managed" if self.source is PythonSource.MANAGED else "given", value=self.value
+        )
 
     @staticmethod
-    def from_json(data: object) -> PythonChoice | None:
-        """Read back `as_json`; None for anything else."""
-        if not isinstance(data, Mapping):
-            return None
-        source, value = data.get("source"), data.get("value")
-        if not isinstance(value, str) or source not in {s.value for s in PythonSource}:
-            return None
-        return PythonChoice(PythonSource(source), value)
+    def of(record: PythonChoiceRecord) -> PythonChoice:
+        """From its record."""
+        return PythonChoice(PythonSource(record.source), record.value)
 
 
 MANAGED_PYTHON = PythonChoice(PythonSource.MANAGED, KERNEL_PYTHON_VERSION)
@@ -151,7 +151,7 @@ def assemble_runtime(target: Path, package_dir: Path | None = None) -> str:
     for name, path in runtime_sources(package_dir):
         data = path.read_bytes()
         destination = target / name
-        destination.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(destination.parent)
         destination.write_bytes(data)
         digest.update(f"{name} {hashlib.sha256(data).hexdigest()}\n".encode())
     return digest.hexdigest()
@@ -164,38 +164,34 @@ class Stamp:
     build: str
     python: PythonChoice
 
-    def as_json(self) -> dict[str, object]:
+    def to_record(self) -> KernelStamp:
         """As written to the stamp file."""
-        return {"checked": True, "build": self.build, "python": self.python.as_json()}
+        return KernelStamp(checked=True, build=self.build, python=self.python.to_record())
 
 
 def read_stamp(venv: Path) -> Stamp | None:
     """The venv's stamp, or None if it is missing, unreadable or does not say checked."""
     try:
-        data = json.loads((venv / STAMP_NAME).read_text())
-    except (OSError, ValueError):
+        stamp = decode_json((venv / STAMP_NAME).read_bytes(), KernelStamp, code="bad_setting", what="the venv's stamp")
+    except (OSError, InputError):
         return None
-    if not isinstance(data, dict) or data.get("checked") is not True or not isinstance(data.get("build"), str):
-        return None
-    python = PythonChoice.from_json(data.get("python"))
-    return None if python is None else Stamp(data["build"], python)
+    return Stamp(stamp.build, PythonChoice.of(stamp.python)) if stamp.checked else None
 
 
 def read_record(paths: KernelPaths) -> PythonChoice | None:
     """The last install's Python, or None if nothing was installed."""
     try:
-        return PythonChoice.from_json(json.loads(paths.record.read_text()))
-    except (OSError, ValueError):
+        record = decode_json(
+            paths.record.read_bytes(), PythonChoiceRecord, code="bad_setting", what="the install record"
+        )
+    except (OSError, InputError):
         return None
+    return PythonChoice.of(record)
 
 
-def write_json_atomically(path: Path, payload: object) -> None:
-    """Write JSON beside `path` and rename it over: readers see the old or the new file, never a part."""
-    temporary = path.with_name(f"{path.name}.tmp-{os.getpid()}-{next(_COUNTER)}")
-    fd = create_private_file(temporary)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(json.dumps(payload, indent=1) + "\n")
-    os.replace(temporary, path)
+def write_record(path: Path, record: Record) -> None:
+    """Write a record as JSON beside `path` and rename it over, durably: readers see the old or the new file."""
+    atomic_write(path, encode(record) + b"\n")
 
 
 def venv_state(paths: KernelPaths, current_build: str, wanted: PythonChoice | None) -> VenvState:
@@ -319,12 +315,12 @@ async def build_venv(
                 ran.append(command)
             await run_command(command, env)
         # Stamp last: only a venv whose every command ran and whose check passed is ever stamped.
-        write_json_atomically(venv / STAMP_NAME, Stamp(current_build, python).as_json())
+        write_record(venv / STAMP_NAME, Stamp(current_build, python).to_record())
         old = paths.parent / f"{paths.venv.name}.old-{os.getpid()}-{next(_COUNTER)}"
         if paths.venv.exists() or paths.venv.is_symlink():
             os.rename(paths.venv, old)
         os.rename(venv, paths.venv)
-        write_json_atomically(paths.record, python.as_json())
+        write_record(paths.record, python.to_record())
         remove_tree(old)
     finally:
         with contextlib.suppress(OSError):

@@ -12,9 +12,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from eukhe.errors import UsageError
-from eukhe.session.journal import Commit, Journal, JournalRead, Record, read_journal
-from eukhe.session.tree import ENTRY_KINDS, Trees
+from eukhe.records.journal import ENTRY_KINDS, Commit, EntryKind, EntryRecord, JournalRecord
+from eukhe.store.journal import Journal, JournalRead, read_journal
+from eukhe.store.tree import Trees
 
 JSON = Any
 
@@ -22,7 +25,7 @@ JSON = Any
 class Ledger:
     """The journal of one session and its folded trees."""
 
-    def __init__(self, journal: Journal, trees: Trees, commits: list[tuple[int, tuple[Record, ...]]]) -> None:
+    def __init__(self, journal: Journal, trees: Trees, commits: list[tuple[int, tuple[JournalRecord, ...]]]) -> None:
         self.journal = journal
         self.trees = trees
         self.commits = commits
@@ -35,12 +38,12 @@ class Ledger:
 
     @classmethod
     def load(cls, path: Path, *, report: bool = True) -> tuple[Ledger, JournalRead]:
-        """Read the journal at `path` (skipping a torn line with a diagnostic on stderr) and open it for commits."""
+        """Read the journal at `path` once (skipping a torn line with a diagnostic on stderr), open it for commits."""
         read = read_journal(path)
         if report:
             for diagnostic in read.diagnostics:
                 sys.stderr.write(f"eukhe: {path}:{diagnostic.line}: {diagnostic.reason}\n")
-        commits = [(commit.seq, commit.records) for commit in read.commits]
+        commits = [(commit.seq, tuple(commit.records)) for commit in read.commits]
         trees = Trees()
         for seq, records in commits:
             for record in records:
@@ -48,33 +51,35 @@ class Ledger:
         next_seq = commits[-1][0] + 1 if commits else 1
         return cls(Journal(path, next_seq=next_seq), trees, commits), read
 
-    def entry_record(self, kind: str, content: JSON) -> dict[str, JSON]:
+    def entry_record(self, kind: str, content: JSON) -> EntryRecord:
         """A new entry record with a fresh id; its parent is set at commit time to the leaf it follows."""
         if kind not in ENTRY_KINDS:
             raise UsageError(f"unknown entry kind {kind!r}; one of {sorted(ENTRY_KINDS)}")
         entry_id = secrets.token_hex(4)
         while entry_id in self.trees.entries:
             entry_id = secrets.token_hex(4)
-        return {"t": "entry", "id": entry_id, "kind": kind, "content": content}
+        entry_kind: EntryKind = kind  # type: ignore[assignment]  # checked against ENTRY_KINDS above
+        # Content is kept as plain JSON values (a record's snake_case keys), as a reopen reads it back.
+        return EntryRecord(id=entry_id, parent=None, kind=entry_kind, content=msgspec.to_builtins(content))
 
-    def commit(self, records: Sequence[Record]) -> Commit:
+    def commit(self, records: Sequence[JournalRecord]) -> Commit:
         """One durable commit (JournalError: nothing happened); then fold it; then tell the entry listeners."""
         leaf = self.trees.leaf
-        placed: list[Record] = []
+        placed: list[JournalRecord] = []
         for record in records:
-            if record.get("t") == "entry":
-                placed.append(record if "parent" in record else {**record, "parent": leaf})
-                leaf = record["id"]
+            if isinstance(record, EntryRecord):
+                placed.append(msgspec.structs.replace(record, parent=leaf) if record.parent is None else record)
+                leaf = record.id
             else:
                 placed.append(record)
         done = self.journal.commit(placed)
-        self.commits.append((done.seq, done.records))
+        self.commits.append((done.seq, tuple(done.records)))
         for record in done.records:
             self.trees.apply(done.seq, record)
         for record in done.records:
-            if record.get("t") == "entry":
+            if isinstance(record, EntryRecord):
                 for listener in list(self.entry_listeners):
-                    listener(str(record["id"]))
+                    listener(record.id)
         return done
 
     def close(self) -> None:

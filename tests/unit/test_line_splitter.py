@@ -1,4 +1,5 @@
-"""The frame splitter: whole input, byte by byte and random chunks give the same pieces (h11 test_io style)."""
+"""The one line splitter (daemon requests, kernel frames): whole input, byte by byte and random chunks give the same
+pieces (h11 test_io style)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eukhe.core.gate import GateLimits, Line, Oversized, Piece, piece_of
-from eukhe.kernel.splitter import FrameSplitter
+from eukhe.core.gate import GateLimits, piece_of
+from eukhe.core.lines import Line, LineSplitter, Oversized, Piece
 
 
 def split_all(data: bytes, cuts: list[int], limits: GateLimits) -> list[Piece]:
-    splitter = FrameSplitter(limits)
+    splitter = LineSplitter(limits.line, limits.head)
     pieces: list[Piece] = []
     start = 0
     for cut in [*sorted(cuts), len(data)]:
@@ -39,7 +40,7 @@ def test_any_chunking_gives_the_pieces_of_the_whole_lines(
 
 def test_an_oversized_line_is_counted_not_kept() -> None:
     limits = GateLimits(line=1000, head=16)
-    splitter = FrameSplitter(limits)
+    splitter = LineSplitter(limits.line, limits.head)
     assert splitter.feed(b"a" * 999) == []
     assert splitter.feed(b"b" * 10) == []
     assert splitter.pending == 1009
@@ -55,4 +56,4 @@ def test_an_oversized_line_is_counted_not_kept() -> None:
 
 def test_a_line_exactly_at_the_limit_is_whole() -> None:
     limits = GateLimits(line=5, head=2)
-    assert FrameSplitter(limits).feed(b"12345\n123456\n") == [Line(b"12345"), Oversized(b"12", 6)]
+    assert LineSplitter(limits.line, limits.head).feed(b"12345\n123456\n") == [Line(b"12345"), Oversized(b"12", 6)]

@@ -17,9 +17,11 @@ from pathlib import Path
 
 from eukhe import paths
 from eukhe.core.fsmode import PRIVATE_DIR_MODE
-from eukhe.errors import EukheError, UsageError
+from eukhe.errors import EukheError, InputError
+from eukhe.fsio import write_all
 from eukhe.private_fs import create_private_file, make_private_dirs
-from eukhe.session.journal import Record, encode_commit
+from eukhe.records.journal import JournalRecord, SessionHeader
+from eukhe.store.journal import encode_commit, read_header
 
 JOURNAL_NAME = "main.jsonl"
 ARTIFACTS_NAME = "artifacts"
@@ -65,10 +67,10 @@ def new_session_id() -> str:
     return secrets.token_hex(6)
 
 
-def check_session_id(session_id: str) -> str:
-    """A session id is a plain file name (letters, digits, `_.-`, not starting with a dot)."""
+def check_session_id(session_id: str, root: Path | None = None) -> str:
+    """A session id is a plain file name (letters, digits, `_.-`, not starting with a dot); no other can exist."""
     if not isinstance(session_id, str) or not _ID.fullmatch(session_id):
-        raise UsageError(f"bad session id: {session_id!r}")
+        raise UnknownSessionError(session_id, root if root is not None else paths.sessions_root())
     return session_id
 
 
@@ -79,7 +81,9 @@ def resolve_root(root: Path | None) -> Path:
 
 def create_session_dir(root: Path, session_id: str) -> Path:
     """Make `<root>/<id>` (0700) and its artifacts dir; SessionExistsError if it is there already."""
-    directory = root / check_session_id(session_id)
+    if not isinstance(session_id, str) or not _ID.fullmatch(session_id):
+        raise InputError("bad_args", f"bad session id {session_id!r}: letters, digits and _.- only", field="session_id")
+    directory = root / session_id
     try:
         os.mkdir(directory, PRIVATE_DIR_MODE)
     except FileExistsError:
@@ -90,7 +94,7 @@ def create_session_dir(root: Path, session_id: str) -> Path:
 
 def open_session_dir(root: Path, session_id: str) -> Path:
     """The dir of an existing session, set to 0700 (an older eukhe may have made it with the umask)."""
-    directory = root / check_session_id(session_id)
+    directory = root / check_session_id(session_id, root)
     if not (directory / JOURNAL_NAME).is_file():
         raise UnknownSessionError(session_id, root)
     try:
@@ -101,19 +105,40 @@ def open_session_dir(root: Path, session_id: str) -> Path:
     return directory
 
 
-def write_staged_session(root: Path, session_id: str, commits: Sequence[Sequence[Record]]) -> Path:
+def saved_header(root: Path, session_id: str) -> SessionHeader:
+    """A saved session's header, read from the first line of its journal only (the journal is not parsed).
+    UnknownSessionError if there is no such session; JournalFormatError if another build's format wrote it."""
+    path = root / check_session_id(session_id, root) / JOURNAL_NAME
+    try:
+        header = read_header(path)
+    except OSError:
+        header = None
+    if header is None:
+        raise UnknownSessionError(session_id, root)
+    return header
+
+
+def saved_session_ids(root: Path) -> list[str]:
+    """The ids of the saved sessions under `root` (each a dir with a journal), in id order."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        entry.name
+        for entry in root.iterdir()
+        if not entry.name.startswith(".") and _ID.fullmatch(entry.name) and (entry / JOURNAL_NAME).is_file()
+    )
+
+
+def write_staged_session(root: Path, session_id: str, commits: Sequence[Sequence[JournalRecord]]) -> Path:
     """Write a new session's journal in a private staging dir (0700, file 0600), then rename it into place."""
-    check_session_id(session_id)
+    check_session_id(session_id, root)
     staging = root / f"{STAGING_PREFIX}{secrets.token_hex(6)}"
     os.mkdir(staging, PRIVATE_DIR_MODE)
     try:
         os.mkdir(staging / ARTIFACTS_NAME, PRIVATE_DIR_MODE)
         fd = create_private_file(staging / JOURNAL_NAME)
         try:
-            data = b"".join(encode_commit(seq, records) for seq, records in enumerate(commits, start=1))
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, b"".join(encode_commit(seq, records) for seq, records in enumerate(commits, start=1)))
             os.fsync(fd)
         finally:
             os.close(fd)

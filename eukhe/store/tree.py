@@ -6,12 +6,12 @@ updated and retired by commits, plus each tool call's slot (`running`, then `don
 the same records always give the same trees, so the state just after any entry is the fold of the commits up to and
 including the one that holds it.
 
-Records (the `t` field names the kind; docs/session-format.md has the full format):
-  session  the header (first commit): session id, working dir, settings, where it was forked from
-  entry    a conversation entry; appending one moves the leaf to it
-  leaf     the leaf moves to an existing entry, or to none (before every entry)
-  doc      `put` creates or updates a document, `retire` removes it (retiring an absent one changes nothing)
-  slot     a tool call's slot: `running` with its execute checkpoint, then `done` with its status
+Records (`eukhe.records.journal`; docs/session-format.md has the full format):
+  session      the header (first commit): format, session id, working dir, settings, where it was forked from
+  entry        a conversation entry; appending one moves the leaf to it
+  leaf         the leaf moves to an existing entry, or to none (before every entry)
+  doc_put      creates or updates a document; doc_retire removes it (retiring an absent one changes nothing)
+  call_start   a tool call's slot is `running`, with its checkpoint; call_settle: `done`, with its outcome
 """
 
 from __future__ import annotations
@@ -21,9 +21,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eukhe.errors import EukheError
+from eukhe.records.journal import (
+    CallSettle,
+    CallStart,
+    Checkpoint,
+    DocPut,
+    DocRetire,
+    EntryRecord,
+    JournalRecord,
+    LeafRecord,
+    SessionHeader,
+)
 
 JSON = Any
-ENTRY_KINDS = frozenset({"user", "assistant", "tool_result", "notice"})
 DocKey = tuple[str, str]
 
 
@@ -59,7 +69,7 @@ class Slot:
     tool: str
     status: str  # "running" or "done"
     args: JSON
-    checkpoint: JSON
+    checkpoint: Checkpoint
     outcome: str | None  # once done: "returned", "failed", "cancelled" or "interrupted"
 
 
@@ -79,43 +89,36 @@ class StateView:
 class Trees:
     """The folded trees of a journal (mutable while folding; read them through the view methods)."""
 
-    header: JSON = None
+    header: SessionHeader | None = None
     entries: dict[str, Entry] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     leaf: str | None = None
     documents: dict[DocKey, JSON] = field(default_factory=dict)
     slots: dict[str, Slot] = field(default_factory=dict)
 
-    def apply(self, seq: int, record: Mapping[str, JSON]) -> None:
-        """Fold one record of commit `seq`; a record of an unknown kind is ignored (a newer eukhe wrote it)."""
-        kind = record.get("t")
-        if kind == "session":
-            self.header = dict(record)
-        elif kind == "entry":
-            entry = Entry(record["id"], record.get("parent"), record["kind"], record.get("content"), seq)
+    def apply(self, seq: int, record: JournalRecord) -> None:
+        """Fold one record of commit `seq`."""
+        if isinstance(record, SessionHeader):
+            self.header = record
+        elif isinstance(record, EntryRecord):
+            entry = Entry(record.id, record.parent, record.kind, record.content, seq)
             self.entries[entry.id] = entry
             self.order.append(entry.id)
             self.leaf = entry.id
-        elif kind == "leaf":
-            target = record.get("id")
-            self.leaf = target if target is None or target in self.entries else self.leaf
-        elif kind == "doc":
-            key = (str(record["type"]), str(record["key"]))
-            if record.get("op") == "put":
-                self.documents[key] = record.get("value")
-            elif record.get("op") == "retire":
-                self.documents.pop(key, None)
-        elif kind == "slot":
-            call = str(record["call"])
-            before = self.slots.get(call)
-            self.slots[call] = Slot(
-                call=call,
-                tool=str(record.get("tool", before.tool if before else "")),
-                status=str(record["status"]),
-                args=record.get("args", before.args if before else None),
-                checkpoint=record.get("checkpoint", before.checkpoint if before else None),
-                outcome=record.get("outcome"),
-            )
+        elif isinstance(record, LeafRecord):
+            self.leaf = record.id if record.id is None or record.id in self.entries else self.leaf
+        elif isinstance(record, DocPut):
+            self.documents[(record.type, record.key)] = record.value
+        elif isinstance(record, DocRetire):
+            self.documents.pop((record.type, record.key), None)
+        elif isinstance(record, CallStart):
+            self.slots[record.call] = Slot(record.call, record.tool, "running", record.args, record.checkpoint, None)
+        elif isinstance(record, CallSettle):
+            before = self.slots.get(record.call)
+            if before is not None:
+                self.slots[record.call] = Slot(
+                    before.call, before.tool, "done", before.args, before.checkpoint, record.outcome
+                )
 
     def state(self) -> StateView:
         """A frozen copy of the committed state."""
@@ -135,7 +138,7 @@ class Trees:
         return path
 
 
-def fold(commits: Iterable[tuple[int, Iterable[Mapping[str, JSON]]]]) -> Trees:
+def fold(commits: Iterable[tuple[int, Iterable[JournalRecord]]]) -> Trees:
     """Fold (seq, records) pairs in order into the trees."""
     trees = Trees()
     for seq, records in commits:
@@ -144,7 +147,7 @@ def fold(commits: Iterable[tuple[int, Iterable[Mapping[str, JSON]]]]) -> Trees:
     return trees
 
 
-def state_after(commits: Iterable[tuple[int, Iterable[Mapping[str, JSON]]]], entry_id: str | None) -> StateView:
+def state_after(commits: Iterable[tuple[int, Iterable[JournalRecord]]], entry_id: str | None) -> StateView:
     """The committed state just after the commit holding `entry_id` (none: before every entry, the empty state)."""
     if entry_id is None:
         return StateView({}, {})
@@ -153,7 +156,7 @@ def state_after(commits: Iterable[tuple[int, Iterable[Mapping[str, JSON]]]], ent
         found = False
         for record in records:
             trees.apply(seq, record)
-            found = found or (record.get("t") == "entry" and record.get("id") == entry_id)
+            found = found or (isinstance(record, EntryRecord) and record.id == entry_id)
         if found:
             return trees.state()
     raise UnknownEntryError(entry_id)

@@ -1,7 +1,9 @@
-"""Clocks for every blocking wait (spec S2 "Jobs" 4): the real monotonic one and a virtual one for tests.
+"""Clocks for every wait of the shell (spec S2 "Jobs" 4): the real monotonic one, a virtual one for tests, and the
+three ways to wait on one: `sleep_ms`, `wait_within` (a future, bounded) and `poll_until` (a fact, bounded).
 
 Times are integer milliseconds. A `Clock` tells the time and runs a callback at a deadline, in the event loop; the
 virtual clock moves only when a test says so (one tick = 1 ms), so waits are exact and no test sleeps on wall time.
+Every grace, drain and poll of a job's life runs on its table's clock, so a virtual clock covers the whole life.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import heapq
 import itertools
 import time
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 
 class Cancellable(Protocol):
@@ -93,3 +96,71 @@ class VirtualClock:
             if not timer.cancelled:
                 timer.cancelled = True
                 timer.callback()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Waiting on a clock: the one sleep, the one bounded wait and the one poll loop of the shell
+
+
+async def sleep_ms(clock: Clock, ms: int) -> None:
+    """Sleep `ms` milliseconds on `clock` (a virtual clock wakes the sleeper only when a test moves it)."""
+    await wait_until_deadline(clock, asyncio.get_running_loop().create_future(), clock.now_ms() + max(0, ms))
+
+
+async def wait_until_deadline(clock: Clock, future: asyncio.Future[Any], deadline_ms: int) -> bool:
+    """Wait for `future` until `deadline_ms` on `clock`, without cancelling it: True if it is done."""
+    if future.done():
+        return True
+    if clock.now_ms() >= deadline_ms:
+        return False
+    loop = asyncio.get_running_loop()
+    woken: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    future.add_done_callback(wake)
+    timer = clock.call_at(deadline_ms, wake)
+    try:
+        await woken
+    finally:
+        future.remove_done_callback(wake)
+        timer.cancel()
+    return future.done()
+
+
+async def wait_within(clock: Clock, future: asyncio.Future[Any], ms: int) -> bool:
+    """Wait for `future` at most `ms` milliseconds on `clock` (never cancels it): True if it is done."""
+    return await wait_until_deadline(clock, future, clock.now_ms() + max(0, ms))
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """How a poll loop paces itself: first pause, growth factor, longest pause (milliseconds)."""
+
+    first_ms: int = 2
+    factor: int = 2
+    longest_ms: int = 50
+
+
+DEFAULT_BACKOFF = Backoff()
+
+
+async def poll_until(
+    clock: Clock, done: Callable[[], bool], deadline_ms: int, backoff: Backoff = DEFAULT_BACKOFF
+) -> bool:
+    """Ask `done()` until it answers True or the deadline passes on `clock`; its last answer.
+
+    For facts nobody announces (a process group emptied, a lock let go): checked at once, then after pauses that
+    grow to `backoff.longest_ms`, and once more at the deadline.
+    """
+    pause = backoff.first_ms
+    while True:
+        if done():
+            return True
+        now = clock.now_ms()
+        if now >= deadline_ms:
+            return False
+        await sleep_ms(clock, min(pause, deadline_ms - now))
+        pause = min(pause * backoff.factor, backoff.longest_ms)

@@ -1,0 +1,73 @@
+"""Process facts, read in one place (psutil): who is alive, who is in a process group, whose child a process is.
+
+A zombie has ended: it is never counted as alive. A process that vanishes while it is being read is simply not
+there. The shell asks these facts; what to do about them (kill a group, wait, reap) is decided where it is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+
+import psutil
+
+_GONE = (psutil.NoSuchProcess, psutil.ZombieProcess, ProcessLookupError, PermissionError)
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process (not a zombie)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except _GONE:
+        return False
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (non-zombie) processes of process group `pgid`."""
+    members: list[int] = []
+    for process in psutil.process_iter(["status"]):
+        if process.info["status"] in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD, None):
+            continue
+        if _pgid(process.pid) == pgid:
+            members.append(process.pid)
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any live (non-zombie) process is left in process group `pgid`."""
+    try:
+        os.killpg(pgid, 0)  # the cheap answer first: no process at all, zombies included
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return bool(group_members(pgid))
+
+
+def children_of(parent: int) -> list[tuple[int, int]]:
+    """(pid, pgid) of each child of `parent`, zombies included (they wait to be reaped)."""
+    found: list[tuple[int, int]] = []
+    with contextlib.suppress(*_GONE):
+        for child in psutil.Process(parent).children():
+            pgid = _pgid(child.pid)
+            found.append((child.pid, 0 if pgid is None else pgid))
+    return found
+
+
+def signal_group(pgid: int, signum: int) -> None:
+    """Send `signum` to process group `pgid`; a group that is gone (or not ours) is left alone."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL to process group `pgid`, if it is still there."""
+    signal_group(pgid, signal.SIGKILL)

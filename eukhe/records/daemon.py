@@ -1,0 +1,368 @@
+"""The daemon protocol's records (docs/daemon-protocol.md): each op's arguments and answer, the events, the replies.
+
+`OPS` is the one table of operations: its arguments record, its answer record, who answers it (the supervisor or
+the session's worker) and whether it streams events. Dispatch, strict decoding and `eukhe schema` all read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import msgspec
+
+from eukhe.records.base import Record
+from eukhe.records.jobs import CallAnswer, JobList, JobRow, Rewound
+from eukhe.records.journal import ForkOrigin
+from eukhe.records.output import OutputWindow
+from eukhe.records.settings import NonNegative
+
+PROTOCOL_VERSION = 1
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Envelopes
+
+
+class RequestEnvelope(Record):
+    """One request line: protocol version, an id the reply carries back, the op and its arguments."""
+
+    v: int
+    id: int | str
+    op: str
+    args: msgspec.Raw = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
+
+
+class ErrorBody(Record):
+    """Why a request was refused: a catalogue code, a message, and the input field at fault (if any)."""
+
+    code: str
+    message: str
+    field: str | None = None
+
+
+class OkReply(Record):
+    """A request's answer."""
+
+    v: int
+    id: int | str | None
+    ok: Literal[True]
+    result: Any
+
+
+class ErrorReply(Record):
+    """A request's refusal."""
+
+    v: int
+    id: int | str | None
+    ok: Literal[False]
+    error: ErrorBody
+
+
+class EventReply(Record):
+    """One event of a request that streams (`watch`, or a call's `started`), before its answer."""
+
+    v: int
+    id: int | str
+    event: Any
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Arguments
+
+
+class NoArgs(Record):
+    """An op that takes no arguments."""
+
+
+class SessionArgs(Record):
+    """An op on one session."""
+
+    session: str
+
+
+class CreateArgs(Record):
+    """`session.create`: the session's working directory, an absolute path that exists."""
+
+    cwd: str
+
+
+class BashArgs(Record):
+    """`bash`: run `command` with bash as a job; block at most `budget_ms` (within the session's budget)."""
+
+    session: str
+    command: str
+    budget_ms: NonNegative | None = None
+
+
+class IpythonArgs(Record):
+    """`ipython`: run `code` as a cell on the session's kernel; block at most `budget_ms`."""
+
+    session: str
+    code: str
+    budget_ms: NonNegative | None = None
+
+
+class JobArgs(Record):
+    """`jobs.cancel`: the job to kill through its owner."""
+
+    session: str
+    job: str
+
+
+class JobWaitArgs(Record):
+    """`jobs.wait`: the job to wait for, at most `timeout_ms` (and the session's budget)."""
+
+    session: str
+    job: str
+    timeout_ms: NonNegative | None = None
+
+
+class RewindArgs(Record):
+    """`tree.navigate` / `tree.fork`: the target entry (null: before every entry)."""
+
+    session: str
+    entry: str | None
+
+
+class CancelArgs(Record):
+    """`cancel`: cancel the request in flight with this id on the same connection (its job is killed)."""
+
+    request: int | str
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Answers
+
+
+class Pong(Record):
+    """`ping`: the daemon (or a worker: with its session) answers."""
+
+    pong: bool
+    pid: int
+    version: int
+    session: str | None = None
+
+
+class WorkerRow(Record):
+    """One live session worker."""
+
+    session: str
+    pid: int
+    cwd: str
+    socket: str
+    restarts: int
+
+
+class ReopenedWorker(Record):
+    """The worker that took over a dead one's session."""
+
+    pid: int
+
+
+class WorkerReport(Record):
+    """A worker that died on its own: what it left was ended, and whether its session was reopened."""
+
+    event: Literal["worker_died"]
+    session: str
+    pid: int
+    exit: int
+    orphans_ended: list[int]
+    at: float
+    reopened: ReopenedWorker | None = None
+    reopen_error: str | None = None
+
+
+class DaemonStatus(Record):
+    """`status` (and `eukhe daemon status --json`)."""
+
+    running: bool
+    pid: int
+    socket: str
+    version: int
+    uptime_s: float
+    workers: list[WorkerRow]
+    reports: list[WorkerReport]
+
+
+class Stopping(Record):
+    """`stop`: the daemon stops its workers (their jobs are killed) and exits."""
+
+    stopping: bool
+    pid: int
+
+
+class SessionCreated(Record):
+    """`session.create`: the new session, hosted by a new worker."""
+
+    id: str
+    cwd: str
+    pid: int
+
+
+class SessionRow(Record):
+    """One saved session."""
+
+    id: str
+    cwd: str
+    forked_from: ForkOrigin | None
+    open: bool
+
+
+class SessionList(Record):
+    """`session.list`: every saved session, in id order."""
+
+    sessions: list[SessionRow]
+
+
+class SessionPong(Record):
+    """`session.ping`: the worker hosting the session."""
+
+    session: str
+    pid: int
+    cwd: str
+    watchers: int
+
+
+class EntryRow(Record):
+    """One conversation entry."""
+
+    id: str
+    parent: str | None
+    kind: str
+    content: Any
+
+
+class SessionShow(Record):
+    """`session.show`: the entry tree, the leaf, the running jobs and the job nodes of the state tree."""
+
+    id: str
+    cwd: str
+    leaf: str | None
+    entries: list[EntryRow]
+    running_jobs: list[str]
+    job_nodes: list[str]
+
+
+class WatchEnded(Record):
+    """`watch`: the stream ended (the client left)."""
+
+    ended: bool
+
+
+class CancelAccepted(Record):
+    """`cancel`: the request is being cancelled; its own answer follows."""
+
+    cancelling: bool
+    request: int | str
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Events
+
+
+class Progress(Record):
+    """What a running tool call reported so far: its output window, details, diagnostics and usage reports."""
+
+    output: OutputWindow
+    details: Any
+    diagnostics: list[str]
+    usage: list[dict[str, int]]
+
+
+class CallProgressRow(Record):
+    """A running call's last published progress (null: nothing published yet)."""
+
+    call: str
+    tool: str
+    progress: Progress | None
+
+
+class Snapshot(Record, tag="snapshot", tag_field="type"):
+    """A watch's first event: the last published progress of each running call."""
+
+    calls: list[CallProgressRow]
+
+
+class ToolExecutionUpdate(Record, tag="tool_execution_update", tag_field="type"):
+    """A call published its progress."""
+
+    call: str
+    tool: str
+    progress: Progress
+
+
+class ToolExecutionEnd(Record, tag="tool_execution_end", tag_field="type"):
+    """A call's settle committed; nothing of it is sent after this."""
+
+    call: str
+    tool: str
+    status: str
+
+
+class JobUpdate(Record, tag="job_update", tag_field="type"):
+    """A job's output counts or state changed."""
+
+    job: JobRow
+
+
+class CallStarted(Record, tag="started", tag_field="type"):
+    """A `bash` or `ipython` call started its run: the job id a cancel or a later wait names."""
+
+    job: str
+    kind: str
+
+
+WatchEvent = Snapshot | ToolExecutionUpdate | ToolExecutionEnd | JobUpdate
+Event = WatchEvent | CallStarted
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The table of operations
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One operation: its arguments, its answer, who answers it, whether it streams events, and what it does."""
+
+    args: type[Record]
+    answer: Any
+    scope: Literal["supervisor", "session", "connection"]
+    summary: str
+    events: Any = None
+
+
+OPS: dict[str, Op] = {
+    "ping": Op(NoArgs, Pong, "supervisor", "is the daemon there"),
+    "status": Op(NoArgs, DaemonStatus, "supervisor", "the daemon, its workers and their reports"),
+    "stop": Op(NoArgs, Stopping, "supervisor", "stop the daemon: its workers close their sessions"),
+    "session.create": Op(CreateArgs, SessionCreated, "supervisor", "create a session in a working directory"),
+    "session.list": Op(NoArgs, SessionList, "supervisor", "every saved session"),
+    "session.ping": Op(SessionArgs, SessionPong, "session", "the worker hosting a session"),
+    "session.show": Op(SessionArgs, SessionShow, "session", "a session's entries, leaf and jobs"),
+    "bash": Op(BashArgs, CallAnswer, "session", "run a command as a job; detaches past the budget", CallStarted),
+    "ipython": Op(IpythonArgs, CallAnswer, "session", "run a Python cell; detaches past the budget", CallStarted),
+    "jobs.list": Op(SessionArgs, JobList, "session", "the session's jobs"),
+    "jobs.wait": Op(JobWaitArgs, CallAnswer, "session", "wait for a job's end, at most the timeout and the budget"),
+    "jobs.cancel": Op(JobArgs, CallAnswer, "session", "kill a job through its owner and wait for its end"),
+    "watch": Op(SessionArgs, WatchEnded, "session", "stream the session's call and job progress", WatchEvent),
+    "tree.navigate": Op(RewindArgs, Rewound, "session", "move the leaf; stop the jobs started after it"),
+    "tree.fork": Op(RewindArgs, Rewound, "session", "fork at an entry; stop the jobs started after it"),
+    "cancel": Op(CancelArgs, CancelAccepted, "connection", "cancel a request in flight on this connection"),
+}
+"""Every daemon operation."""
+
+SESSION_OPS = frozenset(name for name, op in OPS.items() if op.scope == "session")
+"""The requests the supervisor forwards to a session's worker (each names its `session`)."""
+
+__all__ = ["OPS", "PROTOCOL_VERSION", "SESSION_OPS", "JobRow", "Op"]
+
+
+class WorkerReady(Record):
+    """The one line a worker writes on stdout at start: it serves `session` on `socket`, or why it could not."""
+
+    ready: bool
+    session: str | None = None
+    pid: int | None = None
+    socket: str | None = None
+    error: str | None = None
+    message: str | None = None

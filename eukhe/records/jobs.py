@@ -1,0 +1,92 @@
+"""Job and call answers (S2 "Jobs" 2-6): one shape for every blocking call that waits on a job.
+
+`bash`, `ipython`, `jobs.wait` and `jobs.cancel` answer `Settled` (the run ended within the call's budget: its end and
+its output) or `Detached` (the budget passed: the job goes on; the output so far). A cell that settles within its
+budget never became a job: its `job` is null. Rewinds answer `Rewound`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from eukhe.records.base import Record
+from eukhe.records.output import OutputWindow
+
+JobKind = Literal["bash", "cell"]
+CellOutcomeName = Literal["ok", "error", "interrupted", "died", "fault", "killed"]
+
+
+class CellError(Record):
+    """A cell's exception: its type name, its message and the cell's traceback lines."""
+
+    ename: str
+    evalue: str
+    traceback: list[str]
+
+
+class Settled(Record, tag="settled", tag_field="status"):
+    """The run ended within the call's budget: exit code (null when killed), output, and for a cell its outcome."""
+
+    job: str | None
+    kind: str
+    command: str
+    exit_code: int | None
+    killed: bool
+    output: OutputWindow
+    outcome: CellOutcomeName | None = None
+    result: str | None = None
+    error: CellError | None = None
+
+
+class Detached(Record, tag="detached", tag_field="status"):
+    """The call's budget passed: the job goes on in the background; `output` is what it wrote so far."""
+
+    job: str
+    kind: str
+    command: str
+    budget_ms: int
+    output: OutputWindow
+
+
+CallAnswer = Settled | Detached
+
+
+class JobRow(Record):
+    """One job as `jobs.list` shows it: its state, its output counts (equal to its window's) and its end."""
+
+    id: str
+    kind: str
+    command: str
+    status: Literal["running", "ended"]
+    started_ms: int
+    bytes_kept: int
+    bytes_dropped: int
+    lines_kept: int
+    lines_dropped: int
+    exit_code: int | None
+    killed: bool
+
+
+class JobList(Record):
+    """`jobs.list`: every job the session started since it opened, in start order."""
+
+    jobs: list[JobRow]
+
+
+class JobDocument(Record):
+    """The value of a running job's `eukhe.job` node in the state tree."""
+
+    kind: str
+    command: str
+    started_ms: int
+
+
+class Rewound(Record):
+    """What a rewind did: the session it leaves open (a fork: the new one, `parent` the old), the leaf, the jobs it
+    stopped within the budget and those still stopping."""
+
+    session: str
+    parent: str | None
+    leaf: str | None
+    stopped_jobs: list[str]
+    stopping_jobs: list[str]

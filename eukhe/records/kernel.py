@@ -1,0 +1,134 @@
+"""The kernel protocol's records (S3 "The protocol"; docs/kernel-protocol.md): the frames the host reads after the
+gate, and the requests it writes.
+
+A frame names its kind in `event` and carries `id` (null for the kernel's own notices). The gate decides on the
+line first; the host then decodes the frame strictly as one of these, and a frame that does not fit is a protocol
+fault (the kernel is replaced, loudly).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from eukhe.records.base import Record
+
+
+class ReadyFrame(Record, tag="ready", tag_field="event"):
+    """The kernel's handshake: its protocol version, pid and Python version."""
+
+    protocol: int
+    pid: int
+    python: str
+    id: None = None
+
+
+class StdoutFrame(Record, tag="stdout", tag_field="event"):
+    """Output on stdout, tagged with its cell (null: untagged raw output)."""
+
+    id: str | None
+    text: str
+
+
+class StderrFrame(Record, tag="stderr", tag_field="event"):
+    """Output on stderr, tagged with its cell (null: untagged raw output)."""
+
+    id: str | None
+    text: str
+
+
+class DisplayFrame(Record, tag="display", tag_field="event"):
+    """A rich display of the cell: a MIME bundle."""
+
+    id: str | None
+    data: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+class ResultFrame(Record, tag="result", tag_field="event"):
+    """The repr of a cell's trailing expression."""
+
+    id: str | None
+    repr: str
+
+
+class ErrorFrame(Record, tag="error", tag_field="event"):
+    """A cell's exception."""
+
+    id: str | None
+    ename: str
+    evalue: str
+    traceback: list[str]
+
+
+class DoneFrame(Record, tag="done", tag_field="event"):
+    """A host request to the kernel ended: a cell (`status` ok, error, interrupted) or an interrupt (`found`)."""
+
+    id: str | None
+    status: str
+    found: bool | None = None
+    reason: str | None = None
+
+
+class DiagnosticFrame(Record, tag="diagnostic", tag_field="event"):
+    """A kernel notice for the host's log."""
+
+    id: str | None
+    message: str
+
+
+class ProcessFrame(Record, tag="process", tag_field="event"):
+    """A `bash()` child's process group started or was waited for (the host reaps the started ones)."""
+
+    id: str | None
+    pgid: int
+    state: Literal["started", "ended"]
+
+
+KernelEvent = (
+    ReadyFrame
+    | StdoutFrame
+    | StderrFrame
+    | DisplayFrame
+    | ResultFrame
+    | ErrorFrame
+    | DoneFrame
+    | DiagnosticFrame
+    | ProcessFrame
+)
+
+
+class ExecuteRequest(Record, tag="execute", tag_field="request"):
+    """Run a cell."""
+
+    id: str
+    code: str
+
+
+class InterruptRequest(Record, tag="interrupt", tag_field="request"):
+    """Interrupt the running cell, or `target` (also one not started yet)."""
+
+    id: str
+    target: str | None
+
+
+class HostReplyError(Record):
+    """Why a host request failed: a catalogue code and a message."""
+
+    code: str
+    message: str
+
+
+class HostReplyOk(Record, tag="host_reply", tag_field="request"):
+    """The one reply to an accepted host request."""
+
+    id: str | int
+    status: Literal["ok"]
+    result: Any
+
+
+class HostReplyRefused(Record, tag="host_reply", tag_field="request"):
+    """The one reply to a refused or failed host request (`duplicate`: a used id; the kernel drops it)."""
+
+    id: str | int
+    status: Literal["error", "duplicate"]
+    error: HostReplyError

@@ -1,0 +1,159 @@
+"""The journal: one line per commit of typed records, fdatasynced; a torn last line is skipped with a diagnostic,
+never fatal; a journal of another format is refused; the header is read from the first line alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from eukhe.records.journal import (
+    JOURNAL_FORMAT,
+    DocPut,
+    DocRetire,
+    EntryRecord,
+    JournalRecord,
+    LeafRecord,
+    SessionHeader,
+)
+from eukhe.records.settings import SessionSettings
+from eukhe.store.journal import (
+    Journal,
+    JournalError,
+    JournalFormatError,
+    encode_commit,
+    parse_journal,
+    read_header,
+    read_journal,
+)
+from eukhe.store.tree import Trees, UnknownEntryError, fold, state_after
+
+HEADER = SessionHeader(format=JOURNAL_FORMAT, id="s", cwd="/w", settings=SessionSettings())
+
+
+def entry(entry_id: str, parent: str | None = None, content: object = "x") -> EntryRecord:
+    return EntryRecord(id=entry_id, parent=parent, kind="user", content=content)
+
+
+records: st.SearchStrategy[list[JournalRecord]] = st.lists(
+    st.one_of(
+        st.builds(entry, st.text("abc", min_size=1, max_size=3), st.none(), st.text(max_size=5)),
+        st.builds(LeafRecord, id=st.one_of(st.none(), st.text("ab", max_size=2))),
+        st.builds(DocPut, type=st.just("t"), key=st.text(max_size=3), value=st.integers()),
+        st.builds(DocRetire, type=st.just("t"), key=st.text(max_size=3)),
+    ),
+    max_size=4,
+)
+
+
+@given(st.lists(records, max_size=6), st.integers(min_value=0, max_value=200))
+def test_a_torn_last_line_is_skipped_and_every_whole_commit_reads(batches: list[list[JournalRecord]], cut: int) -> None:
+    data = b"".join(encode_commit(seq, batch) for seq, batch in enumerate(batches, start=1))
+    whole = parse_journal(data)
+    assert [list(c.records) for c in whole.commits] == batches
+    assert whole.diagnostics == ()
+    torn = data[: max(0, len(data) - cut)]
+    read = parse_journal(torn)
+    complete = torn.count(b"\n")
+    assert [list(c.records) for c in read.commits] == batches[:complete]
+    assert len(read.diagnostics) == (0 if torn.endswith(b"\n") or not torn else 1)
+
+
+def test_reader_survives_a_torn_last_line_on_disk_and_the_next_commit_reads_whole(tmp_path: Path) -> None:
+    path = tmp_path / "main.jsonl"
+    journal = Journal(path)
+    journal.commit([entry("a")])
+    journal.commit([entry("b")])
+    journal.close()
+    with open(path, "ab") as handle:
+        handle.write(b'{"seq":3,"records":[{"t":"ent')  # a crash mid-write
+    read = read_journal(path)
+    assert [c.seq for c in read.commits] == [1, 2]
+    assert len(read.diagnostics) == 1
+    assert "torn last line" in read.diagnostics[0].reason
+    again = Journal(path, next_seq=3)
+    again.commit([entry("c")])
+    again.close()
+    read = read_journal(path)
+    assert [c.seq for c in read.commits] == [1, 2, 3]
+    ids = [r.id for c in read.commits for r in c.records if isinstance(r, EntryRecord)]
+    assert ids == ["a", "b", "c"]
+    assert len(read.diagnostics) == 1
+    assert "unreadable" in read.diagnostics[0].reason
+
+
+def test_a_commit_is_one_line_of_snake_case_records_and_the_file_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "main.jsonl"
+    journal = Journal(path)
+    seen = []
+    journal.observers.append(seen.append)
+    journal.commit([HEADER, entry("a")])
+    journal.close()
+    data = path.read_bytes()
+    assert data.count(b"\n") == 1
+    assert json.loads(data)["records"][0]["settings"]["tool_blocking_budget_ms"] == 30_000
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert [c.seq for c in seen] == [1]
+
+
+def test_a_record_that_cannot_be_encoded_commits_nothing(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "main.jsonl")
+    with pytest.raises(JournalError):
+        journal.commit([DocPut(type="t", key="k", value="\udcff")])  # a lone surrogate is not UTF-8
+    with pytest.raises(JournalError):
+        journal.commit([DocPut(type="t", key="k", value=float("nan"))])
+    journal.commit([LeafRecord(id=None)])
+    journal.close()
+    assert [c.seq for c in read_journal(tmp_path / "main.jsonl").commits] == [1]
+
+
+def test_the_header_is_read_from_the_first_line_alone(tmp_path: Path) -> None:
+    path = tmp_path / "main.jsonl"
+    journal = Journal(path)
+    journal.commit([HEADER])
+    journal.close()
+    with open(path, "ab") as handle:
+        handle.write(b"not a commit at all\n" * 3)
+    assert read_header(path) == HEADER
+    assert len(read_journal(path).diagnostics) == 3
+
+
+def test_a_journal_of_an_older_format_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    path = tmp_path / "main.jsonl"
+    old = {"seq": 1, "records": [{"t": "session", "id": "s", "cwd": "/w", "settings": {"toolBlockingBudgetMs": 5}}]}
+    path.write_text(json.dumps(old) + "\n")
+    with pytest.raises(JournalFormatError) as refused:
+        read_journal(path)
+    assert "format None" in str(refused.value) or "format" in str(refused.value)
+    newer = {"seq": 1, "records": [{"t": "session", "format": 3, "id": "s", "cwd": "/w", "settings": {}, "new": 1}]}
+    path.write_text(json.dumps(newer) + "\n")
+    with pytest.raises(JournalFormatError, match="format 3"):
+        read_header(path)
+    with pytest.raises(JournalFormatError, match="format 3"):
+        read_journal(path)
+
+
+def test_the_state_just_after_any_entry_is_the_fold_up_to_its_commit() -> None:
+    commits: list[tuple[int, list[JournalRecord]]] = [
+        (1, [HEADER]),
+        (2, [entry("e1", None, "hi")]),
+        (3, [DocPut(type="eukhe.job", key="j1", value={})]),
+        (4, [EntryRecord(id="e2", parent="e1", kind="assistant", content="ok")]),
+        (5, [DocRetire(type="eukhe.job", key="j1")]),
+        (6, [DocRetire(type="eukhe.job", key="absent")]),
+        (7, [LeafRecord(id="e1")]),
+    ]
+    assert dict(state_after(commits, "e1").documents) == {}
+    assert dict(state_after(commits, "e2").documents) == {("eukhe.job", "j1"): {}}
+    assert dict(state_after(commits, None).documents) == {}
+    with pytest.raises(UnknownEntryError):
+        state_after(commits, "nope")
+    trees: Trees = fold(commits)
+    assert trees.leaf == "e1"
+    assert dict(trees.documents) == {}
+    assert [e.id for e in trees.path_to("e2")] == ["e1", "e2"]

@@ -247,3 +247,25 @@ def test_a_handler_error_is_its_one_reply() -> None:
             )
 
     run(scenario())
+
+
+def test_a_faulted_cells_answer_carries_the_output_it_wrote_before_the_fault() -> None:
+    """Issue 9 bug (d): the cell's print was still pending in the stub's writer (flushed by time) when a raw line
+    broke the protocol; the fault ended the cell at once and the output was lost. The reader now salvages the cell's
+    output frames until the kernel is gone (the stub flushes what it holds when its stdin closes)."""
+
+    async def scenario() -> None:
+        async with KernelManager() as km:
+            broken = await km.run(
+                "import os, time, eukhe_kernel.runtime as rt\n"
+                "print('before the fault')\n"
+                "os.write(rt.PROTOCOL_FD, b'garbage\\n')\n"
+                "time.sleep(60)"
+            )
+            assert broken.status == "fault"
+            assert broken.output.text == b"before the fault\n"
+            assert [fault.reason for fault in km.faults] == [FaultReason.NOT_JSON]
+            fresh = await km.run("'still works'")
+            assert (fresh.status, fresh.result) == ("ok", "'still works'")
+
+    run(scenario())

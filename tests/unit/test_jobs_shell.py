@@ -187,3 +187,20 @@ def test_quit_kills_every_running_job_and_refuses_new_starts() -> None:
         assert table.jobs() == (first, done)
 
     run(body)
+
+
+def test_a_jobs_counts_equal_its_window_in_bytes_and_lines_also_when_the_line_limit_binds() -> None:
+    """Issue 9 bug (c): with limits of 100 bytes and 2 lines on `a\\nb\\nc\\n`, the counters said 6/0 (the model's
+    byte cap only) while the window said 4/2. What a job reports now counts from its window."""
+    table, _ = make_table()
+    job = table.start(JobSpec("bash", "printf", On(OutputLimits(100, 2, Keep.TAIL)), None), LazyOwner())
+    job.write(b"a\nb\nc\n")
+    window = job.snapshot()
+    assert (window.text, window.bytes_kept, window.bytes_dropped) == (b"b\nc\n", 4, 2)
+    row = job.row()
+    assert (row.bytes_kept, row.bytes_dropped, row.lines_kept, row.lines_dropped) == (4, 2, 2, 1)
+    assert job.finish(Exited(0))
+    answer = job.answer(Settled(Exited(0)), 0)
+    assert (answer.output.bytes_kept, answer.output.bytes_dropped) == (4, 2)
+    ended = job.row()
+    assert (ended.bytes_kept, ended.bytes_dropped, ended.lines_kept, ended.lines_dropped) == (4, 2, 2, 1)

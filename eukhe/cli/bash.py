@@ -69,8 +69,8 @@ class Interrupts:
             sys.stderr.write(f"eukhe: interrupted: cancelling job {job} (Ctrl-C again to leave it running)\n")
             return
         sys.stderr.write(
-            f"eukhe: left job {job} running its cancel: `eukhe jobs wait --session {self.session} {job}` waits for "
-            f"its end, `eukhe jobs cancel --session {self.session} {job}` cancels it again\n"
+            f"eukhe: left job {job} while it is cancelled: `eukhe jobs wait --session {self.session} {job}` waits "
+            f"for its end, `eukhe jobs cancel --session {self.session} {job}` cancels it again\n"
         )
 
 

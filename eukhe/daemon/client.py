@@ -125,10 +125,17 @@ class DaemonClient:
         except KeyboardInterrupt:
             if on_interrupt is None:
                 raise
-            on_interrupt(True)
+        import signal  # noqa: PLC0415  (lazy: only a Ctrl-C needs it; CLI start-up time)
+
         cancel_id = f"cancel-{request_id}"
-        self._sock.sendall(encode_request(cancel_id, "cancel", {"request": request_id}))
         try:
+            # The cancel is on its way before anything is said: a second Ctrl-C waits until then (it is blocked).
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                self._sock.sendall(encode_request(cancel_id, "cancel", {"request": request_id}))
+                on_interrupt(True)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
             return self._answer(request_id, on_event, skip=cancel_id)
         except KeyboardInterrupt:
             on_interrupt(False)

@@ -413,11 +413,24 @@ class Supervisor:
         try:
             writer.write(encode_request(request.id, request.op, to_builtins(request.args)))
             await writer.drain()
+            cancelled = False
             while True:
-                line = await reader.readline()
+                try:
+                    line = await reader.readline()
+                except asyncio.CancelledError:
+                    if cancelled or self._stopping:
+                        raise
+                    # The client cancelled (Ctrl-C): the worker cancels the call through its job's owner; its answer
+                    # (how the job ended) is still relayed.
+                    cancelled = True
+                    writer.write(encode_request(f"cancel-{request.id}", "cancel", {"request": request.id}))
+                    await writer.drain()
+                    continue
                 if not line:
                     raise RequestError("worker_died", f"the worker of session {worker.session_id} ended mid-request")
                 reply = json.loads(line)
+                if reply.get("id") != request.id:
+                    continue  # the worker's answer to the cancel itself
                 if "event" in reply:
                     emit(reply["event"])
                     await emit.drain()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import re
 import shutil
 import signal
@@ -78,6 +79,16 @@ def leftovers(agent: Path) -> set[str]:
     return {n for n in os.listdir(agent) if n.startswith((LOCK_NAME, "kernel-venv.staging-", "kernel-venv.old-"))}
 
 
+def not_private(root: Path) -> list[str]:
+    """Every directory under `root` (and itself) whose mode is not 0700."""
+    found = [root, *(Path(base) / name for base, names, _ in os.walk(root) for name in names)]
+    return [
+        f"{oct(stat.S_IMODE(path.lstat().st_mode))} {path}"
+        for path in found
+        if not path.is_symlink() and stat.S_IMODE(path.lstat().st_mode) != 0o700
+    ]
+
+
 def install(python: str = BASE_PYTHON, **kwargs: object) -> bool:
     return asyncio.run(install_kernel_python(python, **kwargs)).built  # type: ignore[arg-type]
 
@@ -104,6 +115,7 @@ def test_a_real_install_builds_a_checked_venv_that_runs_the_kernel(home: Path) -
     for source in kernel_package_dir().rglob("*.py"):
         assert (installed / source.relative_to(kernel_package_dir())).read_bytes() == source.read_bytes()
     assert leftovers(home) == set()
+    assert not_private(home) == []  # what uv and venv made under the agent dir is the user's alone too
     # A second run keeps the installed venv and runs no command at all (so downloads nothing).
     again = asyncio.run(install_kernel_python(BASE_PYTHON))
     assert (again.built, again.commands) == (False, [])

@@ -7,14 +7,14 @@ under the agent dir, with pip `--require-hashes` on `runtime/requirements-uv.txt
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import os
 import shutil
 import sys
 from pathlib import Path
 
-from eukhe.kernel.bootstrap.errors import KernelSetupError, UvNotFoundError
+from eukhe.kernel.bootstrap.commands import run_argv
+from eukhe.kernel.bootstrap.errors import UvNotFoundError
 from eukhe.paths import agent_dir
 from eukhe.private_fs import make_private_dirs
 
@@ -54,15 +54,6 @@ def find_uv() -> Path | None:
     return _executable(tools_venv() / "bin" / "uv")
 
 
-async def _run(argv: list[str], action: str) -> None:
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
-    )
-    output, _ = await process.communicate()
-    if process.returncode != 0:
-        raise KernelSetupError(action, argv, process.returncode or 1, output.decode(errors="replace"))
-
-
 async def ensure_uv(*, may_install: bool) -> Path:
     """uv, found or (for the install command only) installed with its hashes checked."""
     found = find_uv()
@@ -73,9 +64,9 @@ async def ensure_uv(*, may_install: bool) -> Path:
     target = tools_venv()
     shutil.rmtree(target, ignore_errors=True)
     make_private_dirs(target.parent)  # the agent dir and tools/ are eukhe's: 0700 at creation
-    await _run([sys.executable, "-m", "venv", str(target)], "uv_venv")
+    await run_argv([sys.executable, "-m", "venv", str(target)], "uv_venv")
     pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--quiet"]
-    await _run([*pip, "--require-hashes", "--only-binary", ":all:", "-r", str(UV_LOCK)], "uv_install")
+    await run_argv([*pip, "--require-hashes", "--only-binary", ":all:", "-r", str(UV_LOCK)], "uv_install")
     found = _executable(target / "bin" / "uv")
     if found is None:
         raise UvNotFoundError(f"installed uv into {target} but found no uv binary there")

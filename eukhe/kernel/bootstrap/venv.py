@@ -11,7 +11,6 @@ another id is STALE (after an update) and a session rebuilds it offline.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import importlib.util
@@ -26,7 +25,7 @@ from eukhe.core.fsmode import PRIVATE_DIR_MODE
 from eukhe.core.kernel_local import LOCK_NAME, Action, Build, PythonSource, VenvState
 from eukhe.errors import InputError
 from eukhe.fsio import atomic_write
-from eukhe.kernel.bootstrap.errors import KernelSetupError
+from eukhe.kernel.bootstrap.commands import run_argv
 from eukhe.paths import agent_dir, kernel_venv_dir
 from eukhe.private_fs import make_private_dirs
 from eukhe.records.base import Record, decode_json, encode
@@ -260,19 +259,8 @@ def uv_environment(paths: KernelPaths, base: Mapping[str, str] | None = None) ->
 
 
 async def run_command(command: BuildCommand, env: Mapping[str, str]) -> str:
-    """Run one uv command; its output, or a KernelSetupError naming the step."""
-    process = await asyncio.create_subprocess_exec(
-        *command.argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env=dict(env),
-    )
-    output_bytes, _ = await process.communicate()
-    output = output_bytes.decode(errors="replace")
-    if process.returncode != 0:
-        raise KernelSetupError(command.action.value, command.argv, process.returncode or 1, output)
-    return output
+    """Run one uv command of a plan (see `run_argv`)."""
+    return await run_argv(command.argv, command.action.value, env)
 
 
 def remove_tree(path: Path) -> None:

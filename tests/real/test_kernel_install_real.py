@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import stat
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tarfile
@@ -102,6 +102,7 @@ def test_a_real_install_builds_a_checked_venv_that_runs_the_kernel(home: Path) -
     stamp = read_stamp(paths.venv)
     assert stamp is not None
     assert stamp.build == build_id()
+    assert not_private(home) == []  # what uv and venv made under the agent dir is the user's alone too
     # The venv's Python imports the installed stub (not the repo's: no PYTHONPATH) and the locked package.
     probe = subprocess.run(
         [str(paths.python), "-I", "-c", "import eukhe_kernel, tabulate; print(eukhe_kernel.__file__)"],
@@ -115,7 +116,6 @@ def test_a_real_install_builds_a_checked_venv_that_runs_the_kernel(home: Path) -
     for source in kernel_package_dir().rglob("*.py"):
         assert (installed / source.relative_to(kernel_package_dir())).read_bytes() == source.read_bytes()
     assert leftovers(home) == set()
-    assert not_private(home) == []  # what uv and venv made under the agent dir is the user's alone too
     # A second run keeps the installed venv and runs no command at all (so downloads nothing).
     again = asyncio.run(install_kernel_python(BASE_PYTHON))
     assert (again.built, again.commands) == (False, [])

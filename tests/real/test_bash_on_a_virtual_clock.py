@@ -1,0 +1,93 @@
+"""A bash job's whole life runs on its table's clock: the kill grace, the drain after the leader exits and the
+group poll. On a VirtualClock nothing of it moves until the test moves the clock (issue 9 item 7), so a test can
+step through a job's end exactly. Only real process events are awaited (bounded polling), never wall-clock time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from eukhe.clock import VirtualClock
+from eukhe.core import job as core
+from eukhe.core.limits import DEFAULT_TRUNCATION
+from eukhe.jobs import JobTable
+from eukhe.jobs.bash import BashOptions, BashRun, start_bash
+from eukhe.procs import group_members
+
+pytestmark = pytest.mark.real
+
+OPTIONS = BashOptions(kill_grace_ms=30_000, drain_ms=30_000)
+"""Longer than any wait of the test: were they on the wall clock, nothing would end in time."""
+
+
+async def until(fact: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """Poll a real fact until it holds, at most `timeout_s` (the wall clock bounds the test, decides nothing)."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + timeout_s
+    while not fact():
+        assert loop.time() < give_up, "the fact never came true"
+        await asyncio.sleep(0.01)
+
+
+async def settle(turns: int = 20) -> None:
+    """Let the loop run the callbacks a clock step woke (and the processes' answers arrive)."""
+    for _ in range(turns):
+        await asyncio.sleep(0.005)
+
+
+def test_a_kill_waits_the_grace_on_the_jobs_clock_then_kills_the_group(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        clock = VirtualClock()
+        table = JobTable(clock)
+        job = await start_bash(
+            "trap '' TERM; echo armed; sleep 1000 & sleep 1001; wait",
+            tmp_path,
+            truncation=DEFAULT_TRUNCATION,
+            artifact_dir=None,
+            table=table,
+            options=OPTIONS,
+        )
+        owner = job.owner
+        assert isinstance(owner, BashRun)
+        await until(lambda: b"armed" in job.snapshot().text and len(group_members(owner.pgid)) >= 3)
+        job.kill()  # SIGTERM to the group: ignored
+        clock.advance(OPTIONS.kill_grace_ms - 1)
+        await settle()
+        assert job.running and len(group_members(owner.pgid)) >= 3  # the grace has not passed on the job's clock
+        clock.advance(1)  # now it has: SIGKILL to the group
+        await until(lambda: not group_members(owner.pgid))
+        await until(lambda: not job.running)
+        assert job.end == core.Killed()
+
+    asyncio.run(scenario())
+
+
+def test_the_drain_after_the_leader_exits_runs_on_the_jobs_clock(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        clock = VirtualClock()
+        table = JobTable(clock)
+        job = await start_bash(
+            "sleep 1000 & echo leader done",
+            tmp_path,
+            truncation=DEFAULT_TRUNCATION,
+            artifact_dir=None,
+            table=table,
+            options=OPTIONS,
+        )
+        owner = job.owner
+        assert isinstance(owner, BashRun)
+        await until(lambda: owner.pipe.exited.done())  # the leader exited; the sleep still holds the pipe
+        await settle()
+        assert job.running  # the drain waits on the job's clock
+        clock.advance(OPTIONS.drain_ms)  # the drain is over: the group (the sleep) is ended with SIGTERM
+        await until(lambda: not group_members(owner.pgid))
+        clock.advance(2_000)  # the EOF wait after the group is gone, also on the clock, if the pipe lingers
+        await until(lambda: not job.running)
+        assert job.end == core.Exited(0)
+        assert job.result().text == b"leader done\n"
+
+    asyncio.run(scenario())

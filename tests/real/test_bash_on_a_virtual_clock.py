@@ -80,7 +80,7 @@ def test_the_drain_after_the_leader_exits_runs_on_the_jobs_clock(tmp_path: Path)
         )
         owner = job.owner
         assert isinstance(owner, BashRun)
-        await until(lambda: owner.pipe.exited.done())  # the leader exited; the sleep still holds the pipe
+        await until(owner.pipe.exited.done)  # the leader exited; the sleep still holds the pipe
         await settle()
         assert job.running  # the drain waits on the job's clock
         clock.advance(OPTIONS.drain_ms)  # the drain is over: the group (the sleep) is ended with SIGTERM

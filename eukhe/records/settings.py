@@ -11,7 +11,8 @@ from typing import Annotated, Literal
 import msgspec
 
 from eukhe.core.limits import DEFAULT_LIMITS, Keep, Off, On, OutputLimits, Truncation
-from eukhe.records.base import Record
+from eukhe.errors import InputError
+from eukhe.records.base import Record, refusal
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 DEFAULT_BLOCKING_BUDGET_MS = 30_000
@@ -25,8 +26,33 @@ class Limits(Record):
     max_lines: NonNegative = DEFAULT_LIMITS.max_lines
     keep: Literal["head", "tail"] = "tail"
 
+    def __post_init__(self) -> None:
+        checked(self)
+
 
 TruncationSetting = Limits | Literal["off"]
+
+
+def checked(setting: Record) -> None:
+    """Settings made in Python are as strict as settings read from JSON: InputError (`bad_setting`) naming the field.
+    (msgspec checks types when it decodes, not when a record is built; settings are rare, so they check both.)"""
+    if _CHECKING:
+        return  # the conversion below builds the record again: it was just decoded strictly
+    try:
+        builtins = msgspec.to_builtins(setting)
+    except (TypeError, msgspec.EncodeError) as error:
+        raise InputError("bad_setting", f"{type(setting).__name__}: {error}") from None
+    _CHECKING.append(True)
+    try:
+        msgspec.convert(builtins, type(setting))
+    except msgspec.ValidationError as error:
+        raise refusal(error, type(setting), code="bad_setting", what=type(setting).__name__) from None
+    finally:
+        _CHECKING.pop()
+
+
+_CHECKING: list[bool] = []
+"""Non-empty while `checked` converts (one thread decodes settings at a time in practice; a nested check is moot)."""
 
 
 def truncation_of(setting: TruncationSetting) -> Truncation:
@@ -52,6 +78,9 @@ class SessionSettings(Record):
 
     truncation: TruncationSetting = msgspec.field(default_factory=Limits)
     tool_blocking_budget_ms: NonNegative = DEFAULT_BLOCKING_BUDGET_MS
+
+    def __post_init__(self) -> None:
+        checked(self)
 
     @classmethod
     def bounded_by(

@@ -1,0 +1,51 @@
+"""Settings are strict wherever they come from: decoded from JSON or built in Python, an unknown key, a missing or
+mistyped value is an InputError (`bad_setting`) that names the field; the core's Truncation maps one to one."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from eukhe.core.limits import Keep, Off, On, OutputLimits
+from eukhe.errors import InputError
+from eukhe.records.base import decode_json
+from eukhe.records.settings import Limits, SessionSettings, setting_of, truncation_of
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: SessionSettings(tool_blocking_budget_ms=-1), "tool_blocking_budget_ms"),
+        (lambda: SessionSettings(tool_blocking_budget_ms="5"), "tool_blocking_budget_ms"),
+        (lambda: SessionSettings(truncation="on"), "truncation"),
+        (lambda: Limits(max_bytes=-3), "max_bytes"),
+        (lambda: Limits(keep="middle"), "keep"),
+    ],
+)
+def test_settings_built_in_python_are_checked(make: object, field: str) -> None:
+    with pytest.raises(InputError) as refused:
+        make()  # type: ignore[operator]
+    assert (refused.value.code, refused.value.field) == ("bad_setting", field)
+
+
+def test_settings_decoded_from_json_name_the_field_and_hint_the_camel_case_spelling() -> None:
+    with pytest.raises(InputError) as refused:
+        decode_json(b'{"toolBlockingBudgetMs": 5}', SessionSettings, code="bad_setting", what="settings")
+    assert refused.value.field == "toolBlockingBudgetMs"
+    assert refused.value.hint == "tool_blocking_budget_ms"
+    with pytest.raises(InputError) as nested:
+        decode_json(b'{"truncation": {"maxBytes": 5}}', SessionSettings, code="bad_setting", what="settings")
+    assert (nested.value.field, nested.value.hint) == ("truncation.maxBytes", "max_bytes")
+    off = decode_json(b'{"truncation": "off"}', SessionSettings, code="bad_setting", what="settings")
+    assert off.bound == Off()
+
+
+@given(st.integers(0, 10**9), st.integers(0, 10**6), st.sampled_from(Keep))
+def test_the_truncation_setting_maps_the_cores_one_to_one(max_bytes: int, max_lines: int, keep: Keep) -> None:
+    truncation = On(OutputLimits(max_bytes, max_lines, keep))
+    assert truncation_of(setting_of(truncation)) == truncation
+    settings = SessionSettings.bounded_by(truncation)
+    assert msgspec.json.decode(msgspec.json.encode(settings), type=SessionSettings) == settings
+    assert truncation_of(setting_of(Off())) == Off()

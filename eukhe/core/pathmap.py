@@ -210,18 +210,48 @@ def resolve(path_map: PathMap, path: str, cwd: str, look: Look) -> Resolved | Re
     real paths), so a path below one is symlink-free when the walk found no symlink below the mount.
     """
     if path == "" or "\0" in path or "\0" in cwd:
-        return Refused(Reason.INVALID, "a path must be non-empty and hold no NUL byte")
+        return Refused(Reason.INVALID, f"{path!r}: a path must be non-empty and hold no NUL byte")
     if is_home(path):
         return Refused(Reason.OUTSIDE, f"{path} names the sandbox home, which no mount holds")
     if not cwd.startswith("/"):
         raise ValueError(f"the sandbox cwd must be absolute, got {cwd!r}")
     # Not normalised: a `..` must apply to what the walk resolved, after any symlink before it.
-    pending = split(path if path.startswith("/") else cwd + "/" + path)
-    pending.reverse()  # a stack: the next name is last
+    walked = _walk(path_map, split(path if path.startswith("/") else cwd + "/" + path), look, _Budget(path))
+    if isinstance(walked, Refused):
+        return walked
+    final = "/" + "/".join(walked.names)
+    host = path_map.host_of(final)
+    if isinstance(host, Outside):
+        return Refused(Reason.OUTSIDE, f"{final} is outside every mount")
+    return Resolved(final, host, walked.kind)
+
+
+_IDENTITY = PathMap((Mount("/", "/"),))
+
+
+@dataclass(slots=True)
+class _Budget:
+    """The symlinks one request may still follow, shared by the walks of its link targets."""
+
+    path: str
+    links: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Walked:
+    """A walk's end: symlink-free names, what is there, and how many trailing names do not exist."""
+
+    names: list[str]
+    kind: Kind
+    missing: int
+
+
+def _walk(path_map: PathMap, names: list[str], look: Look, budget: _Budget) -> _Walked | Refused:
+    """Resolve names from the root in the map's space (a link target is resolved in host space: the identity)."""
+    pending = list(reversed(names))  # a stack: the next name is last
     done: list[str] = []  # the resolved names so far: no symlink among them
     missing_from: int | None = None  # index in `done` of the first name that does not exist
     kind = Kind.DIR  # what is at "/" + "/".join(done)
-    links = 0
     while pending:
         name = pending.pop()
         if name == "..":
@@ -246,25 +276,27 @@ def resolve(path_map: PathMap, path: str, cwd: str, look: Look) -> Resolved | Re
             continue
         entry = look(host)
         if isinstance(entry, Link):
-            links += 1
-            if links > MAX_LINKS:
-                return Refused(Reason.LOOP, f"more than {MAX_LINKS} symlinks resolving {path}")
+            budget.links += 1
+            if budget.links > MAX_LINKS:
+                return Refused(Reason.LOOP, f"more than {MAX_LINKS} symlinks resolving {budget.path}")
             if entry.target == "" or "\0" in entry.target:
                 return Refused(Reason.INVALID, f"the symlink {here} has an empty target")
-            target = entry.target if entry.target.startswith("/") else host.rsplit("/", 1)[0] + "/" + entry.target
-            back = path_map.sandbox_of(normalize(target))
+            # The host follows the link: its target is a host path (relative: to the link's host directory),
+            # resolved on the host disk, then shown in the sandbox if a mount shows it.
+            base = [] if entry.target.startswith("/") else split(host)[:-1]
+            followed = _walk(_IDENTITY, base + split(entry.target), look, budget)
+            if isinstance(followed, Refused):
+                return followed
+            back = path_map.sandbox_of("/" + "/".join(followed.names))
             if isinstance(back, Outside):
                 return Refused(Reason.OUTSIDE, f"the symlink {here} points to {entry.target}, outside every mount")
-            pending.extend(reversed(split(back)))
-            done.clear()
-            kind = Kind.DIR
+            done = split(back)
+            kind = followed.kind
+            missing_from = len(done) - min(followed.missing, len(done)) if followed.missing else None
             continue
         done.append(name)
         kind = entry
         if entry is Kind.MISSING:
             missing_from = len(done) - 1
-    final = "/" + "/".join(done)
-    host = path_map.host_of(final)
-    if isinstance(host, Outside):
-        return Refused(Reason.OUTSIDE, f"{final} is outside every mount")
-    return Resolved(final, host, Kind.MISSING if missing_from is not None else kind)
+    missing = 0 if missing_from is None else len(done) - missing_from
+    return _Walked(done, Kind.MISSING if missing else kind, missing)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import pytest
 from hypothesis import given
@@ -228,11 +228,16 @@ walk_paths_st = st.lists(st.sampled_from(["a", "b", "l", "..", "."]), min_size=1
 walk_cwds_st = st.sampled_from(["/work", "/work/a", "/work/b", "/data", "/"])
 
 
-def host_kind(tree: dict[str, Entry], host: str) -> Entry:
-    return tree.get(host, Kind.MISSING)
+def host_kind(tree: Mapping[str, Entry], host: str) -> Entry:
+    """What the model disk has at a host path; the directories above its entries exist (as on a real disk)."""
+    if host in tree:
+        return tree[host]
+    if host == "/" or any(key.startswith(host + "/") for key in tree):
+        return Kind.DIR
+    return Kind.MISSING
 
 
-def check_walk(path_map: PathMap, tree: dict[str, Entry], path: str, cwd: str) -> Resolved | Refused:
+def check_walk(path_map: PathMap, tree: Mapping[str, Entry], path: str, cwd: str) -> Resolved | Refused:
     looked: list[str] = []
 
     def look(host: str) -> Entry:
@@ -327,7 +332,7 @@ def test_pathmap_walk_follows_links_between_mounts_and_reports_sandbox_paths() -
     assert resolve(path_map, "loop", "/work", look) == Refused(Reason.LOOP, "more than 40 symlinks resolving loop")
     assert isinstance(resolve(path_map, "d/x.csv/..", "/work", look), Refused)
     assert resolve(path_map, "a\0b", "/work", look) == Refused(
-        Reason.INVALID, "a path must be non-empty and hold no NUL byte"
+        Reason.INVALID, "'a\\x00b': a path must be non-empty and hold no NUL byte"
     )
 
 

@@ -2,7 +2,8 @@
 
 The pattern is relative to `path` and matched component by component:
 - `*` matches any run of characters within one name, `?` one character, `[abc]` / `[!abc]` a class (no escapes);
-- `**` as a whole component matches zero or more directories (`**/*.py`, `src/**`, `a/**/b`);
+- `**` as a whole component matches zero or more directories (`**/*.py`, `a/**/b`); at the end it matches every
+  file below (`src/**` is `src/**/*`);
 - a name starting with `.` is matched only by a component that starts with a literal `.`, and never by `**`
   (so `*` skips hidden files, `.github/**` finds the workflows);
 - only regular files are listed, never directories, symlinks or special files; `.gitignore` files apply as in
@@ -64,6 +65,8 @@ class GlobPattern:
             components.append(Component(re.compile(fnmatch.translate(part)), part.startswith(".")))
         if not components:
             raise FsError(Reason.INVALID_PATTERN, None, f"a glob must name files, got {pattern!r}")
+        if components[-1] == ANY_DIRS:  # `a/**` is everything below a, not a itself: `a/**/*`
+            components.append(Component(re.compile(fnmatch.translate("*")), False))
         return cls(tuple(components))
 
     def _closure(self, states: set[int]) -> frozenset[int]:

@@ -14,10 +14,12 @@ Theory of operation.
   which the host cannot know) are `Outside`.
 - `resolve(path, cwd, look)`: the same, checked against the host disk. The walk goes component by component in
   sandbox space, asking the shell what is at each host path (`look`). A symlink is followed as the host follows it:
-  an absolute target is a host path, a relative one is relative to the link's host directory; the target is mapped
-  back into the sandbox, and a target no mount holds is `Outside`. `..` is the parent of what the walk resolved so
-  far, which holds no symlink, so it is the lexical parent there. Below a missing component the rest is taken
-  lexically. The answer is a symlink-free sandbox path and its host path: what the host opens is what was checked.
+  its target is a host path (a relative one starts at the link's host directory), resolved on the host disk by the
+  same walk under the identity map, then shown in the sandbox through the mounts; a target no mount shows is
+  `Outside`. `..` is the parent of what the walk resolved so far, which holds no symlink, so it is the lexical
+  parent there (a `..` right after a symlink is the parent of its target, as on a disk). Below a missing component
+  the rest is taken lexically, as `os.path.realpath` does. The answer is a symlink-free sandbox path and its host
+  path: what the host opens is what was checked.
 
 Paths are text; the core never touches a disk. The Local transport is the identity map (`/` -> `/`).
 """

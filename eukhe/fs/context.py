@@ -119,6 +119,8 @@ class Locator:
             walked = pathmap.resolve(self.map, path, cwd, look)
         except OSError as error:
             raise os_error(error, path, doing) from error
+        except ValueError as error:  # a lone surrogate the file system encoding cannot carry
+            raise FsError(Reason.INVALID_PATH, path, f"cannot {doing} {path!r}: {error}") from error
         if isinstance(walked, pathmap.Refused):
             raise FsError(_REFUSALS[walked.reason], path, walked.detail)
         return Place(walked.host, walked.sandbox, walked.kind, path)

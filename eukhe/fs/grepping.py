@@ -152,7 +152,10 @@ def rg_matches(
         pending: list[Match] = []
         try:
             for raw in process.stdout:
-                message = msgspec.json.decode(raw)
+                try:
+                    message = msgspec.json.decode(raw)
+                except msgspec.DecodeError as error:
+                    raise FsError(Reason.IO_ERROR, None, f"ripgrep printed a line that is not JSON: {error}") from error
                 kind, data = message.get("type"), message.get("data", {})
                 if kind == "begin":
                     pending = []
@@ -187,8 +190,13 @@ def grep(context: FsContext, args: GrepArgs, engine: Engine = "auto") -> GrepAns
     """
     if not isinstance(args.pattern, str) or (args.glob is not None and not isinstance(args.glob, str)):
         raise FsError(Reason.BAD_REQUEST, None, "pattern and glob must be strings")
-    if "\0" in args.pattern or (args.glob is not None and "\0" in args.glob):
-        raise FsError(Reason.INVALID_PATTERN, None, "a pattern cannot hold a NUL byte")
+    for text in (args.pattern, args.glob or ""):
+        if "\0" in text:
+            raise FsError(Reason.INVALID_PATTERN, None, "a pattern cannot hold a NUL byte")
+        try:
+            os.fsencode(text)
+        except UnicodeEncodeError as error:
+            raise FsError(Reason.INVALID_PATTERN, None, f"a pattern must be encodable: {error.reason}") from error
     rg = ripgrep() if engine != "python" else None
     if engine == "rg" and rg is None:
         raise FsError(Reason.IO_ERROR, None, "ripgrep (rg) is not on PATH")

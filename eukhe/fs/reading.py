@@ -43,7 +43,12 @@ def open_regular(place: Place, doing: str) -> int:
         fd = os.open(place.host, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
         raise os_error(error, place.asked, doing) from error
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError as error:
+        os.close(fd)
+        raise os_error(error, place.asked, doing) from error
+    if not regular:
         os.close(fd)
         raise FsError(Reason.NOT_A_FILE, place.asked, f"cannot {doing} {place.asked}: not a regular file")
     return fd

@@ -125,6 +125,8 @@ def test_grep_refusals(tmp_path: Path, engine: Engine) -> None:
     root = tricky_tree(tmp_path / "t")
     context = local(root)
     refused(lambda: grep(context, GrepArgs(pattern="(", path="."), engine=engine), Reason.INVALID_PATTERN)
+    refused(lambda: grep(context, GrepArgs(pattern="\ud800"), engine=engine), Reason.INVALID_PATTERN)
+    refused(lambda: grep(context, GrepArgs(pattern="x", glob="a\0"), engine=engine), Reason.INVALID_PATTERN)
     refused(lambda: grep(context, GrepArgs(pattern="x", path="nope"), engine=engine), Reason.NOT_FOUND)
     refused(lambda: grep(context, GrepArgs(pattern="x", path="fifo"), engine=engine), Reason.NOT_A_FILE)
     refused(lambda: grep(context, GrepArgs(pattern="x", path="a.py/x"), engine=engine), Reason.NOT_A_DIRECTORY)

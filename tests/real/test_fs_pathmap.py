@@ -270,6 +270,7 @@ def test_fs_os_errors_on_paths_are_typed_and_name_the_path(tmp_path: Path) -> No
         ("loop1", Reason.SYMLINK_LOOP),
         ("loop1/x", Reason.SYMLINK_LOOP),
         ("a\0b", Reason.INVALID_PATH),
+        ("lone\ud800surrogate", Reason.INVALID_PATH),
         ("", Reason.INVALID_PATH),
     ]
     for path, reason in cases:

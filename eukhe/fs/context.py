@@ -112,18 +112,17 @@ class Locator:
             raise FsError(Reason.NOT_A_DIRECTORY, asked, f"the working directory {asked} is not a directory")
         self.cwd = cwd.shown
 
-    def _resolve(self, path: str, cwd: str, doing: str) -> Place:
-        if self.local and pathmap.is_home(path):
-            path = os.path.expanduser(path)
+    def _resolve(self, asked: str, cwd: str, doing: str) -> Place:
+        path = os.path.expanduser(asked) if self.local and pathmap.is_home(asked) else asked
         try:
             walked = pathmap.resolve(self.map, path, cwd, look)
         except OSError as error:
-            raise os_error(error, path, doing) from error
+            raise os_error(error, asked, doing) from error
         except ValueError as error:  # a lone surrogate the file system encoding cannot carry
-            raise FsError(Reason.INVALID_PATH, path, f"cannot {doing} {path!r}: {error}") from error
+            raise FsError(Reason.INVALID_PATH, asked, f"cannot {doing} {asked!r}: {error}") from error
         if isinstance(walked, pathmap.Refused):
-            raise FsError(_REFUSALS[walked.reason], path, walked.detail)
-        return Place(walked.host, walked.sandbox, walked.kind, path)
+            raise FsError(_REFUSALS[walked.reason], asked, walked.detail)
+        return Place(walked.host, walked.sandbox, walked.kind, asked)
 
     def place(self, path: str, doing: str = "resolve") -> Place:
         """The checked place of a request path (relative paths against the cwd), or an `FsError`."""

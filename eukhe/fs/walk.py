@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import pathspec
 
+from eukhe.fs.errors import FsError, Reason
+
 
 class Verdict(enum.Enum):
     """What a rule says about an entry."""
@@ -35,20 +37,55 @@ class Verdict(enum.Enum):
     NONE = "none"  # no rule matched
 
 
-def _matches(regex: re.Pattern[str], relative: str, is_dir: bool) -> bool:
-    """Whether a gitignore pattern's regex (pathspec's) matches exactly this path, not only one of its parents.
+_PARENT_OR_SELF = "(?:(?P<ps_d>/)|$)"  # how pathspec ends a pattern that matches a path or anything below it
+_DIRECTORY = "(?P<ps_d>/)"  # how pathspec ends a pattern that matches a directory or anything below it
 
-    pathspec marks the separator after a matched directory with the group `ps_d`; a match whose `ps_d` is not the
-    end of the text matched a parent. Patterns without the group (`x/**`, `*`) are tested on the bare path.
+
+def exact(regex: re.Pattern[str]) -> re.Pattern[str]:
+    """A pathspec gitignore regex that matches a path itself, never because one of its parents matches.
+
+    pathspec searches `path` (a directory as `path/`) with a regex that also matches everything below a matched
+    directory; its tail marks where. Here the tail must be the end: what ripgrep does, as it never enters an ignored
+    directory and matches each path on its own. Patterns without the tail (`x/**`, `*`) match by design what is below.
     """
-    has_dir_group = "ps_d" in regex.groupindex
-    text = relative + "/" if is_dir and has_dir_group else relative
-    found = regex.match(text)
-    if found is None:
-        return False
-    if not has_dir_group or found.start("ps_d") < 0:
-        return True
-    return found.end("ps_d") == len(text)
+    source = regex.pattern.replace(_PARENT_OR_SELF, "/?\\Z").replace(_DIRECTORY, "/\\Z")
+    if "ps_d" in source:
+        raise ValueError(f"pathspec wrote a regex this walk does not know: {regex.pattern!r}")
+    return re.compile(source)
+
+
+def expand_braces(pattern: str) -> list[str] | None:
+    """The alternatives of a glob with `{a,b}` groups (ripgrep's globs have them; gitignore syntax does not), or None
+    for a nested or unclosed group, which ripgrep refuses. `\\{` and a `{` inside `[...]` are literal."""
+    alternatives = [""]
+    group: list[str] | None = None  # the alternatives of the open group, the last one being written
+    in_class = False
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        piece = pattern[index : index + 2] if char == "\\" else char
+        index += len(piece)
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "{":
+            if group is not None:
+                return None
+            group = [""]
+            continue
+        elif char == "," and group is not None:
+            group.append("")
+            continue
+        elif char == "}" and group is not None:
+            alternatives = [done + choice for done in alternatives for choice in group]
+            group = None
+            continue
+        if group is not None:
+            group[-1] += piece
+        else:
+            alternatives = [done + piece for done in alternatives]
+    return None if group is not None else alternatives
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,14 +93,19 @@ class Rules:
     """One gitignore-syntax pattern list, relative to `base` (a walk-relative directory, '' for the root)."""
 
     base: str
-    patterns: tuple[tuple[bool, re.Pattern[str]], ...]  # (excludes, regex), in file order
+    patterns: tuple[tuple[bool, re.Pattern[str], bool], ...]  # (excludes, exact regex, by_dir), in file order
 
     @classmethod
     def parse(cls, base: str, lines: list[str]) -> Rules:
-        """The patterns of gitignore-syntax lines (comments and blank lines dropped)."""
-        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        """The patterns of gitignore-syntax lines (comments and blank lines dropped; `{a,b}` groups expanded into
+        one pattern each, as ripgrep reads them; a line with a nested or unclosed group skipped, as ripgrep does)."""
+        expanded: list[str] = []
+        for line in lines:
+            alternatives = [line] if line.startswith("#") else expand_braces(line)
+            expanded.extend(alternatives or [])
+        spec = pathspec.GitIgnoreSpec.from_lines(expanded)
         patterns = tuple(
-            (bool(pattern.include), pattern.regex)
+            (bool(pattern.include), exact(pattern.regex), _DIRECTORY in pattern.regex.pattern)
             for pattern in spec.patterns
             if pattern.include is not None and isinstance(pattern.regex, re.Pattern)
         )
@@ -72,8 +114,10 @@ class Rules:
     def verdict(self, relative: str, is_dir: bool) -> Verdict:
         """The last matching pattern's verdict on a walk-relative path under `base`."""
         inner = relative[len(self.base) + 1 :] if self.base else relative
-        for excludes, regex in reversed(self.patterns):
-            if _matches(regex, inner, is_dir):
+        for excludes, regex, by_dir in reversed(self.patterns):
+            # A directory is matched as `dir/` by the patterns that tell directories apart (`x`, `x/`), and as
+            # `dir` by the others (`x/**` matches what is below x, not x itself).
+            if regex.search(inner + "/" if is_dir and by_dir else inner) is not None:
                 return Verdict.EXCLUDE if excludes else Verdict.INCLUDE
         return Verdict.NONE
 
@@ -87,8 +131,12 @@ class Override:
 
     @classmethod
     def parse(cls, glob: str) -> Override:
+        """The override of one glob; a nested or unclosed `{` group is `invalid_pattern`, as ripgrep refuses it."""
         negated = glob.startswith("!")
-        return cls(Rules.parse("", [glob[1:] if negated else glob]), negated)
+        body = glob[1:] if negated else glob
+        if expand_braces(body) is None:
+            raise FsError(Reason.INVALID_PATTERN, None, f"the glob {glob!r} has a nested or unclosed {{ group")
+        return cls(Rules.parse("", [body]), negated)
 
     def verdict(self, relative: str, is_dir: bool) -> Verdict:
         if self.rules.verdict(relative, is_dir) is Verdict.EXCLUDE:  # the pattern matched

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from eukhe.core.limits import Off
@@ -127,6 +127,7 @@ def test_grep_refusals(tmp_path: Path, engine: Engine) -> None:
     refused(lambda: grep(context, GrepArgs(pattern="(", path="."), engine=engine), Reason.INVALID_PATTERN)
     refused(lambda: grep(context, GrepArgs(pattern="\ud800"), engine=engine), Reason.INVALID_PATTERN)
     refused(lambda: grep(context, GrepArgs(pattern="x", glob="a\0"), engine=engine), Reason.INVALID_PATTERN)
+    refused(lambda: grep(context, GrepArgs(pattern="x", glob="{a,{b}}"), engine=engine), Reason.INVALID_PATTERN)
     refused(lambda: grep(context, GrepArgs(pattern="x", path="nope"), engine=engine), Reason.NOT_FOUND)
     refused(lambda: grep(context, GrepArgs(pattern="x", path="fifo"), engine=engine), Reason.NOT_A_FILE)
     refused(lambda: grep(context, GrepArgs(pattern="x", path="a.py/x"), engine=engine), Reason.NOT_A_DIRECTORY)
@@ -163,6 +164,9 @@ CASES = [
     ("", ".", "*.py"),
     ("x.*x", "a", None),
     ("caf", ".", None),
+    ("x", ".", "{a,b}.py"),
+    ("x", ".", "*.{py,md}"),
+    ("x", ".", "/a.py"),
 ]
 
 
@@ -177,7 +181,8 @@ def test_grep_engines_give_the_same_answers(tmp_path: Path, pattern: str, path: 
 NAMES = ["a", "b", ".h", "a.py", "b.log", "z.txt", "é", "A"]
 IGNORES = [
     "*.log", "!b.log", "*.py", "/a", "a/", "b/*", ".h", "!.h", "**/z.txt", "#c", "z*", "!z.txt", "é", "a/**",
-    "**/a", "!a", "a/b", "z.txt  ", "[ab]", "?.py", "a/**/z.txt", "*", "!*/", "b/", "A",
+    "**/a", "!a", "a/b", "z.txt  ", "[ab]", "?.py", "a/**/z.txt", "*", "!*/", "b/", "A", "{a,b}", "*.{py,log}",
+    "{a,{b}}", "!{z.txt,a.py}",
 ]  # fmt: skip
 CONTENTS = [b"x\n", b"y\n", b"x\ny\nx", b"X\r\n", b"x\0\n", b"\xffx\n", b"", b"xx yy\n"]
 
@@ -199,12 +204,13 @@ def trees(draw: st.DrawFn) -> dict[str, bytes]:
 
 
 @needs_rg
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
     trees(),
     st.sampled_from(["x", "^x", "y$", "."]),
-    st.sampled_from([None, "*.py", "!*.log", "a/*", ".h", "**/a/*", "[ab]*", "?.py", "!a", "*"]),
+    st.sampled_from([None, "*.py", "!*.log", "a/*", ".h", "**/a/*", "[ab]*", "?.py", "!a", "*", "{a,b}.py"]),
 )
+@example(files={".gitignore": b"[ab]\n!*/", "a/a": b"x\n"}, pattern="x", glob="a/*")  # `*/` re-includes a
 def test_grep_engines_agree_on_generated_trees(
     tmp_path_factory: pytest.TempPathFactory, files: dict[str, bytes], pattern: str, glob: str | None
 ) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from eukhe.fs import FsError, Reason
 from eukhe.fs.globbing import GlobPattern
-from eukhe.fs.walk import Override, Rules, Verdict, grep_policy, ignored
+from eukhe.fs.walk import Override, Rules, Verdict, expand_braces, grep_policy, ignored
 
 
 @pytest.mark.parametrize(
@@ -36,6 +36,35 @@ from eukhe.fs.walk import Override, Rules, Verdict, grep_policy, ignored
 )
 def test_gitignore_patterns_match_the_path_itself(pattern: str, path: str, is_dir: bool, verdict: Verdict) -> None:
     assert Rules.parse("", [pattern]).verdict(path, is_dir) is verdict
+
+
+@pytest.mark.parametrize(
+    ("pattern", "alternatives"),
+    [
+        ("{a,b}.py", ["a.py", "b.py"]),
+        ("{a,b}{.c,.h}", ["a.c", "a.h", "b.c", "b.h"]),
+        ("\\{a,b\\}", ["\\{a,b\\}"]),  # escaped: literal
+        ("[{]a,b", ["[{]a,b"]),  # in a class: literal
+        ("a,b", ["a,b"]),
+        ("{a,{b}}", None),  # nested: refused, as ripgrep does
+        ("{a,b", None),  # unclosed
+    ],
+)
+def test_brace_groups_expand_as_ripgrep_reads_them(pattern: str, alternatives: list[str] | None) -> None:
+    assert expand_braces(pattern) == alternatives
+
+
+def test_a_gitignore_line_with_a_bad_group_is_skipped_and_a_glob_with_one_refused() -> None:
+    rules = Rules.parse("", ["{a,{b}}", "c.py", "{d,e}.py"])
+    assert [rules.verdict(name, False) for name in ("a", "c.py", "d.py", "e.py")] == [
+        Verdict.NONE,
+        Verdict.EXCLUDE,
+        Verdict.EXCLUDE,
+        Verdict.EXCLUDE,
+    ]
+    with pytest.raises(FsError) as caught:
+        Override.parse("!{a,b")
+    assert caught.value.reason is Reason.INVALID_PATTERN
 
 
 def test_the_deepest_gitignore_and_the_last_pattern_decide() -> None:

@@ -7,8 +7,9 @@ The rules (the ones `rg` follows with the flags `eukhe.fs.grepping` gives it):
 - `.gitignore` files apply in the directory that holds them and below, from the walk's root down (not above it, and
   with or without a `.git` directory). The deepest `.gitignore` with a pattern that matches decides; within a file,
   the last matching pattern; `!pattern` re-includes. A pattern matches the path itself (relative to its file's
-  directory), not its parents: an ignored directory is simply not entered. `.ignore`, `.rgignore`, the global
-  gitignore and `.git/info/exclude` are not read.
+  directory), not its parents: an ignored directory is simply not entered. `{a,b}` groups are alternatives (a line
+  with a nested or unclosed group is skipped). `.ignore`, `.rgignore`, the global gitignore and `.git/info/exclude`
+  are not read.
 - Hidden entries (names starting with `.`) are skipped, unless a `.gitignore` pattern re-includes them.
 - A grep `glob` (an override, gitignore syntax) is checked first: a file it matches is searched even when hidden or
   ignored; `!glob` excludes what it matches; with a positive glob, a file it does not match is skipped.

@@ -23,6 +23,7 @@ CATALOGUE: dict[str, str] = {
     "bad_tool_arguments": "a tool call's arguments do not match the tool's schema (`field` names it)",
     "bad_path": "a path a caller gave cannot be used (too long, a NUL byte, a symlink loop, no permission)",
     "working_dir_error": "a session's working directory was refused: none given, gone, not a directory, or relative",
+    "fs_error": "a file tool (read, write, edit, grep, glob) refused: `reason` says why (outside, not_found, ...)",
     # sessions and their journal
     "unknown_session": "no saved session has this id",
     "session_exists": "a create named an id that is already a session",

@@ -24,6 +24,7 @@ from eukhe.core import pathmap
 from eukhe.core.limits import DEFAULT_TRUNCATION, Keep, On, Truncation
 from eukhe.fs.errors import FsError, Reason, os_error
 from eukhe.output import BoundedOutput, BoundedResult
+from eukhe.records.output import OutputWindow
 
 _REFUSALS = {
     pathmap.Reason.OUTSIDE: Reason.OUTSIDE,
@@ -132,28 +133,14 @@ class Locator:
 
 
 class BoundedFields(TypedDict):
-    """The bounded-output keys of an answer (`eukhe.fs.records.Bounded`)."""
+    """The bounded output of an answer (`eukhe.fs.records.Bounded`)."""
 
-    text: str
-    bytes_kept: int
-    bytes_dropped: int
-    lines_kept: int
-    lines_dropped: int
-    notice: str | None
-    artifact: str | None
+    output: OutputWindow
 
 
 def bounded_fields(result: BoundedResult) -> BoundedFields:
-    """The bounded-output keys of an answer."""
-    return {
-        "text": result.text.decode("utf-8", errors="replace"),
-        "bytes_kept": result.bytes_kept,
-        "bytes_dropped": result.bytes_dropped,
-        "lines_kept": result.lines_kept,
-        "lines_dropped": result.lines_dropped,
-        "notice": result.notice,
-        "artifact": None if result.artifact is None else str(result.artifact),
-    }
+    """The bounded output of an answer."""
+    return {"output": result.to_record()}
 
 
 def sibling(host: str, tag: str) -> str:

@@ -1,26 +1,20 @@
 """The records that enter and leave the file tools: request arguments and answers (snake_case keys, strict).
 
 Each is a frozen msgspec Struct that refuses unknown fields, so a request with a misspelt key is refused, not half
-read. Every answer with text carries the bounded-output keys (`text`, `bytes_kept`, `bytes_dropped`, `lines_kept`,
-`lines_dropped`, `notice`, `artifact`), the same keys as every other bounded output (docs/output.md).
+read. Every answer with text carries `output`, the bounded window of every other output (docs/output.md).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-import msgspec
-
-
-class Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """Base of every fs record: strict (inherited); each subclass also says `frozen` (for mypy) and `kw_only` (not
-    inherited)."""
-
+from eukhe.records.base import Record
+from eukhe.records.output import OutputWindow
 
 # --- requests -----------------------------------------------------------------------------------------------------
 
 
-class ReadArgs(Record, frozen=True, kw_only=True):
+class ReadArgs(Record):
     """`fs.read`: a text file's lines; `offset` is the first line (1-based), `limit` how many lines (None: all)."""
 
     path: str
@@ -28,20 +22,20 @@ class ReadArgs(Record, frozen=True, kw_only=True):
     limit: int | None = None
 
 
-class WriteArgs(Record, frozen=True, kw_only=True):
+class WriteArgs(Record):
     """`fs.write`: create or replace the file at `path` with `content` (UTF-8)."""
 
     path: str
     content: str
 
 
-class EditArgs(Record, frozen=True, kw_only=True):
+class EditArgs(Record):
     """`fs.edit`: one multi-file patch (docs/fs.md)."""
 
     patch: str
 
 
-class GrepArgs(Record, frozen=True, kw_only=True):
+class GrepArgs(Record):
     """`fs.grep`: lines matching the regex `pattern` under `path`, in files the optional `glob` selects."""
 
     pattern: str
@@ -49,7 +43,7 @@ class GrepArgs(Record, frozen=True, kw_only=True):
     glob: str | None = None
 
 
-class GlobArgs(Record, frozen=True, kw_only=True):
+class GlobArgs(Record):
     """`fs.glob`: files under `path` whose relative path matches `pattern` (`**` crosses directories)."""
 
     pattern: str
@@ -59,19 +53,13 @@ class GlobArgs(Record, frozen=True, kw_only=True):
 # --- answers ------------------------------------------------------------------------------------------------------
 
 
-class Bounded(Record, frozen=True, kw_only=True):
-    """The bounded-output keys: the kept text, the counts, the truncation notice and the full output's artifact."""
+class Bounded(Record):
+    """An answer with text: `output` is the bounded window every output carries (docs/output.md)."""
 
-    text: str
-    bytes_kept: int
-    bytes_dropped: int
-    lines_kept: int
-    lines_dropped: int
-    notice: str | None
-    artifact: str | None
+    output: OutputWindow
 
 
-class ReadAnswer(Bounded, frozen=True, kw_only=True):
+class ReadAnswer(Bounded):
     """The lines read: `absolute` is the file as the caller sees it; `offset` the first line, `lines` how many lines
     the range held (before bounding), `total_lines` the file's lines."""
 
@@ -81,7 +69,7 @@ class ReadAnswer(Bounded, frozen=True, kw_only=True):
     total_lines: int
 
 
-class WriteAnswer(Record, frozen=True, kw_only=True):
+class WriteAnswer(Record):
     """The file written: where, how many bytes, and whether it was created (False: replaced)."""
 
     absolute: str
@@ -89,7 +77,7 @@ class WriteAnswer(Record, frozen=True, kw_only=True):
     created: bool
 
 
-class EditChange(Record, frozen=True, kw_only=True):
+class EditChange(Record):
     """What one section of a patch did; `destination` only for `moved`."""
 
     action: Literal["added", "updated", "deleted", "moved"]
@@ -97,13 +85,13 @@ class EditChange(Record, frozen=True, kw_only=True):
     destination: str | None = None
 
 
-class EditAnswer(Record, frozen=True, kw_only=True):
+class EditAnswer(Record):
     """Every section's change, in the patch's order."""
 
     changes: tuple[EditChange, ...]
 
 
-class GrepAnswer(Bounded, frozen=True, kw_only=True):
+class GrepAnswer(Bounded):
     """Matches as `PATH:LINE:TEXT` lines (paths relative to `absolute`, the search root), sorted by path then line;
     `matches` and `files` count all of them, also those the bound dropped."""
 
@@ -112,14 +100,14 @@ class GrepAnswer(Bounded, frozen=True, kw_only=True):
     files: int
 
 
-class GlobAnswer(Bounded, frozen=True, kw_only=True):
+class GlobAnswer(Bounded):
     """Matching files, one relative path a line, sorted; `count` counts all of them."""
 
     absolute: str
     count: int
 
 
-class FsRefusal(Record, frozen=True, kw_only=True):
+class FsRefusal(Record):
     """An `FsError` as a record: what the kernel's `rlm.FsError` is raised from."""
 
     reason: str

@@ -32,7 +32,7 @@ TREE: dict[str, str | None] = {
 
 def paths(root: Path, pattern: str, path: str = ".") -> list[str]:
     answer = glob(local(root, Off()), GlobArgs(pattern=pattern, path=path))
-    found = answer.text.splitlines()
+    found = answer.output.text.splitlines()
     assert answer.count == len(found)
     return found
 
@@ -76,6 +76,8 @@ def test_glob_refusals(tmp_path: Path) -> None:
 def test_glob_answer_is_bounded(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "t", {f"f{n:04d}.txt": "" for n in range(500)})
     answer = glob(local(root, small_limits(10_000, 20), tmp_path / "artifacts"), GlobArgs(pattern="*.txt"))
-    assert answer.count == 500 and answer.text.splitlines() == [f"f{n:04d}.txt" for n in range(20)]
-    assert answer.lines_dropped == 480 and answer.notice is not None and answer.artifact is not None
-    assert Path(answer.artifact).read_text().splitlines()[-1] == "f0499.txt"
+    assert answer.count == 500 and answer.output.text.splitlines() == [f"f{n:04d}.txt" for n in range(20)]
+    assert (
+        answer.output.lines_dropped == 480 and answer.output.notice is not None and answer.output.artifact is not None
+    )
+    assert Path(answer.output.artifact).read_text().splitlines()[-1] == "f0499.txt"

@@ -59,7 +59,7 @@ def tricky_tree(root: Path) -> Path:
 
 
 def lines(answer: GrepAnswer) -> list[str]:
-    return answer.text.splitlines()
+    return answer.output.text.splitlines()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -117,7 +117,7 @@ def test_grep_in_one_file_ignores_the_walk_rules(tmp_path: Path, engine: Engine)
         assert answer.matches == 1 and lines(answer)[0].startswith(os.path.basename(name) + ":1:")
         assert answer.absolute == str(root / name)
     binary = grep(context, GrepArgs(pattern="x", path="bin/late.dat"), engine=engine)
-    assert (binary.matches, binary.text) == (0, "")
+    assert (binary.matches, binary.output.text) == (0, "")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -143,9 +143,13 @@ def test_grep_answer_is_bounded_with_the_notice_and_the_artifact(tmp_path: Path,
     )
     assert answer.matches == 20_000 and answer.files == 1
     assert lines(answer) == [f"big.txt:{n + 1}:match {n}" for n in range(10)]  # the head
-    assert answer.lines_kept == 10 and answer.lines_dropped == 19_990
-    assert answer.artifact is not None and answer.notice is not None and answer.artifact in answer.notice
-    full = Path(answer.artifact).read_text().splitlines()
+    assert answer.output.lines_kept == 10 and answer.output.lines_dropped == 19_990
+    assert (
+        answer.output.artifact is not None
+        and answer.output.notice is not None
+        and answer.output.artifact in answer.output.notice
+    )
+    full = Path(answer.output.artifact).read_text().splitlines()
     assert len(full) == 20_000 and full[-1] == "big.txt:20000:match 19999"
 
 

@@ -109,7 +109,7 @@ def test_fs_requests_reject_a_symlink_in_a_mount_that_points_out_of_every_mount(
 def test_fs_walks_do_not_follow_symlinks_out_of_the_mount(tmp_path: Path, engine: Engine) -> None:
     work, _ = escape_world(tmp_path)
     context = wrapped(work, {"/work": work}, sandbox_cwd="/work", truncation=Off())
-    assert glob(context, GlobArgs(pattern="**")).text == "inside.txt\nsub/deep/f.txt\n"
+    assert glob(context, GlobArgs(pattern="**")).output.text == "inside.txt\nsub/deep/f.txt\n"
     assert grep(context, GrepArgs(pattern="secret|x|s"), engine=engine).matches == 0
 
 
@@ -129,15 +129,15 @@ def two_mounts(tmp_path: Path) -> tuple[FsContext, Path, Path]:
 def test_fs_request_paths_map_to_the_host_and_reply_paths_back(tmp_path: Path) -> None:
     context, project, data = two_mounts(tmp_path)
     assert read(context, ReadArgs(path="app.py")).absolute == "/work/src/app.py"
-    assert read(context, ReadArgs(path="../README")).text == "readme\n"
+    assert read(context, ReadArgs(path="../README")).output.text == "readme\n"
     assert read(context, ReadArgs(path="/work/data/set.csv")).absolute == "/work/data/set.csv"
     assert read(context, ReadArgs(path="data_link/set.csv")).absolute == "/work/data/set.csv"  # mapped back
-    assert read(context, ReadArgs(path="/cache/c.bin")).text == "cached\n"
+    assert read(context, ReadArgs(path="/cache/c.bin")).output.text == "cached\n"
     written = write(context, WriteArgs(path="../data/new.csv", content="n\n"))
     assert written.absolute == "/work/data/new.csv" and (data / "new.csv").read_text() == "n\n"
     assert not (project / "data").exists()  # the deeper mount wins: nothing in the project's own data dir
     assert grep(context, GrepArgs(pattern="hi")).absolute == "/work/src"
-    assert glob(context, GlobArgs(pattern="*.csv", path="/work/data")).text == "new.csv\nset.csv\n"
+    assert glob(context, GlobArgs(pattern="*.csv", path="/work/data")).output.text == "new.csv\nset.csv\n"
 
 
 def test_fs_patch_header_paths_and_move_rows_map_both_ways(tmp_path: Path) -> None:
@@ -186,7 +186,7 @@ def test_fs_local_transport_allows_every_host_path(tmp_path: Path) -> None:
     context = local(work)
     assert read(context, ReadArgs(path="out/secret.txt")).absolute == str(outside / "secret.txt")
     assert read(context, ReadArgs(path="out/../outside/sibling.txt")).absolute == str(outside / "sibling.txt")
-    assert read(context, ReadArgs(path=str(outside / "dir/x.txt"))).text == "x\n"
+    assert read(context, ReadArgs(path=str(outside / "dir/x.txt"))).output.text == "x\n"
     home = make_tree(tmp_path / "home", {"notes.txt": "mine\n"})
     old = os.environ.get("HOME")
     os.environ["HOME"] = str(home)

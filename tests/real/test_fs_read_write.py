@@ -22,14 +22,14 @@ def test_read_answers_lines_with_their_counts(tmp_path: Path) -> None:
     make_tree(tmp_path, {"f.txt": "one\ntwo\nthree\nfour"})
     context = local(tmp_path)
     whole = read(context, ReadArgs(path="f.txt"))
-    assert (whole.text, whole.offset, whole.lines, whole.total_lines) == ("one\ntwo\nthree\nfour", 1, 4, 4)
-    assert whole.absolute == str(tmp_path / "f.txt") and whole.notice is None and whole.artifact is None
+    assert (whole.output.text, whole.offset, whole.lines, whole.total_lines) == ("one\ntwo\nthree\nfour", 1, 4, 4)
+    assert whole.absolute == str(tmp_path / "f.txt") and whole.output.notice is None and whole.output.artifact is None
     middle = read(context, ReadArgs(path="f.txt", offset=2, limit=2))
-    assert (middle.text, middle.offset, middle.lines, middle.total_lines) == ("two\nthree\n", 2, 2, 4)
+    assert (middle.output.text, middle.offset, middle.lines, middle.total_lines) == ("two\nthree\n", 2, 2, 4)
     past = read(context, ReadArgs(path="f.txt", offset=9))
-    assert (past.text, past.lines, past.total_lines) == ("", 0, 4)
+    assert (past.output.text, past.lines, past.total_lines) == ("", 0, 4)
     none = read(context, ReadArgs(path=str(tmp_path / "f.txt"), limit=0))
-    assert (none.text, none.lines) == ("", 0)
+    assert (none.output.text, none.lines) == ("", 0)
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -44,7 +44,7 @@ def test_read_equals_slicing_the_lines(tmp_path: Path, data: bytes, offset: int,
     pieces = data.split(b"\n")
     lines = [piece + b"\n" for piece in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
     wanted = lines[offset - 1 : None if limit is None else offset - 1 + limit]
-    assert answer.text == b"".join(wanted).decode("utf-8", errors="replace")
+    assert answer.output.text == b"".join(wanted).decode("utf-8", errors="replace")
     assert (answer.lines, answer.total_lines) == (len(wanted), len(lines))
 
 
@@ -54,10 +54,10 @@ def test_read_crosses_chunk_boundaries(tmp_path: Path) -> None:
     (tmp_path / "big").write_bytes(data)
     total = len(data) // len(line)
     answer = read(local(tmp_path, Off()), ReadArgs(path="big", offset=total - 2, limit=5))
-    assert (answer.text, answer.lines, answer.total_lines) == ((line * 3).decode(), 3, total)
+    assert (answer.output.text, answer.lines, answer.total_lines) == ((line * 3).decode(), 3, total)
     at_seam = CHUNK // len(line)
     answer = read(local(tmp_path, Off()), ReadArgs(path="big", offset=at_seam, limit=3))
-    assert answer.text == (line * 3).decode()
+    assert answer.output.text == (line * 3).decode()
 
 
 def test_read_of_a_1_mib_file_is_bounded_with_the_notice_and_the_artifact(tmp_path: Path) -> None:
@@ -65,18 +65,22 @@ def test_read_of_a_1_mib_file_is_bounded_with_the_notice_and_the_artifact(tmp_pa
     (tmp_path / "big.txt").write_bytes(data)
     artifacts = tmp_path / "artifacts"
     answer = read(local(tmp_path, artifacts=artifacts), ReadArgs(path="big.txt"))
-    assert answer.bytes_kept <= DEFAULT_MAX_BYTES and answer.bytes_kept + answer.bytes_dropped == len(data)
-    assert data.decode().startswith(answer.text)  # the head: a file reads from its start
-    assert answer.lines_kept + answer.lines_dropped == answer.total_lines == answer.lines
-    assert answer.artifact is not None and Path(answer.artifact).read_bytes() == data
-    assert answer.notice == (
-        f"[output truncated: {answer.bytes_dropped} bytes ({answer.lines_dropped} lines) dropped from the end; "
-        f"kept the first {answer.bytes_kept} bytes ({answer.lines_kept} lines); full output: {answer.artifact}]"
+    assert (
+        answer.output.bytes_kept <= DEFAULT_MAX_BYTES
+        and answer.output.bytes_kept + answer.output.bytes_dropped == len(data)
     )
-    assert stat.S_IMODE(os.stat(answer.artifact).st_mode) == 0o600
+    assert data.decode().startswith(answer.output.text)  # the head: a file reads from its start
+    assert answer.output.lines_kept + answer.output.lines_dropped == answer.total_lines == answer.lines
+    assert answer.output.artifact is not None and Path(answer.output.artifact).read_bytes() == data
+    out = answer.output
+    assert out.notice == (
+        f"[output truncated: {out.bytes_dropped} bytes ({out.lines_dropped} lines) dropped from the end; "
+        f"kept the first {out.bytes_kept} bytes ({out.lines_kept} lines); full output: {out.artifact}]"
+    )
+    assert stat.S_IMODE(os.stat(answer.output.artifact).st_mode) == 0o600
     small = read(local(tmp_path, small_limits(100, 3), artifacts), ReadArgs(path="big.txt", offset=10, limit=5))
-    assert small.text == "line 000009 of a long file\nline 000010 of a long file\nline 000011 of a long file\n"
-    assert small.lines == 5 and small.lines_dropped == 2 and small.notice is not None
+    assert small.output.text == "line 000009 of a long file\nline 000010 of a long file\nline 000011 of a long file\n"
+    assert small.lines == 5 and small.output.lines_dropped == 2 and small.output.notice is not None
 
 
 def test_read_refusals(tmp_path: Path) -> None:
@@ -139,4 +143,4 @@ def test_write_and_read_carry_bytes_that_are_not_utf8_as_escapes(tmp_path: Path)
     context = local(tmp_path)
     write(context, WriteArgs(path="raw", content=b"caf\xe9\n".decode("utf-8", errors="surrogateescape")))
     assert (tmp_path / "raw").read_bytes() == b"caf\xe9\n"
-    assert read(context, ReadArgs(path="raw")).text == "caf\ufffd\n"
+    assert read(context, ReadArgs(path="raw")).output.text == "caf\ufffd\n"

@@ -74,13 +74,17 @@ def test_answers_are_plain_json_with_snake_case_keys(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("a\n")
     answer = serve(FsContext(tmp_path), "fs.read", {"path": "f"})
     assert answer == {
-        "text": "a\n",
-        "bytes_kept": 2,
-        "bytes_dropped": 0,
-        "lines_kept": 1,
-        "lines_dropped": 0,
-        "notice": None,
-        "artifact": None,
+        "output": {
+            "text": "a\n",
+            "bytes_kept": 2,
+            "bytes_dropped": 0,
+            "lines_kept": 1,
+            "lines_dropped": 0,
+            "notice": None,
+            "artifact": None,
+            "artifact_error": None,
+            "text_base64": None,
+        },
         "absolute": str(tmp_path.resolve() / "f"),
         "offset": 1,
         "lines": 1,

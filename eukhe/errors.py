@@ -116,12 +116,19 @@ class InputError(UsageError):
 class CodedError(EukheError):
     """An error whose code is chosen where it is raised (a daemon's refusal, a reply relayed from a worker)."""
 
-    def __init__(self, code: str, message: str, *, field: str | None = None) -> None:
+    def __init__(
+        self, code: str, message: str, *, field: str | None = None, details: dict[str, object] | None = None
+    ) -> None:
         super().__init__(message)
         if code not in CATALOGUE:
             raise ValueError(f"not a catalogued error code: {code!r}")
         self.code = code  # type: ignore[misc]  # this error's catalogue code
         self.field = field
+        self._details = details
+
+    def details(self) -> dict[str, object] | None:
+        """What the error adds beyond its code and message (relayed as it came)."""
+        return self._details
 
 
 class PathError(EukheError):
@@ -139,6 +146,12 @@ class PathError(EukheError):
 def error_code(error: BaseException) -> str:
     """The code an error goes out with: its catalogue code, `internal` for anything that is not an EukheError."""
     return error.code if isinstance(error, EukheError) else "internal"
+
+
+def error_details(error: BaseException) -> dict[str, object] | None:
+    """What an error adds beyond its code and message, for a caller to act on (its `details()`, if it has one)."""
+    details = getattr(error, "details", None)
+    return details() if callable(details) else None
 
 
 def error_field(error: BaseException) -> str | None:

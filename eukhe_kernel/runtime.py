@@ -81,12 +81,14 @@ def _load_libc() -> None:
 
 
 class HostRequestError(Exception):
-    """The host answered a host request with an error (`code` says which: over_limit, unserved, handler_error...)."""
+    """The host answered a host request with an error (`code` says which: over_limit, unserved, handler_error...;
+    `details` what the handler added, e.g. a file tool's `reason`)."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, details: Any = None) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+        self.details = details
 
 
 @dataclass
@@ -212,9 +214,12 @@ class Kernel:
         module.__dict__.update(self.namespace)
         self.namespace = module.__dict__
         sys.modules["__main__"] = module
-        from eukhe_kernel import api  # noqa: PLC0415 - api imports this module
+        from eukhe_kernel import api, rlm  # noqa: PLC0415 - they import this module
 
-        self.namespace.update({"display": api.display, "bash": api.bash, "bash_background": api.bash_background})
+        sys.modules["rlm"] = rlm  # `import rlm` in a cell finds the stub's module
+        self.namespace.update(
+            {"display": api.display, "bash": api.bash, "bash_background": api.bash_background, "rlm": rlm}
+        )
 
     # ---- start and stop ---------------------------------------------------------------------------------
 
@@ -424,7 +429,8 @@ class Kernel:
             error = message.get("error")
             code = str(error.get("code", "error")) if isinstance(error, dict) else "error"
             text = str(error.get("message", "")) if isinstance(error, dict) else str(error)
-            future.set_exception(HostRequestError(code, text))
+            details = error.get("details") if isinstance(error, dict) else None
+            future.set_exception(HostRequestError(code, text, details))
 
     def host_request(
         self, kind: str, params: Any = None, *, request_id: str | None = None
@@ -434,7 +440,12 @@ class Kernel:
             with self.state_lock:
                 self.host_counter += 1
                 request_id = f"h{self.host_counter}"
-        data = encode_frame("host_request", request_id, {"type": kind, "cell": CELL_ID.get(), "params": params})
+        try:
+            cwd: str | None = os.getcwd()
+        except OSError:  # the kernel's directory was removed under it
+            cwd = None
+        fields = {"type": kind, "cell": CELL_ID.get(), "params": params, "cwd": cwd}
+        data = encode_frame("host_request", request_id, fields)
         if len(data) > MAX_PAYLOAD_BYTES:
             raise PayloadTooLargeError("host_request", len(data))
         future = self.host_pending.get(request_id)

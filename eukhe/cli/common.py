@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from eukhe.errors import EukheError, UsageError, error_code, error_field
+from eukhe.errors import EukheError, UsageError, error_code, error_details, error_field
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def report_error(error: EukheError, as_json: bool) -> int:
     exit_code = getattr(error, "exit_code", EXIT_USAGE if isinstance(error, UsageError) else EXIT_ERROR)
     exit_code = EXIT_BY_CODE.get(code, exit_code)
     if as_json:
-        emit_json({"error": code, "message": str(error), "field": error_field(error)})
+        emit_json({"error": code, "message": str(error), "field": error_field(error), "details": error_details(error)})
     else:
         message = str(error)
         sys.stderr.write(message + "\n" if message.startswith("eukhe") else f"eukhe: {message}\n")

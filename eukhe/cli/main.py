@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "jobs": "eukhe.cli.jobs",
     "watch": "eukhe.cli.watch",
     "tree": "eukhe.cli.tree",
+    "fs": "eukhe.cli.fs",
     "schema": "eukhe.cli.schema",
 }
 """Each command's module has `register(subparsers)`, which adds the command and sets `handler` on it."""

@@ -90,6 +90,7 @@ class Admission:
     kind: str
     params: Any
     cell: str | None
+    cwd: str | None = None  # the kernel's current directory when it asked (relative paths in params start there)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,9 +217,13 @@ def _admit_request(
         return state, Refusal(frame_id, RefusalReason.MISSING_TYPE, "a host request needs a string `type`")
     if kind not in served:
         return state, Refusal(frame_id, RefusalReason.UNSERVED, f"the host serves no request of type {kind!r}")
-    cell = frame.get("cell")
+    cell, cwd = frame.get("cell"), frame.get("cwd")
     return state.remember(frame_id, limits.ids_kept), Admission(
-        frame_id, kind, frame.get("params"), cell if isinstance(cell, str) else None
+        frame_id,
+        kind,
+        frame.get("params"),
+        cell if isinstance(cell, str) else None,
+        cwd if isinstance(cwd, str) else None,
     )
 
 

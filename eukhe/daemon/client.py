@@ -63,8 +63,10 @@ def socket_path(option: str | None) -> str:
 class DaemonError(CodedError):
     """An error reply from the daemon: its catalogue code, message and the field at fault."""
 
-    def __init__(self, code: str, message: str, field: str | None = None) -> None:
-        super().__init__(code if code in CATALOGUE else "internal", message, field=field)
+    def __init__(
+        self, code: str, message: str, field: str | None = None, details: dict[str, object] | None = None
+    ) -> None:
+        super().__init__(code if code in CATALOGUE else "internal", message, field=field, details=details)
 
 
 class DaemonUnavailableError(EukheError):
@@ -156,8 +158,12 @@ class DaemonClient:
             if reply.get("ok") is True:
                 return reply.get("result")
             error = reply.get("error") or {}
+            details = error.get("details")
             raise DaemonError(
-                str(error.get("code", "internal")), str(error.get("message", "error")), error.get("field")
+                str(error.get("code", "internal")),
+                str(error.get("message", "error")),
+                error.get("field"),
+                details if isinstance(details, dict) else None,
             )
 
     def send_raw(self, data: bytes) -> None:

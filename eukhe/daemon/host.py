@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from eukhe.clock import MonotonicClock, poll_until, sleep_ms
 from eukhe.core import job as core
 from eukhe.core.jobdocs import JOB_DOC_TYPE
@@ -29,6 +31,11 @@ from eukhe.records.daemon import (
     BashArgs,
     CallStarted,
     EntryRow,
+    FsEditArgs,
+    FsGlobArgs,
+    FsGrepArgs,
+    FsReadArgs,
+    FsWriteArgs,
     IpythonArgs,
     JobArgs,
     JobUpdate,
@@ -212,6 +219,20 @@ class SessionHost:
             os.close(self._lock_fd)
 
 
+async def _files(host: SessionHost, args: Any, emit: EventSink) -> JSON:
+    """`fs.read` ... `fs.glob` on the session's working directory (the tool's own arguments, without `session`)."""
+    params = {name: value for name, value in msgspec.structs.asdict(args).items() if name != "session"}
+    return await host.session.files.serve(_FS_OPS[type(args)], params)
+
+
+_FS_OPS: dict[type, str] = {
+    FsReadArgs: "fs.read",
+    FsWriteArgs: "fs.write",
+    FsEditArgs: "fs.edit",
+    FsGrepArgs: "fs.grep",
+    FsGlobArgs: "fs.glob",
+}
+
 HANDLERS: dict[str, Handler] = {
     "ping": SessionHost.ping,
     "session.ping": SessionHost.session_ping,
@@ -224,6 +245,7 @@ HANDLERS: dict[str, Handler] = {
     "tree.navigate": SessionHost.navigate,
     "tree.fork": SessionHost.fork,
     "watch": SessionHost.watch,
+    **dict.fromkeys(_FS_OPS.values(), _files),
 }
 """The requests a worker answers, each with its handler."""
 

@@ -119,9 +119,15 @@ def encode_result(request_id: int | str | None, result: JSON) -> bytes:
     return _line(OkReply(v=PROTOCOL_VERSION, id=request_id, ok=True, result=result))
 
 
-def encode_error(request_id: int | str | None, code: str, message: str, field: str | None = None) -> bytes:
+def encode_error(
+    request_id: int | str | None,
+    code: str,
+    message: str,
+    field: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> bytes:
     """An error reply line."""
-    body = ErrorBody(code=code, message=message, field=field)
+    body = ErrorBody(code=code, message=message, field=field, details=details)
     return _line(ErrorReply(v=PROTOCOL_VERSION, id=request_id, ok=False, error=body))
 
 

@@ -25,7 +25,7 @@ from eukhe.daemon.protocol import (
     parse_request,
     request_splitter,
 )
-from eukhe.errors import CodedError, EukheError, error_code, error_field
+from eukhe.errors import CodedError, EukheError, error_code, error_details, error_field
 from eukhe.records.daemon import OPS, CancelAccepted, CancelArgs
 
 log = logging.getLogger("eukhe.daemon")
@@ -162,7 +162,7 @@ async def _answer(request: Request, handle: RequestHandler, emit: EventSink) -> 
     try:
         return encode_result(request.id, await handle(request, emit))
     except EukheError as error:
-        return encode_error(request.id, error_code(error), str(error), error_field(error))
+        return encode_error(request.id, error_code(error), str(error), error_field(error), error_details(error))
     except asyncio.CancelledError:
         if request.op in STREAMING_OPS:
             raise

@@ -439,7 +439,8 @@ class Supervisor:
                     return reply.get("result")
                 fault = reply.get("error") or {}
                 code = str(fault.get("code")) if fault.get("code") in CATALOGUE else "internal"
-                raise RequestError(code, str(fault.get("message", "")), field=fault.get("field"))
+                details = fault.get("details") if isinstance(fault.get("details"), dict) else None
+                raise RequestError(code, str(fault.get("message", "")), field=fault.get("field"), details=details)
         finally:
             await close_writer(writer)
 

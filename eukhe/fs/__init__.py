@@ -15,7 +15,9 @@ from eukhe.fs.errors import VERSION, FsError, Reason
 from eukhe.fs.globbing import glob
 from eukhe.fs.grepping import grep, ripgrep
 from eukhe.fs.reading import read
-from eukhe.fs.records import (
+from eukhe.fs.serve import REQUESTS, refusal, serve
+from eukhe.fs.writing import write
+from eukhe.records.fs import (
     EditAnswer,
     EditArgs,
     EditChange,
@@ -29,8 +31,6 @@ from eukhe.fs.records import (
     WriteAnswer,
     WriteArgs,
 )
-from eukhe.fs.serve import REQUESTS, refusal, serve
-from eukhe.fs.writing import write
 
 __all__ = [
     "REQUESTS",

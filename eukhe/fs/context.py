@@ -133,7 +133,7 @@ class Locator:
 
 
 class BoundedFields(TypedDict):
-    """The bounded output of an answer (`eukhe.fs.records.Bounded`)."""
+    """The bounded output of an answer (`eukhe.records.fs.Bounded`)."""
 
     output: OutputWindow
 

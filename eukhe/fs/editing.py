@@ -18,7 +18,7 @@ from eukhe.fs.commit import CommitError, StepHook, commit
 from eukhe.fs.context import FsContext, Locator, Place
 from eukhe.fs.errors import FsError, Reason, os_error
 from eukhe.fs.reading import open_regular
-from eukhe.fs.records import EditAnswer, EditArgs, EditChange
+from eukhe.records.fs import EditAnswer, EditArgs, EditChange
 
 _ACTIONS: dict[core.Action, Literal["added", "updated", "deleted", "moved"]] = {
     core.Action.ADDED: "added",

@@ -58,6 +58,10 @@ class FsError(EukheError):
         self.path = path
         self.message = message
 
+    def details(self) -> dict[str, object]:
+        """What a caller acts on: the reason, the path and the protocol version (a host reply carries them)."""
+        return {"reason": self.reason.value, "path": self.path, "version": self.version}
+
     def __repr__(self) -> str:
         return f"FsError({self.reason.value!r}, {self.path!r}, {self.message!r})"
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from eukhe.core.pathmap import Kind
 from eukhe.fs.context import FsContext, Locator, bounded_fields
 from eukhe.fs.errors import FsError, Reason, os_error
-from eukhe.fs.records import GlobAnswer, GlobArgs
 from eukhe.fs.walk import Admit, Rules, Verdict, ignored, walk
+from eukhe.records.fs import GlobAnswer, GlobArgs
 
 ANY_DIRS = "**"
 

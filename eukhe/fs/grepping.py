@@ -34,8 +34,8 @@ import msgspec
 from eukhe.core.pathmap import Kind
 from eukhe.fs.context import FsContext, Locator, bounded_fields
 from eukhe.fs.errors import FsError, Reason, os_error
-from eukhe.fs.records import GrepAnswer, GrepArgs
 from eukhe.fs.walk import Override, grep_policy, walk
+from eukhe.records.fs import GrepAnswer, GrepArgs
 
 Engine = Literal["auto", "rg", "python"]
 

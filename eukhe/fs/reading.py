@@ -14,7 +14,7 @@ import stat
 from eukhe.core.pathmap import Kind
 from eukhe.fs.context import FsContext, Locator, Place, bounded_fields
 from eukhe.fs.errors import FsError, Reason, os_error
-from eukhe.fs.records import ReadAnswer, ReadArgs
+from eukhe.records.fs import ReadAnswer, ReadArgs
 
 CHUNK = 1 << 20
 

@@ -18,9 +18,9 @@ from eukhe.fs.errors import FsError, Reason
 from eukhe.fs.globbing import glob
 from eukhe.fs.grepping import grep
 from eukhe.fs.reading import read
-from eukhe.fs.records import EditArgs, FsRefusal, GlobArgs, GrepArgs, ReadArgs, WriteArgs
 from eukhe.fs.writing import write
 from eukhe.records.base import Record
+from eukhe.records.fs import EditArgs, FsRefusal, GlobArgs, GrepArgs, ReadArgs, WriteArgs
 
 REQUESTS: dict[str, tuple[type[Record], Callable[[FsContext, Any], Record]]] = {
     "fs.read": (ReadArgs, read),

@@ -14,7 +14,7 @@ import secrets
 from eukhe.core.pathmap import Kind
 from eukhe.fs.context import FsContext, Locator
 from eukhe.fs.errors import FsError, Reason, os_error
-from eukhe.fs.records import WriteAnswer, WriteArgs
+from eukhe.records.fs import WriteAnswer, WriteArgs
 
 USER_FILE_MODE = 0o666
 """The mode a new user file asks for; the umask takes its bits away."""

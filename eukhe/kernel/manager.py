@@ -37,7 +37,7 @@ from eukhe.core.gate import (
     Verdict,
 )
 from eukhe.core.limits import DEFAULT_TRUNCATION, Truncation
-from eukhe.errors import EukheError, InputError, error_code
+from eukhe.errors import EukheError, InputError, error_code, error_details
 from eukhe.kernel.errors import KernelClosedError, KernelDiedError, KernelError, KernelProtocolError, KernelStartError
 from eukhe.kernel.launch import KernelLaunch, kernel_launch
 from eukhe.kernel.splitter import FrameReader
@@ -608,9 +608,11 @@ class KernelManager:
         except (TypeError, ValueError, msgspec.EncodeError) as exc:
             error = HostReplyError(code="unencodable", message=f"the handler's result is not JSON: {exc}")
             reply = HostReplyRefused(id=admission.id, status="error", error=error)
+        except EukheError as exc:
+            error = HostReplyError(code=error_code(exc), message=str(exc), details=error_details(exc))
+            reply = HostReplyRefused(id=admission.id, status="error", error=error)
         except Exception as exc:
-            code = error_code(exc) if isinstance(exc, EukheError) else "handler_error"
-            error = HostReplyError(code=code, message=f"{type(exc).__name__}: {exc}")
+            error = HostReplyError(code="handler_error", message=f"{type(exc).__name__}: {exc}")
             reply = HostReplyRefused(id=admission.id, status="error", error=error)
         self._send(kernel, reply)
 

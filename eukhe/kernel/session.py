@@ -8,9 +8,12 @@ public API (`eukhe.api`) and the daemon's workers host.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+from eukhe.core.gate import Admission
 from eukhe.core.job import blocking_span
+from eukhe.fs import REQUESTS as FS_REQUESTS
 from eukhe.kernel.cells import CellJobs
 from eukhe.kernel.launch import KernelLaunch, installed_kernel_launch
 from eukhe.kernel.manager import HostHandler, KernelManager
@@ -26,10 +29,16 @@ class KernelSession(Session):
     kernel_launch: Launch = staticmethod(installed_kernel_launch)
     """How the kernel starts (the installed kernel venv; tests and transports give another)."""
 
-    host_handlers: Mapping[str, HostHandler] = {}
-    """The host requests the kernel's cells may make, by type."""
-
     _cells: CellJobs | None = None
+
+    def host_handlers(self) -> dict[str, HostHandler]:
+        """The host requests the kernel's cells may make, by type: the file tools (`fs.read` ... `fs.glob`)."""
+        return dict.fromkeys(FS_REQUESTS, self._serve_files)
+
+    async def _serve_files(self, admission: Admission) -> Any:
+        """An `fs.*` request from a cell, served in the session's working dir (relative paths start at the
+        kernel's current directory when it asked)."""
+        return await self.files.serve(admission.kind, admission.params, sandbox_cwd=admission.cwd)
 
     @property
     def cells(self) -> CellJobs:
@@ -39,7 +48,7 @@ class KernelSession(Session):
                 truncation=self.settings.bound,
                 artifact_dir=self.artifact_dir,
                 cwd=self.cwd,
-                handlers=self.host_handlers,
+                handlers=self.host_handlers(),
                 launch=self.kernel_launch,
             )
             self._cells = CellJobs(manager, self.job_table)

@@ -19,6 +19,7 @@ class CliError(Record):
     error: str
     message: str
     field: str | None = None
+    details: dict[str, Any] | None = None
 
 
 class RunAnswer(Record):

@@ -12,6 +12,18 @@ from typing import Any, Literal
 import msgspec
 
 from eukhe.records.base import Record
+from eukhe.records.fs import (
+    EditAnswer,
+    EditArgs,
+    GlobAnswer,
+    GlobArgs,
+    GrepAnswer,
+    GrepArgs,
+    ReadAnswer,
+    ReadArgs,
+    WriteAnswer,
+    WriteArgs,
+)
 from eukhe.records.jobs import CallAnswer, JobList, JobRow, Rewound
 from eukhe.records.journal import ForkOrigin
 from eukhe.records.output import OutputWindow
@@ -38,6 +50,7 @@ class ErrorBody(Record):
     code: str
     message: str
     field: str | None = None
+    details: dict[str, Any] | None = None
 
 
 class OkReply(Record):
@@ -122,6 +135,36 @@ class RewindArgs(Record):
 
     session: str
     entry: str | None
+
+
+class FsReadArgs(ReadArgs, kw_only=True):
+    """`fs.read` on a session's working directory."""
+
+    session: str
+
+
+class FsWriteArgs(WriteArgs, kw_only=True):
+    """`fs.write` on a session's working directory."""
+
+    session: str
+
+
+class FsEditArgs(EditArgs, kw_only=True):
+    """`fs.edit` on a session's working directory."""
+
+    session: str
+
+
+class FsGrepArgs(GrepArgs, kw_only=True):
+    """`fs.grep` on a session's working directory."""
+
+    session: str
+
+
+class FsGlobArgs(GlobArgs, kw_only=True):
+    """`fs.glob` on a session's working directory."""
+
+    session: str
 
 
 class CancelArgs(Record):
@@ -347,6 +390,11 @@ OPS: dict[str, Op] = {
     "watch": Op(SessionArgs, WatchEnded, "session", "stream the session's call and job progress", WatchEvent),
     "tree.navigate": Op(RewindArgs, Rewound, "session", "move the leaf; stop the jobs started after it"),
     "tree.fork": Op(RewindArgs, Rewound, "session", "fork at an entry; stop the jobs started after it"),
+    "fs.read": Op(FsReadArgs, ReadAnswer, "session", "read a text file's lines, bounded"),
+    "fs.write": Op(FsWriteArgs, WriteAnswer, "session", "create or replace a file, atomically"),
+    "fs.edit": Op(FsEditArgs, EditAnswer, "session", "apply one multi-file patch, completely or not at all"),
+    "fs.grep": Op(FsGrepArgs, GrepAnswer, "session", "lines matching a regex under a path, bounded"),
+    "fs.glob": Op(FsGlobArgs, GlobAnswer, "session", "files matching a glob under a path, bounded"),
     "cancel": Op(CancelArgs, CancelAccepted, "connection", "cancel a request in flight on this connection"),
 }
 """Every daemon operation."""

@@ -112,10 +112,12 @@ class InterruptRequest(Record, tag="interrupt", tag_field="request"):
 
 
 class HostReplyError(Record):
-    """Why a host request failed: a catalogue code and a message."""
+    """Why a host request failed: a catalogue code, a message, and what the handler adds (a file tool's `reason`,
+    `path` and `version`)."""
 
     code: str
     message: str
+    details: dict[str, Any] | None = None
 
 
 class HostReplyOk(Record, tag="host_reply", tag_field="request"):

@@ -43,6 +43,7 @@ from eukhe.records.journal import (
     SessionHeader,
 )
 from eukhe.records.settings import SessionSettings
+from eukhe.session.files import SessionFiles
 from eukhe.session.writer import JobWriter
 from eukhe.store import dirs
 from eukhe.store.journal import Journal, JournalRead
@@ -147,6 +148,7 @@ class Session:
         self._bash_options = bash_options or BashOptions()
         self.harness = Harness(self, lambda: self.settings.bound, self.artifact_dir)
         self.jobs = SessionJobs(self)
+        self.files = SessionFiles(self)
         self.writer = JobWriter(self.commit, self.entry_record, self._job_nodes)
         self._unsubscribe = self.job_table.subscribe(self)
         self._closed = False

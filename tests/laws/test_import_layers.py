@@ -3,13 +3,13 @@ inside functions).
 
 The order, bottom first (`A ← B`: B may import A, never the reverse):
 
-    core ← base ← store ← jobs, harness ← session ← kernel ← api ← daemon ← cli
+    core ← base ← store ← jobs, harness, fs ← session ← kernel ← api ← daemon ← cli
 
 - core: the pure decisions (`eukhe.core`).
 - base: what every layer shares and that decides nothing of its own: the records (the vocabulary), the error
   catalogue, paths, the one write-all and atomic write, private files and dirs, process facts, the clocks, the
   output bounder's shell and `eukhe run`'s runner.
-- jobs and harness are siblings: neither imports the other.
+- jobs, harness and fs (the file tools) are siblings: none imports another.
 - api is the public Python API (the session with its kernel); the daemon and the CLI are its clients.
 """
 
@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
         "eukhe.runner",
     ),
     ("eukhe.store",),
-    ("eukhe.jobs", "eukhe.harness"),
+    ("eukhe.jobs", "eukhe.harness", "eukhe.fs"),
     ("eukhe.session",),
     ("eukhe.kernel",),
     ("eukhe.api",),
@@ -47,7 +47,11 @@ LAYERS: list[tuple[str, ...]] = [
 ]
 """Bottom first. A module belongs to the longest prefix listed."""
 
-SIBLINGS = {frozenset({"eukhe.jobs", "eukhe.harness"})}
+SIBLINGS = {
+    frozenset({"eukhe.jobs", "eukhe.harness"}),
+    frozenset({"eukhe.jobs", "eukhe.fs"}),
+    frozenset({"eukhe.harness", "eukhe.fs"}),
+}
 
 
 def place(module: str) -> tuple[int, str]:

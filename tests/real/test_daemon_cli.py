@@ -95,7 +95,12 @@ def test_every_command_answers_its_record_in_snake_case(world: DaemonEnv, projec
 def test_errors_are_one_json_object_and_a_non_zero_exit(world: DaemonEnv, project: Path) -> None:
     code, error = world.json_error("session", "create", "--cwd", str(project / "nope"))
     assert code == 1
-    assert error == {"error": "working_dir_error", "message": "working directory is gone", "field": "args.cwd"}
+    assert error == {
+        "error": "working_dir_error",
+        "message": "working directory is gone",
+        "field": "args.cwd",
+        "details": None,
+    }
     (project / "file").write_text("x")
     _, error = world.json_error("session", "create", "--cwd", str(project / "file"))
     assert error["message"] == "working directory is not a directory"

@@ -77,4 +77,5 @@ def test_replies_are_one_json_line_each() -> None:
         "code": "bad_args",
         "message": "m",
         "field": "args.x",
+        "details": None,
     }

@@ -32,6 +32,11 @@ VALID: dict[str, dict[str, Any]] = {
     "watch": {"session": "s"},
     "tree.navigate": {"session": "s", "entry": None},
     "tree.fork": {"session": "s", "entry": "e1"},
+    "fs.read": {"session": "s", "path": "a.txt", "offset": 2, "limit": None},
+    "fs.write": {"session": "s", "path": "a.txt", "content": "x"},
+    "fs.edit": {"session": "s", "patch": "*** Begin Patch\n*** End Patch"},
+    "fs.grep": {"session": "s", "pattern": "x", "path": ".", "glob": "*.py"},
+    "fs.glob": {"session": "s", "pattern": "*.py"},
     "cancel": {"request": 3},
 }
 """A valid request's arguments for every op (the test checks they cover OPS)."""

@@ -1,0 +1,14 @@
+"""`rlm`: what a cell can ask of the host (in every cell's namespace; `import rlm` works too).
+
+- `rlm.fs`: the five file tools (`read`, `write`, `edit`, `grep`, `glob`), served by the host in the session's working
+  directory, answers bounded by the session's output limits; a refusal raises `rlm.FsError`.
+
+Standard library only: this package runs in any sandbox's Python (docs/kernel-protocol.md).
+"""
+
+from __future__ import annotations
+
+from eukhe_kernel.rlm import fs
+from eukhe_kernel.rlm.answers import Answer, FsError
+
+__all__ = ["Answer", "FsError", "fs"]

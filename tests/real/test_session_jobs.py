@@ -228,6 +228,45 @@ def test_fork_copies_the_branch_through_a_private_staging_dir_and_stops_the_orph
     asyncio.run(scenario())
 
 
+def test_after_a_fork_a_rewind_to_an_entry_appended_in_the_fork_stops_exactly_the_jobs_started_after_it(
+    tmp_path: Path,
+) -> None:
+    """The session object goes on in the fork: the entries it appends there are in the job table's rewind order
+    (an entry the table never saw would come before every job, and a rewind to it would stop them all)."""
+
+    async def scenario() -> None:
+        session = await new_session(tmp_path)
+        first = session.append("user", "one")
+        before_fork = await detach(session, "sleep 60")
+        second = session.append("assistant", "two")
+        orphan = await detach(session, "sleep 60")
+        forked = await session.fork(second.id)
+        assert forked.stopped_jobs == [orphan]
+        in_fork = session.append("user", "in the fork")
+        after_in_fork = await detach(session, "sleep 60")
+        later = session.append("assistant", "later in the fork")
+        after_later = await detach(session, "sleep 60")
+
+        def running() -> list[str]:
+            return [job.id for job in session.jobs.list() if job.status == "running"]
+
+        assert running() == [before_fork, after_in_fork, after_later]
+        rewound = await session.navigate_tree(later.id)
+        assert (rewound.stopped_jobs, rewound.stopping_jobs) == ([after_later], [])
+        assert running() == [before_fork, after_in_fork]
+        rewound = await session.navigate_tree(in_fork.id)
+        assert (rewound.stopped_jobs, rewound.stopping_jobs) == ([after_in_fork], [])
+        assert running() == [before_fork]
+        rewound = await session.navigate_tree(second.id)  # copied into the fork; the job started before it
+        assert rewound.stopped_jobs == []
+        rewound = await session.navigate_tree(first.id)
+        assert rewound.stopped_jobs == [before_fork]
+        assert running() == []
+        await session.close()
+
+    asyncio.run(scenario())
+
+
 def test_a_rewind_answers_the_jobs_not_ended_within_the_budget_as_stopping(tmp_path: Path) -> None:
     async def scenario() -> None:
         work = tmp_path / "work"

@@ -25,6 +25,7 @@ from eukhe.records.journal import EntryRecord
 from eukhe.session import Session, SessionSettings, UnknownJobError
 from eukhe.store.journal import read_journal
 from eukhe.store.tree import UnknownEntryError
+from tests.real.budget_support import ASKED, SMALL_BUDGET_MS, detaches_exactly_at_the_budget
 
 pytestmark = pytest.mark.real
 
@@ -132,6 +133,41 @@ def test_an_awaited_run_past_the_budget_answers_detached_and_its_end_records_its
         rows = [e for e in session.entries() if e.kind == "notice"]
         assert [r.content["output"]["text"] for r in rows] == ["before\nafter\n", "quick\n"]
         await session.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_session_budget_caps_execute_bash_and_wait_and_jobs_wait(tmp_path: Path) -> None:
+    """S2 jobs 4: a blocking call waits within the session's `tool_blocking_budget_ms`: one asking for more, or for
+    nothing, detaches at the session's budget (virtual clock: exact to the millisecond)."""
+
+    async def scenario() -> None:
+        clock = VirtualClock()
+        work = tmp_path / "work"
+        work.mkdir()
+        session = await Session.create(
+            work,
+            root=tmp_path / "sessions",
+            settings=SessionSettings(tool_blocking_budget_ms=SMALL_BUDGET_MS),
+            bash_options=FAST,
+            clock=clock,
+        )
+        try:
+            runs: list[str] = []
+            for asked in ASKED:
+                call = asyncio.ensure_future(session.execute_bash_and_wait("echo started; sleep 60", asked))
+                await poll_until(lambda: len(session.job_table.jobs()) == len(runs) + 1)  # running and waiting
+                answer = await detaches_exactly_at_the_budget(clock, call)
+                runs.append(answer.job)
+            assert [job.id for job in session.job_table.running()] == runs
+            for asked in ASKED:
+                wait = asyncio.ensure_future(session.jobs.wait(runs[0], asked))
+                await asyncio.sleep(0)  # the wait takes its deadline and waits
+                answer = await detaches_exactly_at_the_budget(clock, wait)
+                assert answer.job == runs[0]
+            assert [job.id for job in session.job_table.running()] == runs
+        finally:
+            await session.close()
 
     asyncio.run(scenario())
 

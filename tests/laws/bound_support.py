@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
@@ -157,3 +158,119 @@ def stepper_after(limits: OutputLimits, chunks: list[bytes]) -> tuple[bound.Step
             store = store[reply.trim :]
         stepper = reply.stepper
     return stepper, store, inside
+
+
+# --- Brute-force readings of a store, the margin and the counts (bound_margin_exact, bound_look_exact,
+# bound_slice_conserves): each reads the bytes themselves, never the core's facts, window or measure ------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceReading:
+    """A window read by brute force: the bytes kept, and how many lines they touch."""
+
+    kept: bytes
+    lines: int
+
+
+def reference_reading(store: bytes, limits: OutputLimits, starts_inside_line: bool = False) -> ReferenceReading:
+    """The window of a store read alone, by brute force over its lines: the most lines, whole and taken from the kept
+    end, within both limits; else, when the limits keep anything, that end's line cut at the character boundary
+    nearest the cap. A store that begins inside a line (a tail's suffix of the output) does not hold its first line
+    whole: that line is never kept whole, and a head cannot cut it (its start is not in the store)."""
+    lines = reference_lines(store)
+    whole = [not (starts_inside_line and index == 0) for index in range(len(lines))]
+    order = list(range(len(lines)))
+    if limits.keep is Keep.TAIL:
+        order.reverse()
+    best = 0
+    for count in range(len(lines) + 1):
+        chosen = order[:count]
+        fits = count <= limits.max_lines and sum(len(lines[i]) for i in chosen) <= limits.max_bytes
+        if fits and all(whole[i] for i in chosen):
+            best = count
+    if best == 0 and lines and limits.max_lines >= 1 and limits.max_bytes >= 1:
+        end = order[0]
+        line = lines[end]
+        if limits.keep is Keep.HEAD:
+            if not whole[end]:
+                return ReferenceReading(b"", 0)
+            kept = line[: max(p for p in reference_boundaries(line) if p <= limits.max_bytes)]
+        else:
+            kept = line[min(p for p in reference_boundaries(line) if p >= len(line) - limits.max_bytes) :]
+        return ReferenceReading(kept, 1 if kept else 0)
+    kept = b"".join(lines[i] for i in sorted(order[:best]))
+    return ReferenceReading(kept, best)
+
+
+def store_of(text: bytes, size: int, keep: Keep) -> tuple[bytes, bool]:
+    """What a streaming store of `size` bytes holds of a whole text: its first bytes (HEAD) or its last ones (TAIL),
+    and whether it begins inside a line."""
+    if keep is Keep.HEAD or size >= len(text):
+        return text[:size], False
+    start = len(text) - size
+    return text[start:], text[start - 1 : start] != b"\n"
+
+
+def reads_the_whole_window(text: bytes, limits: OutputLimits, size: int) -> bool:
+    """Whether a store of `size` bytes of `text` reads the same window (bytes and lines) as the whole text."""
+    store, inside = store_of(text, size, limits.keep)
+    return reference_reading(store, limits, inside) == reference_reading(text, limits)
+
+
+def reference_margin(limits: OutputLimits, family: list[bytes]) -> int:
+    """The least store size that reads every text of `family` as the whole text is read (brute force)."""
+    size = 0
+    while not all(reads_the_whole_window(text, limits, size) for text in family):
+        size += 1
+    return size
+
+
+MARGIN_PIECES = [b"a", b"\n", b"\xc3\xa9", b"\xf0\x9f\x98\x80"]
+"""A newline, and characters of one, two and four bytes: the widest character decides how much context a cut needs."""
+
+
+def margin_texts(pieces: int = 5) -> list[bytes]:
+    """Every text of up to `pieces` pieces of MARGIN_PIECES."""
+    return [b"".join(combo) for n in range(pieces + 1) for combo in itertools.product(MARGIN_PIECES, repeat=n)]
+
+
+def texts_around_the_cap(limits: OutputLimits) -> list[bytes]:
+    """Texts whose one character of each width (and an invalid byte) lies anywhere across the cap's byte offset from
+    either end, after or before a whole line: where a store one byte short would misread a cut."""
+    cap = limits.max_bytes
+    found = []
+    for char in (b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\xff"):
+        for near in range(max(0, cap - 4), cap + 2):
+            for far in range(3):
+                found.append(b"a" * near + char + b"a" * far)  # HEAD: the char around offset `cap`
+                found.append(b"x\n" + b"a" * near + char + b"a" * far)
+                found.append(b"a" * far + char + b"a" * near)  # TAIL: the char around `cap` bytes from the end
+                found.append(b"a" * far + char + b"a" * near + b"\n")
+    return found
+
+
+def reference_marks(text: bytes, kept: tuple[int, int]) -> tuple[int, int, int, int]:
+    """Byte by byte and line by line, whether each lies in the window [start, end) of `text`: (bytes kept, bytes
+    dropped, lines kept, lines dropped). A line is kept when the window holds any byte of it."""
+    start, end = kept
+    bytes_kept = bytes_dropped = lines_kept = lines_dropped = 0
+    position = 0
+    for line in reference_lines(text):
+        inside = 0
+        for offset in range(len(line)):
+            if start <= position + offset < end:
+                inside += 1
+        bytes_kept += inside
+        bytes_dropped += len(line) - inside
+        if inside:
+            lines_kept += 1
+        else:
+            lines_dropped += 1
+        position += len(line)
+    return bytes_kept, bytes_dropped, lines_kept, lines_dropped
+
+
+def reference_window_range(text: bytes, limits: OutputLimits) -> tuple[int, int]:
+    """Where the reference window of a whole text lies in it."""
+    kept = reference_reading(text, limits).kept
+    return (0, len(kept)) if limits.keep is Keep.HEAD else (len(text) - len(kept), len(text))

@@ -4,6 +4,8 @@ under every limit up to 5 bytes and 3 lines)."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 from dataclasses import replace
 
 import pytest
@@ -17,13 +19,20 @@ from tests.laws.bound_support import (
     chunked,
     chunkings,
     limits_st,
+    margin_texts,
+    reads_the_whole_window,
     reference_lines,
     reference_lines_kept,
+    reference_margin,
+    reference_marks,
+    reference_reading,
     reference_window,
+    reference_window_range,
     small_limits,
     small_texts,
     stepper_after,
     texts,
+    texts_around_the_cap,
 )
 
 SMALL = [(text, limits) for limits in small_limits() for text in small_texts()]
@@ -98,9 +107,47 @@ def test_bound_slice_exact(text: bytes, limits: OutputLimits) -> None:
     check_slice_exact(text, limits)
 
 
-@given(limits_st)
-def test_bound_margin_exact(limits: OutputLimits) -> None:
-    assert bound.margin(limits) == limits.max_bytes + 3
+MARGIN_FAMILY = margin_texts()
+"""Every text of up to 5 pieces over a newline and characters of 1, 2 and 4 bytes (1365 texts)."""
+
+
+def keeps_anything(limits: OutputLimits) -> bool:
+    """Whether a window under these limits can hold a byte (a cap of 0 bytes or 0 lines keeps nothing)."""
+    return limits.max_bytes >= 1 and limits.max_lines >= 1
+
+
+@functools.cache
+def reference_context() -> int:
+    """The bytes beyond the cap a store must hold to read every window as the whole output reads it, found by brute
+    force over the small scope's caps that keep anything: one number for all of them."""
+    caps = filter(keeps_anything, small_limits())
+    contexts = {reference_margin(limits, MARGIN_FAMILY) - limits.max_bytes for limits in caps}
+    assert len(contexts) == 1, contexts
+    return contexts.pop()
+
+
+def test_bound_margin_exact_small_scope() -> None:
+    """The margin is the least store that reads every text's window as the whole text does (brute force over every
+    text of the family, every cap up to 5 bytes and 3 lines); a cap that keeps nothing has the same context."""
+    every = list(small_limits())
+    for limits in filter(keeps_anything, every):
+        assert bound.margin(limits) == reference_margin(limits, MARGIN_FAMILY), limits
+    for limits in itertools.filterfalse(keeps_anything, every):
+        assert bound.margin(limits) == limits.max_bytes + reference_context(), limits
+
+
+@given(limits_st, texts)
+def test_bound_margin_exact(limits: OutputLimits, text: bytes) -> None:
+    """Any cap: a store of the margin's bytes reads the whole text's window, and one byte less misreads a text with
+    a character across the cap."""
+    margin = bound.margin(limits)
+    assert reads_the_whole_window(text, limits, margin)
+    if keeps_anything(limits):
+        around = texts_around_the_cap(limits)
+        assert all(reads_the_whole_window(near, limits, margin) for near in around)
+        assert not all(reads_the_whole_window(near, limits, margin - 1) for near in around)
+    else:
+        assert margin == limits.max_bytes + reference_context()
 
 
 NOTICE_EXAMPLES = [
@@ -165,10 +212,14 @@ def check_keeps_what_fits(text: bytes, limits: OutputLimits) -> None:
 
 
 def check_conserves(text: bytes, limits: OutputLimits) -> None:
-    _, counts = whole(text, limits)
+    """Every byte and every line, marked one by one, is either in the window or dropped, never both: the counts
+    are those marks, for the window the core hands out and for the reference window."""
+    kept, counts = whole(text, limits)
+    marks = (counts.bytes_kept, counts.bytes_dropped, counts.lines_kept, counts.lines_dropped)
+    assert marks == reference_marks(text, (kept.start, kept.end))
+    assert marks == reference_marks(text, reference_window_range(text, limits))
     assert counts.bytes_kept + counts.bytes_dropped == len(text)
     assert counts.lines_kept + counts.lines_dropped == len(reference_lines(text))
-    assert min(counts.bytes_kept, counts.bytes_dropped, counts.lines_kept, counts.lines_dropped) >= 0
 
 
 def test_bound_window_within_small_scope() -> None:
@@ -235,11 +286,19 @@ def check_skip_exact(limits: OutputLimits, before: list[bytes], text: bytes) -> 
 
 
 def check_look_exact(limits: OutputLimits, chunks: list[bytes]) -> None:
+    """A look reads the store's window (by brute force over the store's bytes: a tail's store may begin inside a
+    line) and counts it against the whole output so far (its bytes and lines, counted from the output itself)."""
+    output = b"".join(chunks)
     stepper, store, inside = stepper_after(limits, chunks)
     reading = bound.step_look(stepper, read_facts(store, limits, inside))
-    expected = bound.window(limits, read_facts(store, limits, inside))
-    assert reading.window == expected
-    assert reading.counts == bound.measure(expected, stepper.total_bytes, stepper.total_lines)
+    expected = reference_reading(store, limits, inside)
+    start = 0 if limits.keep is Keep.HEAD else len(store) - len(expected.kept)
+    window = reading.window
+    assert (window.start, window.end, window.lines) == (start, start + len(expected.kept), expected.lines)
+    total_lines = len(reference_lines(output))
+    assert reading.counts == bound.Slice(
+        len(expected.kept), len(output) - len(expected.kept), expected.lines, total_lines - expected.lines
+    )
 
 
 def check_steps_whole(limits: OutputLimits, chunks: list[bytes]) -> None:
@@ -336,8 +395,6 @@ def test_bound_head_full_keeps_small_scope() -> None:
 
 def test_bound_steps_whole_small_scope_reaching_trims() -> None:
     """Texts of 7 bytes cut in two, under caps whose twice-margin is at most 6: every tail here trims its store."""
-    import itertools
-
     for limits in (OutputLimits(b, n, k) for b in (0, 1, 2) for n in (1, 2) for k in Keep):
         for combo in itertools.product([b"a", b"\n", b"\xe9"], repeat=7):
             text = b"".join(combo)

@@ -25,6 +25,7 @@ from eukhe.records.journal import EntryRecord
 from eukhe.session import Session, SessionSettings, UnknownJobError
 from eukhe.store.journal import read_journal
 from eukhe.store.tree import UnknownEntryError
+from tests.real.budget_support import ASKED, SMALL_BUDGET_MS, detaches_exactly_at_the_budget
 
 pytestmark = pytest.mark.real
 
@@ -136,6 +137,41 @@ def test_an_awaited_run_past_the_budget_answers_detached_and_its_end_records_its
     asyncio.run(scenario())
 
 
+def test_the_session_budget_caps_execute_bash_and_wait_and_jobs_wait(tmp_path: Path) -> None:
+    """S2 jobs 4: a blocking call waits within the session's `tool_blocking_budget_ms`: one asking for more, or for
+    nothing, detaches at the session's budget (virtual clock: exact to the millisecond)."""
+
+    async def scenario() -> None:
+        clock = VirtualClock()
+        work = tmp_path / "work"
+        work.mkdir()
+        session = await Session.create(
+            work,
+            root=tmp_path / "sessions",
+            settings=SessionSettings(tool_blocking_budget_ms=SMALL_BUDGET_MS),
+            bash_options=FAST,
+            clock=clock,
+        )
+        try:
+            runs: list[str] = []
+            for asked in ASKED:
+                call = asyncio.ensure_future(session.execute_bash_and_wait("echo started; sleep 60", asked))
+                await poll_until(lambda: len(session.job_table.jobs()) == len(runs) + 1)  # running and waiting
+                answer = await detaches_exactly_at_the_budget(clock, call)
+                runs.append(answer.job)
+            assert [job.id for job in session.job_table.running()] == runs
+            for asked in ASKED:
+                wait = asyncio.ensure_future(session.jobs.wait(runs[0], asked))
+                await asyncio.sleep(0)  # the wait takes its deadline and waits
+                answer = await detaches_exactly_at_the_budget(clock, wait)
+                assert answer.job == runs[0]
+            assert [job.id for job in session.job_table.running()] == runs
+        finally:
+            await session.close()
+
+    asyncio.run(scenario())
+
+
 def test_navigate_tree_stops_the_jobs_started_after_its_target(tmp_path: Path) -> None:
     async def scenario() -> None:
         session = await new_session(tmp_path)
@@ -224,6 +260,45 @@ def test_fork_copies_the_branch_through_a_private_staging_dir_and_stops_the_orph
         assert again.entries() == []
         assert again.leaf is None
         await again.close()
+
+    asyncio.run(scenario())
+
+
+def test_after_a_fork_a_rewind_to_an_entry_appended_in_the_fork_stops_exactly_the_jobs_started_after_it(
+    tmp_path: Path,
+) -> None:
+    """The session object goes on in the fork: the entries it appends there are in the job table's rewind order
+    (an entry the table never saw would come before every job, and a rewind to it would stop them all)."""
+
+    async def scenario() -> None:
+        session = await new_session(tmp_path)
+        first = session.append("user", "one")
+        before_fork = await detach(session, "sleep 60")
+        second = session.append("assistant", "two")
+        orphan = await detach(session, "sleep 60")
+        forked = await session.fork(second.id)
+        assert forked.stopped_jobs == [orphan]
+        in_fork = session.append("user", "in the fork")
+        after_in_fork = await detach(session, "sleep 60")
+        later = session.append("assistant", "later in the fork")
+        after_later = await detach(session, "sleep 60")
+
+        def running() -> list[str]:
+            return [job.id for job in session.jobs.list() if job.status == "running"]
+
+        assert running() == [before_fork, after_in_fork, after_later]
+        rewound = await session.navigate_tree(later.id)
+        assert (rewound.stopped_jobs, rewound.stopping_jobs) == ([after_later], [])
+        assert running() == [before_fork, after_in_fork]
+        rewound = await session.navigate_tree(in_fork.id)
+        assert (rewound.stopped_jobs, rewound.stopping_jobs) == ([after_in_fork], [])
+        assert running() == [before_fork]
+        rewound = await session.navigate_tree(second.id)  # copied into the fork; the job started before it
+        assert rewound.stopped_jobs == []
+        rewound = await session.navigate_tree(first.id)
+        assert rewound.stopped_jobs == [before_fork]
+        assert running() == []
+        await session.close()
 
     asyncio.run(scenario())
 

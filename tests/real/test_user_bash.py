@@ -7,6 +7,7 @@ No test sleeps on wall time: each polls a real fact (the job's output, its end, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import Awaitable, Callable
@@ -93,15 +94,26 @@ def test_a_job_whose_grandchildren_ignore_sigterm_is_fully_gone_after_cancel(tmp
 
 
 def test_a_command_that_closes_stdout_and_stderr_and_keeps_running_is_still_killable(tmp_path: Path) -> None:
+    """The sleeping process is a child, not the group's leader: bash stays the leader in `wait` (a last command
+    alone would be exec'd, and a kill of the leader only would then pass). The kill must reach the whole group."""
+
     async def body(table: JobTable) -> None:
-        job = await bash(table, "echo bye; exec >&- 2>&-; sleep 1000", tmp_path)
+        job = await bash(table, "echo bye; exec >&- 2>&-; sleep 1000 & wait", tmp_path)
         await until(lambda: b"bye" in job.snapshot().text)
         pgid = pgid_of(job)
-        await until(lambda: any(_comm(pid) == "sleep" for pid in group_members(pgid)))
-        job.kill()
-        assert await wait_until(job, table.clock.now_ms() + 10_000) == core.Settled(Killed())
-        assert group_members(pgid) == []
-        assert job.result().text == b"bye\n"
+        try:
+            await until(lambda: any(_comm(pid) == "sleep" for pid in group_members(pgid)))
+            assert _comm(pgid) == "bash"  # the leader is bash, the sleep is another member
+            (sleeper,) = [pid for pid in group_members(pgid) if _comm(pid) == "sleep"]
+            assert sleeper != pgid
+            job.kill()
+            assert await wait_until(job, table.clock.now_ms() + 10_000) == core.Settled(Killed())
+            assert group_members(pgid) == []  # no process of the group survives, the sleeping child included
+            assert job.result().text == b"bye\n"
+        finally:
+            for pid in group_members(pgid):  # a failed kill leaves nothing behind (the suite leaves no process)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     run(body)
 

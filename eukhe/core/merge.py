@@ -135,6 +135,23 @@ REPORTED = frozenset({Verdict.CONFLICT, Verdict.BLOCKED})
 """The verdicts the report lists as conflicts."""
 
 
+class Reason(enum.Enum):
+    """Why a path is a conflict, as the report names it."""
+
+    BOTH_CHANGED = "both_changed"  # the parent and the child changed it to different contents
+    PARENT_HOLDS_DIRECTORY = "parent_holds_directory"  # the parent has a directory where the child has a file
+    PARENT_HOLDS_FILE_ABOVE = "parent_holds_file_above"  # the parent has a file or symlink where its directory goes
+
+
+def reason_for(verdict: Verdict, parent: State) -> Reason | None:
+    """The reason a reported verdict gives (None for the others)."""
+    if verdict is Verdict.CONFLICT:
+        return Reason.BOTH_CHANGED
+    if verdict is Verdict.BLOCKED:
+        return Reason.PARENT_HOLDS_DIRECTORY if parent is Void.DIR else Reason.PARENT_HOLDS_FILE_ABOVE
+    return None
+
+
 def can_hold(parent: State) -> bool:
     """Whether the parent can take a file or symlink at a path: not where a directory is, nor under a file."""
     return parent not in (Void.DIR, Void.UNDER)
@@ -181,11 +198,13 @@ def merge1(base: State, parent: State, child: State) -> Leaf | None:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One path's verdict, with the child's file or symlink there (None: the child has none, e.g. a removal)."""
+    """One path's verdict, with the child's file or symlink there (None: the child has none, e.g. a removal), and for
+    a conflict, its reason."""
 
     path: str
     verdict: Verdict
     child: Leaf | None
+    reason: Reason | None = None
 
     @property
     def removes(self) -> bool:
@@ -264,7 +283,7 @@ def plan(base: Tree, parent: Tree, child: Tree) -> HandbackPlan:
     def raw_step(path: str, parent_state: State) -> Step:
         child_state = state_of(child, path, dirs["child"])
         verdict = plan_path(state_of(base, path, dirs["base"]), parent_state, child_state)
-        return Step(path, verdict, leaf_of(child_state))
+        return Step(path, verdict, leaf_of(child_state), reason_for(verdict, parent_state))
 
     first = {path: raw_step(path, state_of(parent, path, dirs["parent"])) for path in paths}
     steps = []
@@ -413,7 +432,12 @@ def decode_tree(value: object, name: str) -> dict[str, Entry]:
 
 def encode_step(step: Step) -> dict[str, Any]:
     """A step as the entry answers it."""
-    return {"path": step.path, "verdict": step.verdict.value, "child": encode_entry(step.child)}
+    return {
+        "path": step.path,
+        "verdict": step.verdict.value,
+        "child": encode_entry(step.child),
+        "reason": None if step.reason is None else step.reason.value,
+    }
 
 
 def encode_plan(handback: HandbackPlan) -> MergeReply:

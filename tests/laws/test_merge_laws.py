@@ -227,6 +227,17 @@ def test_the_per_path_table_anchors() -> None:
 # The tree laws: cow_plan, cow_plan_is_merge, idempotence
 
 
+def expected_reason(verdict: Verdict, parent: State) -> merge.Reason | None:
+    if verdict is Verdict.CONFLICT:
+        return merge.Reason.BOTH_CHANGED
+    if verdict is Verdict.BLOCKED and parent is Void.DIR:
+        return merge.Reason.PARENT_HOLDS_DIRECTORY
+    if verdict is Verdict.BLOCKED:
+        assert parent is Void.UNDER
+        return merge.Reason.PARENT_HOLDS_FILE_ABOVE
+    return None
+
+
 def check_plan(base: Tree, parent: Tree, child: Tree) -> None:
     """cow_plan: every path of the merge once; each step is the table on the path's states when it runs; safe order."""
     handback = merge.plan(base, parent, child)
@@ -242,6 +253,7 @@ def check_plan(base: Tree, parent: Tree, child: Tree) -> None:
         at = (state_of(base, step.path), state_of(now, step.path), state_of(child, step.path))
         assert step.verdict is merge.plan_path(*at), (step, at)
         assert step.child == leaf_of(at[2])
+        assert step.reason == expected_reason(step.verdict, at[1])
         now = merge.apply_step(now, step)  # raises on an unsafe order (a write under a file)
 
 
@@ -396,7 +408,12 @@ def check_entry_answers(base: Tree, parent: Tree, child: Tree) -> None:
     reply = merge_entry(request)
     assert isinstance(reply, MergeReply)
     expected = [
-        {"path": s.path, "verdict": s.verdict.value, "child": written(s.child)}
+        {
+            "path": s.path,
+            "verdict": s.verdict.value,
+            "child": written(s.child),
+            "reason": None if s.reason is None else s.reason.value,
+        }
         for s in merge.plan(base, parent, child).steps
     ]
     assert reply.as_json() == {"steps": expected}
@@ -494,16 +511,18 @@ def test_cow_entry_example() -> None:
     assert isinstance(reply, MergeReply)
     assert reply.as_json() == {
         "steps": [
-            {"path": "gone", "verdict": "take", "child": None},
-            {"path": "edited", "verdict": "take", "child": {"file": "e1"}},
-            {"path": "new/link", "verdict": "take", "child": {"link": "x"}},
-            {"path": "both", "verdict": "conflict", "child": {"file": "b2"}},
-            {"path": "kept", "verdict": "keep", "child": {"file": "k"}},
+            {"path": "gone", "verdict": "take", "child": None, "reason": None},
+            {"path": "edited", "verdict": "take", "child": {"file": "e1"}, "reason": None},
+            {"path": "new/link", "verdict": "take", "child": {"link": "x"}, "reason": None},
+            {"path": "both", "verdict": "conflict", "child": {"file": "b2"}, "reason": "both_changed"},
+            {"path": "kept", "verdict": "keep", "child": {"file": "k"}, "reason": None},
         ]
     }
     blocked = merge_entry({"base": {}, "parent": {"d": "dir"}, "child": {"d": {"file": "f"}}})
     assert isinstance(blocked, MergeReply)
-    assert blocked.as_json() == {"steps": [{"path": "d", "verdict": "blocked", "child": {"file": "f"}}]}
+    assert blocked.as_json() == {
+        "steps": [{"path": "d", "verdict": "blocked", "child": {"file": "f"}, "reason": "parent_holds_directory"}]
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------------

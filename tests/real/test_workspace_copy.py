@@ -162,6 +162,7 @@ def test_the_real_limit_refuses_one_file_more_than_100000(tmp_path: Path) -> Non
     with pytest.raises(WorkspaceTooLargeError, match="100000 files"):
         create_workspace(parent, WorkspaceLayout.at(tmp_path / "ws", "s", "c"))
     assert not (tmp_path / "ws").exists()
+    shutil.rmtree(parent)  # pytest keeps recent temp dirs: do not leave 100,001 files behind
 
 
 def test_the_copy_keeps_symlinks_modes_and_mtimes_and_makes_its_dirs_private(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ Theory of operation:
   symlink: `leaf_of`), and one fact: can the parent hold a file there.
 - `plan` runs the table on every path that is a file or symlink in the base or the child. A path under a parent's
   file that the plan itself removes is read as absent: the removal runs first. The steps come in an order that is
-  safe to carry out: removals, then writes (parents before children), then the conflicts, then the no-ops.
+  safe to carry out: removals, then writes (parents before children), then the conflicts, then the changed paths
+  that need nothing done. The paths the child kept as the base had them (KEEP) are a set beside the steps.
 - `apply_step` / `back` carry a plan out on a model tree; `merge1` is the copy-on-write rule stated on its own, and
   the laws check that `back(plan(...))` gives `merge1` on every path.
 
@@ -33,7 +34,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Trees and per-path states
@@ -100,9 +101,13 @@ def blocker_of(tree: Tree, path: str) -> str | None:
 def implied_dirs(tree: Tree) -> frozenset[str]:
     """Every directory a tree holds: the ancestors of its paths and its `Dir` entries."""
     dirs = {path for path, entry in tree.items() if isinstance(entry, Dir)}
+    above: set[str] = set()
     for path in tree:
-        dirs.update(ancestors(path))
-    return frozenset(dirs)
+        head = path.rpartition("/")[0]
+        while head and head not in above:  # a directory seen once has had its own ancestors added
+            above.add(head)
+            head = head.rpartition("/")[0]
+    return frozenset(dirs | above)
 
 
 def state_of(tree: Tree, path: str, dirs: frozenset[str] | None = None) -> State:
@@ -224,9 +229,20 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class HandbackPlan:
-    """Every path of a merge, once each, in an order that is safe to carry out."""
+    """A verdict for every path of a merge: a step for each path the child changed, in an order that is safe to
+    carry out, and the paths the child kept as the base had them (KEEP: the parent's entry stays, nothing to do).
+
+    KEEP is the verdict for most paths of most hand-backs; it needs no step, so it is a set, not 10,000 steps.
+    """
 
     steps: tuple[Step, ...]
+    kept: frozenset[str] = frozenset()
+
+    def verdict(self, path: str) -> Verdict | None:
+        """The verdict on one path (None: not a path of this merge)."""
+        if path in self.kept:
+            return Verdict.KEEP
+        return next((s.verdict for s in self.steps if s.path == path), None)
 
     def taken(self) -> tuple[str, ...]:
         """The paths whose child change is in the parent once the plan ran: taken now, or found there already.
@@ -252,7 +268,7 @@ class Phase(enum.IntEnum):
     REMOVE = 0  # removals first: a file may stand where a written path's directory goes
     WRITE = 1  # then writes, parents before children
     SAVE = 2  # then the child's versions of the conflicts, into conflicts/
-    NOTHING = 3  # the no-ops last (listed, so the plan names every path once)
+    NOTHING = 3  # the changed paths that need nothing done last (KEPT, a conflict with a child's removal)
 
 
 def phase_of(step: Step) -> Phase:
@@ -271,28 +287,55 @@ def merge_paths(base: Tree, child: Tree) -> frozenset[str]:
     return frozenset(p for tree in (base, child) for p, entry in tree.items() if isinstance(entry, File | Link))
 
 
+def split_changed(base: Tree, child: Tree) -> tuple[list[str], list[str]]:
+    """The paths of the merge split in two: where the child kept the base's file or symlink (KEEP, whatever the
+    parent holds), and where it changed it (the shell reads the parent only there)."""
+    kept: list[str] = []
+    changed: list[str] = []
+    for path, entry in child.items():
+        if isinstance(entry, File | Link):
+            (kept if entry == base.get(path) else changed).append(path)
+    for path, entry in base.items():
+        if isinstance(entry, File | Link) and not isinstance(child.get(path), File | Link):
+            changed.append(path)  # the child has no file or symlink there any more
+    return kept, changed
+
+
+def leaf_state(tree: Tree, path: str) -> State:
+    """A base's or a child's state as the table reads it: only its file or symlink counts (`plan_path` looks at
+    them through `leaf_of`), so a directory there or a file above reads as absent, which costs no tree walk."""
+    entry = tree.get(path)
+    return entry if isinstance(entry, File | Link) else Void.ABSENT
+
+
+def path_order(path: str) -> str:
+    """A sort key that puts every directory's paths right after it, parents before children ("a" < "a/b" < "a.b")."""
+    return path.replace("/", "\0")
+
+
 def plan(base: Tree, parent: Tree, child: Tree) -> HandbackPlan:
     """The hand-back plan: the table on every file or symlink of the base or the child, in a safe order.
 
     A path under a parent's file or symlink that this plan removes reads as absent (the removal runs first);
-    under any other parent's file it cannot be held.
+    under any other parent's file it cannot be held. Where the child kept the base's file or symlink, the verdict
+    is KEEP whatever the parent holds, so those paths are settled without looking further.
     """
-    dirs = {"base": implied_dirs(base), "parent": implied_dirs(parent), "child": implied_dirs(child)}
-    paths = merge_paths(base, child)
 
-    def raw_step(path: str, parent_state: State) -> Step:
-        child_state = state_of(child, path, dirs["child"])
-        verdict = plan_path(state_of(base, path, dirs["base"]), parent_state, child_state)
+    def changed_step(path: str, parent_state: State) -> Step:
+        child_state = leaf_state(child, path)
+        verdict = plan_path(leaf_state(base, path), parent_state, child_state)
         return Step(path, verdict, leaf_of(child_state), reason_for(verdict, parent_state))
 
-    first = {path: raw_step(path, state_of(parent, path, dirs["parent"])) for path in paths}
-    steps = []
+    kept, changed = split_changed(base, child)
+    parent_dirs = implied_dirs(parent) if changed else frozenset()
+    first = {path: changed_step(path, state_of(parent, path, parent_dirs)) for path in changed}
+    steps: list[Step] = []
     for path, step in first.items():
         blocker = blocker_of(parent, path)
         freed = blocker is not None and blocker in first and first[blocker].removes
-        steps.append(raw_step(path, Void.ABSENT) if freed else step)  # the blocker goes first: the path is free
-    steps.sort(key=lambda s: (phase_of(s), s.path.split("/")))
-    return HandbackPlan(tuple(steps))
+        steps.append(changed_step(path, Void.ABSENT) if freed else step)  # the blocker goes first: the path is free
+    steps.sort(key=lambda s: (phase_of(s), path_order(s.path)))
+    return HandbackPlan(tuple(steps), frozenset(kept))
 
 
 def apply_step(tree: Tree, step: Step) -> dict[str, Entry]:
@@ -329,9 +372,8 @@ def conflicts_tree(handback: HandbackPlan) -> dict[str, Entry]:
 # Change detection: the racy-git rule
 
 
-@dataclass(frozen=True, slots=True)
-class StatFacts:
-    """What lstat says of a file, as far as change detection reads it."""
+class StatFacts(NamedTuple):
+    """What lstat says of a file, as far as change detection reads it (a tuple: thousands are compared per run)."""
 
     size: int
     mtime_ns: int
@@ -355,12 +397,13 @@ TREE_NAMES = ("base", "parent", "child")
 
 @dataclass(frozen=True, slots=True)
 class MergeReply:
-    """The entry's answer: the encoded plan."""
+    """The entry's answer: the encoded plan (its steps in order, and the kept paths sorted)."""
 
     steps: tuple[dict[str, Any], ...]
+    kept: tuple[str, ...]
 
     def as_json(self) -> dict[str, Any]:
-        return {"steps": [dict(step) for step in self.steps]}
+        return {"steps": [dict(step) for step in self.steps], "kept": list(self.kept)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,7 +485,7 @@ def encode_step(step: Step) -> dict[str, Any]:
 
 def encode_plan(handback: HandbackPlan) -> MergeReply:
     """A plan as the entry answers it."""
-    return MergeReply(tuple(encode_step(step) for step in handback.steps))
+    return MergeReply(tuple(encode_step(step) for step in handback.steps), tuple(sorted(handback.kept, key=path_order)))
 
 
 def merge_request(base: Tree, parent: Tree, child: Tree) -> dict[str, object]:

@@ -243,11 +243,16 @@ def check_plan(base: Tree, parent: Tree, child: Tree) -> None:
     handback = merge.plan(base, parent, child)
     paths = [s.path for s in handback.steps]
     assert len(paths) == len(set(paths))
-    assert set(paths) == merge.merge_paths(base, child)
+    assert not set(paths) & handback.kept
+    assert set(paths) | handback.kept == merge.merge_paths(base, child)
+    for path in handback.kept:
+        assert merge.plan_path(*states_at(base, parent, child, path)) is Verdict.KEEP, path
+    assert Verdict.KEEP not in {s.verdict for s in handback.steps}
     phases = [phase_of(s) for s in handback.steps]
     assert phases == sorted(phases)
-    writes = [s.path for s in handback.steps if phase_of(s) is Phase.WRITE]
-    assert writes == sorted(writes, key=lambda p: p.split("/"))
+    for phase in Phase:  # within a phase, parents before children
+        paths_in_phase = [s.path for s in handback.steps if phase_of(s) is phase]
+        assert paths_in_phase == sorted(paths_in_phase, key=lambda p: p.split("/"))
     now: Tree = dict(parent)
     for step in handback.steps:
         at = (state_of(base, step.path), state_of(now, step.path), state_of(child, step.path))
@@ -301,7 +306,7 @@ def check_idempotent(base: Tree, parent: Tree, child: Tree) -> None:
         assert again.conflicts() == handback.conflicts()
         assert merge.conflicts_tree(again) == merge.conflicts_tree(handback)
     rerun = merge.plan(base, final, child)
-    assert {s.verdict for s in rerun.steps} <= {Verdict.KEEP, Verdict.KEPT} | REPORTED
+    assert {s.verdict for s in rerun.steps} <= {Verdict.KEPT} | REPORTED
     assert merge.back(rerun, final) == final
 
 
@@ -347,7 +352,7 @@ def test_cow_per_path_laws_over_trees(triple: tuple[Tree, Tree, Tree]) -> None:
     """cow_keeps_parent, cow_takes_child, cow_conflict_reported, cow_conflict_is_real on every path of whole trees."""
     base, parent, child = triple
     handback = merge.plan(base, parent, child)
-    verdicts = {s.path: s.verdict for s in handback.steps}
+    verdicts = {s.path: s.verdict for s in handback.steps} | dict.fromkeys(handback.kept, Verdict.KEEP)
     for path, verdict in verdicts.items():
         at = states_at(base, parent, child, path)
         assert verdict is merge.plan_path(*at)
@@ -361,7 +366,7 @@ def test_the_tiny_trees_reach_every_verdict_and_a_freed_path() -> None:
     freed = False
     for base, parent, child in TINY_TRIPLES:
         handback = merge.plan(base, parent, child)
-        seen |= {s.verdict for s in handback.steps}
+        seen |= {s.verdict for s in handback.steps} | ({Verdict.KEEP} if handback.kept else set())
         freed |= any(s.writes and state_of(parent, s.path) is Void.UNDER for s in handback.steps)
     assert seen == set(Verdict)
     assert freed
@@ -416,7 +421,8 @@ def check_entry_answers(base: Tree, parent: Tree, child: Tree) -> None:
         }
         for s in merge.plan(base, parent, child).steps
     ]
-    assert reply.as_json() == {"steps": expected}
+    kept = sorted(merge.plan(base, parent, child).kept, key=lambda p: p.split("/"))
+    assert reply.as_json() == {"steps": expected, "kept": kept}
     assert json.loads(json.dumps(reply.as_json())) == reply.as_json()
 
 
@@ -515,13 +521,14 @@ def test_cow_entry_example() -> None:
             {"path": "edited", "verdict": "take", "child": {"file": "e1"}, "reason": None},
             {"path": "new/link", "verdict": "take", "child": {"link": "x"}, "reason": None},
             {"path": "both", "verdict": "conflict", "child": {"file": "b2"}, "reason": "both_changed"},
-            {"path": "kept", "verdict": "keep", "child": {"file": "k"}, "reason": None},
-        ]
+        ],
+        "kept": ["kept"],
     }
     blocked = merge_entry({"base": {}, "parent": {"d": "dir"}, "child": {"d": {"file": "f"}}})
     assert isinstance(blocked, MergeReply)
     assert blocked.as_json() == {
-        "steps": [{"path": "d", "verdict": "blocked", "child": {"file": "f"}, "reason": "parent_holds_directory"}]
+        "steps": [{"path": "d", "verdict": "blocked", "child": {"file": "f"}, "reason": "parent_holds_directory"}],
+        "kept": [],
     }
 
 
@@ -562,7 +569,7 @@ def writing_over_directories(base: State, parent: State, child: State) -> Verdic
 
 MUTANTS: list[tuple[Callable[[State, State, State], Verdict], list[str]]] = [
     (taking_over_the_parents_change, ["cow_conflict_reported", "cow_plan_is_merge"]),
-    (taking_unchanged_paths, ["cow_keeps_parent", "cow_plan_is_merge"]),
+    (taking_unchanged_paths, ["cow_keeps_parent", "cow_plan"]),
     (conflicting_on_every_change, ["cow_conflict_is_real", "cow_plan_is_merge"]),
     (ignoring_removals, ["cow_takes_child", "cow_conflict_reported", "cow_plan_is_merge"]),
     (writing_over_directories, ["cow_conflict_reported", "cow_plan"]),
@@ -609,7 +616,8 @@ def test_the_tree_laws_catch_a_plan_that_forgets_the_freed_path(monkeypatch: pyt
             replace(s, verdict=Verdict.BLOCKED) if s.writes and state_of(parent, s.path) is Void.UNDER else s
             for s in real_plan(base, parent, child).steps
         ]
-        return HandbackPlan(tuple(sorted(steps, key=lambda s: (phase_of(s), s.path.split("/")))))
+        ordered = sorted(steps, key=lambda s: (phase_of(s), merge.path_order(s.path)))
+        return HandbackPlan(tuple(ordered), real_plan(base, parent, child).kept)
 
     monkeypatch.setattr(merge, "plan", plan_without_freeing)
     assert law_fails("idempotent")

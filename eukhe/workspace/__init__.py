@@ -18,7 +18,7 @@ from eukhe.workspace.errors import (
     WorkspaceNameError,
     WorkspaceTooLargeError,
 )
-from eukhe.workspace.handback import hand_back, handback_done, load_report
+from eukhe.workspace.handback import hand_back, handback_done, load_report, remove_retired
 from eukhe.workspace.layout import WorkspaceLayout
 from eukhe.workspace.listing import MAX_WORKSPACE_FILES, list_workspace
 from eukhe.workspace.records import (
@@ -51,4 +51,5 @@ __all__ = [
     "handback_done",
     "list_workspace",
     "load_report",
+    "remove_retired",
 ]

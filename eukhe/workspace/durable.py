@@ -18,8 +18,8 @@ from eukhe.core.fsmode import PRIVATE_FILE_MODE
 from eukhe.workspace.layout import temp_beside
 
 CrashHook = Callable[[str], None]
-"""Called with a point's name ("take:<path>", "remove:<path>", "conflict:<path>", "record", "retire:copy",
-"link:copy") just before that change is made."""
+"""Called with a point's name ("remove:<path>", "take:<path>", "conflict:<path>", "record", "retire:base",
+"retire:copy", "link:copy") just before that change is made."""
 
 
 def no_hook(point: str) -> None:

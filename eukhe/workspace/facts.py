@@ -1,10 +1,12 @@
 """The facts a hand-back reads (spec S3 "A subagent's workspace" 2, 4; issue 11.4): three trees for the core.
 
 - The base: the spawn's record (no disk read).
-- The child: its copy listed with its `.gitignore` files only, plus every base path looked up directly (a tracked
-  file the child's rules ignore is still the child's file, not a removal).
-- The parent: each path of the merge looked up in the parent's directory, its directories checked one by one with
-  lstat (a symlink where a directory goes is never followed: the path is under a file).
+- The child: every base path looked up where it is (a tracked file the child's rules ignore is still the child's
+  file, not a removal), and the new entries of the directories whose stat data changed, listed with the copy's
+  `.gitignore` files only.
+- The parent: each path the child changed, looked up in the parent's directory, its directories checked one by one
+  with lstat (a symlink where a directory goes is never followed: the path is under a file). Where the child kept
+  the base's entry, the table keeps the parent's whatever it is, so nothing there needs reading.
 
 Change detection is fast and never fooled: a file whose stat data (size, mtime, ctime, inode, mode) equal the
 record's, recorded strictly before the copy began, is the base's (`stat_proves_same`, the racy-git rule); any other
@@ -18,23 +20,32 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eukhe.core.merge import Dir, Entry, File, Leaf, Link, StatFacts, ancestors, merge_paths, stat_proves_same
+from eukhe.core.merge import (
+    Dir,
+    Entry,
+    File,
+    Leaf,
+    Link,
+    StatFacts,
+    ancestors,
+    path_order,
+    split_changed,
+    stat_proves_same,
+)
 from eukhe.workspace.layout import WorkspaceLayout
-from eukhe.workspace.listing import walk_gitignored
-from eukhe.workspace.records import CopiedPath, CopyRecord, FileStat
-from eukhe.workspace.spawn import file_stat
+from eukhe.workspace.listing import GIT_DIR_NAME, GitignoreRules, ignored, walk_gitignored
+from eukhe.workspace.records import CopiedDir, CopiedPath, CopyRecord
+from eukhe.workspace.spawn import stat_facts
 
 BASE = "="
 """The identity of a file whose bytes and mode are the base's at that path."""
+BASE_FILE = File(BASE)
 PLACEHOLDER = "?"
 """The identity of a parent's file outside the merge that only stands in a merged path's way (never compared)."""
-
-
-def core_stat(recorded: FileStat) -> StatFacts:
-    return StatFacts(recorded.size, recorded.mtime_ns, recorded.ctime_ns, recorded.inode, recorded.mode)
 
 
 def digest(path: str) -> str:
@@ -58,12 +69,10 @@ class _Base:
             self.digests[path] = digest(os.path.join(self.root, path))
         return self.digests[path]
 
-    def identity(self, path: str, full_path: str, st: os.stat_result, recorded: FileStat | None) -> str:
+    def identity(self, path: str, full_path: str, st: os.stat_result, recorded: StatFacts | None) -> str:
         """A regular file's identity; `recorded` is its stat data at the spawn (None: not recorded)."""
         copied = self.by_path.get(path)
-        if recorded is not None and stat_proves_same(
-            core_stat(recorded), core_stat(file_stat(st)), self.recorded_at_ns
-        ):
+        if recorded is not None and stat_proves_same(recorded, stat_facts(st), self.recorded_at_ns):
             return BASE
         mode = stat.S_IMODE(st.st_mode)
         own = digest(full_path)
@@ -111,48 +120,101 @@ class Facts:
     base: dict[str, Entry]
     parent: dict[str, Entry]
     child: dict[str, Entry]
-    parent_seen: dict[str, FileStat | None]  # a merged path's lstat in the parent (None: nothing there)
+    parent_seen: dict[str, StatFacts | None]  # lstat in the parent at each path the child changed (None: nothing)
 
 
-def _leaf(base: _Base, path: str, full_path: str, st: os.stat_result, recorded: FileStat | None) -> Leaf | None:
+def _leaf(base: _Base, path: str, full_path: str, st: os.stat_result, recorded: StatFacts | None) -> Leaf | None:
     if stat.S_ISLNK(st.st_mode):
         return Link(os.readlink(full_path))
     if stat.S_ISREG(st.st_mode):
-        return File(base.identity(path, full_path, st, recorded))
+        identity = base.identity(path, full_path, st, recorded)
+        return BASE_FILE if identity == BASE else File(identity)
     return None
 
 
-def read_child(base: _Base, copy_root: str) -> dict[str, Entry]:
-    """The child's tree: its copy's files by its .gitignore files, and every base path wherever it is."""
+def _directory_kinds(base: _Base, copy_root: str, dirs: Iterable[CopiedDir]) -> tuple[dict[str, str], list[str]]:
+    """What each directory of the copy is now ("dir", or "gone": removed, replaced by a file, or under one), and the
+    directories whose stat data cannot prove that no entry came or went (to be listed again)."""
+    kinds: dict[str, str] = {}
+    changed: list[str] = []
+    for recorded in sorted(dirs, key=lambda d: path_order(d.path)):  # parents first
+        path = recorded.path
+        if path and kinds.get(path.rpartition("/")[0]) != "dir":
+            kinds[path] = "gone"  # its parent is gone or is not a directory: never look through it
+            continue
+        try:
+            st = os.lstat(os.path.join(copy_root, path))
+        except (FileNotFoundError, NotADirectoryError):
+            kinds[path] = "gone"
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            kinds[path] = "gone"  # a file or symlink took its place: a new entry of its parent, which changed
+            continue
+        kinds[path] = "dir"
+        if not stat_proves_same(recorded.copy, stat_facts(st), base.recorded_at_ns):
+            changed.append(path)
+    return kinds, changed
+
+
+def read_child(base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...]) -> dict[str, Entry]:
+    """The child's tree: every base path where it is now, and the new entries its .gitignore files do not ignore.
+
+    New entries can only be in a directory whose stat data changed (adding or removing an entry changes its mtime),
+    so only those are listed again; a new directory is walked whole.
+    """
     child: dict[str, Entry] = {}
-    for path, entry in walk_gitignored(Path(copy_root)):
-        copied = base.by_path.get(path)
-        recorded = None if copied is None else copied.copy
-        leaf = _leaf(base, path, entry.path, entry.stat(follow_symlinks=False), recorded)
+    kinds, changed = _directory_kinds(base, copy_root, dirs)
+    for path, copied in base.by_path.items():
+        if kinds.get(path.rpartition("/")[0]) != "dir":
+            continue  # gone with its directory, or under a file: the child has no entry there
+        full_path = f"{copy_root}/{path}"  # not os.path.join: this loop runs once per file of the workspace
+        try:
+            st = os.lstat(full_path)
+        except FileNotFoundError:
+            continue
+        now = StatFacts(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+        if copied.link is None and stat_proves_same(copied.copy, now, base.recorded_at_ns):
+            child[path] = BASE_FILE  # the common case, decided here without reading the file
+            continue
+        leaf = _leaf(base, path, full_path, st, copied.copy)
         if leaf is not None:
             child[path] = leaf
-    looker = _Looker(copy_root)
-    for path, copied in base.by_path.items():
-        if path in child:
-            continue
-        st, _ = looker.look(path)
-        if st is not None:
-            leaf = _leaf(base, path, os.path.join(copy_root, path), st, copied.copy)
-            if leaf is not None:
-                child[path] = leaf
+    rules = GitignoreRules(Path(copy_root))
+    root = Path(copy_root)
+    for directory in changed:
+        chain = rules.chain(directory)
+        prefix = directory + "/" if directory else ""
+        for entry in os.scandir(os.path.join(copy_root, directory)):
+            path = prefix + entry.name
+            if entry.name == GIT_DIR_NAME or kinds.get(path) == "dir":
+                continue  # .git is never the workspace's; a recorded directory is read on its own
+            if entry.is_dir(follow_symlinks=False):
+                if not ignored(chain, path + "/"):
+                    for found, inside in walk_gitignored(root, start=path, rules=rules):
+                        leaf = _leaf(base, found, inside.path, inside.stat(follow_symlinks=False), None)
+                        if leaf is not None:
+                            child[found] = leaf
+            elif path in base.by_path:
+                continue  # read above
+            elif (entry.is_file(follow_symlinks=False) or entry.is_symlink()) and not ignored(chain, path):
+                leaf = _leaf(base, path, entry.path, entry.stat(follow_symlinks=False), None)
+                if leaf is not None:
+                    child[path] = leaf
     return child
 
 
-def read_parent(base: _Base, parent_root: str, paths: list[str]) -> tuple[dict[str, Entry], dict[str, FileStat | None]]:
-    """The parent's tree at the merged paths (and the files in their way), and what lstat found at each."""
+def read_parent(
+    base: _Base, parent_root: str, paths: Iterable[str]
+) -> tuple[dict[str, Entry], dict[str, StatFacts | None]]:
+    """The parent's tree at `paths` (and the files in their way), and what lstat found at each."""
     looker = _Looker(parent_root)
     parent: dict[str, Entry] = {}
-    seen: dict[str, FileStat | None] = {}
-    for path in sorted(paths):  # a path comes after the paths above it
+    seen: dict[str, StatFacts | None] = {}
+    for path in sorted(paths, key=path_order):  # a path comes after the paths above it
         st, blocker = looker.look(path)
         if blocker is not None:
             parent.setdefault(blocker, File(PLACEHOLDER))
-        seen[path] = None if st is None else file_stat(st)
+        seen[path] = None if st is None else stat_facts(st)
         if st is None:
             continue
         if stat.S_ISDIR(st.st_mode):
@@ -167,12 +229,17 @@ def read_parent(base: _Base, parent_root: str, paths: list[str]) -> tuple[dict[s
 
 
 def read_facts(layout: WorkspaceLayout, record: CopyRecord) -> Facts:
-    """Read the base (the record), the child's copy and the parent's directory."""
+    """Read the base (the record), the child's copy, and the parent's directory where the child changed something.
+
+    The parent is read only at the paths where the child's entry is not the base's: everywhere else the table keeps
+    the parent's entry whatever it is (cow_keeps_parent), so the parent's state there decides nothing.
+    """
     base = _Base(str(layout.base), record.recorded_at_ns, {copied.path: copied for copied in record.paths})
-    base_tree: dict[str, Entry] = {p.path: (File(BASE) if p.link is None else Link(p.link)) for p in record.paths}
-    child = read_child(base, str(layout.copy))
+    base_tree: dict[str, Entry] = {p.path: (BASE_FILE if p.link is None else Link(p.link)) for p in record.paths}
+    child = read_child(base, str(layout.copy), record.dirs)
     parent_root = record.parent_dir
     if not os.path.isdir(parent_root):
         raise NotADirectoryError(errno.ENOTDIR, "the parent's directory is gone or not a directory", parent_root)
-    parent, seen = read_parent(base, parent_root, sorted(merge_paths(base_tree, child)))
+    _, changed = split_changed(base_tree, child)
+    parent, seen = read_parent(base, parent_root, changed)
     return Facts(base=base_tree, parent=parent, child=child, parent_seen=seen)

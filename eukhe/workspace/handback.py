@@ -12,8 +12,8 @@ The caller stops the child first (worker, kernel, jobs). Then `hand_back`:
    entry is checked against what the facts read: if the parent changed it meanwhile, the hand-back stops
    (`HandbackError`) rather than overwrite it.
 4. Writes `handback.json` (the report) atomically: that ends the hand-back.
-5. Removes base and copy (the copy is first renamed aside, in one rename), puts a symlink to the parent's directory
-   where the copy was, and removes the copy record and the start mark.
+5. Renames base and copy aside (one rename each), puts a symlink to the parent's directory where the copy was,
+   removes the copy record and the start mark, then the retired trees (or leaves them to `remove_retired`).
 
 A crash anywhere leaves every path old or new; the rerun plans from the start, and a path already taken reads as
 changed by both to the same content, so it ends at the same tree and report. A failure raises `HandbackError` with
@@ -32,7 +32,7 @@ import msgspec
 
 from eukhe.core import merge
 from eukhe.core.fsmode import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
-from eukhe.core.merge import File, HandbackPlan, Leaf, Link, Step, ancestors
+from eukhe.core.merge import File, HandbackPlan, Leaf, Link, StatFacts, Step, ancestors
 from eukhe.private_fs import make_private_dirs
 from eukhe.workspace.clone import Cloner
 from eukhe.workspace.durable import (
@@ -49,8 +49,8 @@ from eukhe.workspace.durable import (
 from eukhe.workspace.errors import HandbackError, WorkspaceError
 from eukhe.workspace.facts import Facts, read_facts
 from eukhe.workspace.layout import WorkspaceLayout, temp_beside
-from eukhe.workspace.records import FileStat, HandbackConflict, HandbackReport
-from eukhe.workspace.spawn import file_stat, load_copy_record
+from eukhe.workspace.records import HandbackConflict, HandbackReport
+from eukhe.workspace.spawn import load_copy_record, stat_facts
 
 log = logging.getLogger("eukhe.workspace")
 
@@ -64,15 +64,16 @@ def load_report(layout: WorkspaceLayout) -> HandbackReport | None:
     return msgspec.json.decode(data, type=HandbackReport)
 
 
-def hand_back(layout: WorkspaceLayout, *, hook: CrashHook = no_hook) -> HandbackReport:
+def hand_back(layout: WorkspaceLayout, *, hook: CrashHook = no_hook, remove_now: bool = True) -> HandbackReport:
     """Take the child's changes into the parent's directory, path by path, crash-safe; the report.
 
     `hook` is called with a named point just before every rename or removal (tests kill the process there).
+    `remove_now=False` leaves the retired base and copy for `remove_retired` (or the next call) to remove.
     Raises HandbackError (path, reason); the child's copy then stays and a rerun starts from the top.
     """
     done = load_report(layout)
     if done is not None:
-        finish(layout, done.parent_dir, hook)
+        finish(layout, done.parent_dir, hook, remove_now=remove_now)
         return done
     try:
         record = load_copy_record(layout)
@@ -95,7 +96,7 @@ def hand_back(layout: WorkspaceLayout, *, hook: CrashHook = no_hook) -> Handback
     except (OSError, WorkspaceError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise HandbackError(run.at, reason, str(layout.copy)) from error
-    finish(layout, report.parent_dir, hook)
+    finish(layout, report.parent_dir, hook, remove_now=remove_now)
     return report
 
 
@@ -118,9 +119,9 @@ def report_of(layout: WorkspaceLayout, parent_dir: str, handback: HandbackPlan) 
     )
 
 
-def _same(now: os.stat_result, seen: FileStat | None) -> bool:
+def _same(now: os.stat_result, seen: StatFacts | None) -> bool:
     """Whether the entry lstat finds now is the one the facts read."""
-    return seen is not None and file_stat(now) == seen
+    return seen is not None and stat_facts(now) == seen
 
 
 class _Run:
@@ -131,7 +132,7 @@ class _Run:
         self.parent = parent
         self.hook = hook
         self.cloner = Cloner()
-        self.seen: dict[str, FileStat | None] = {}
+        self.seen: dict[str, StatFacts | None] = {}
         self.at = str(parent)
 
     def prepare(self, facts: Facts, handback: HandbackPlan) -> None:
@@ -223,23 +224,34 @@ class _Run:
             os.close(source_fd)
 
 
-def finish(layout: WorkspaceLayout, parent_dir: str, hook: CrashHook = no_hook) -> None:
-    """After the record: remove base and copy, leave a symlink to the parent's directory where the copy was.
+def finish(layout: WorkspaceLayout, parent_dir: str, hook: CrashHook = no_hook, *, remove_now: bool = True) -> None:
+    """After the record: base and copy go, and a symlink to the parent's directory takes the copy's place.
 
-    Each step can be cut and run again: the copy is renamed aside in one rename, the symlink is put in place in one
-    rename from beside it, and only then is the retired copy removed.
+    Each step can be cut and run again: base and copy are renamed aside in one rename each, the symlink is put in
+    place in one rename from beside it, and only then are the retired trees removed (now, or by `remove_retired`).
     """
-    remove_tree(layout.base)
+    if layout.base.is_dir():
+        hook("retire:base")
+        remove_leftover(layout.retired_base)
+        os.rename(layout.base, layout.retired_base)
     if not layout.copy.is_symlink():
         if layout.copy.exists():
             hook("retire:copy")
             remove_leftover(layout.retired_copy)
             os.rename(layout.copy, layout.retired_copy)
-            fsync_dir(layout.dir)
+        fsync_dir(layout.dir)
         replace_from_beside(layout.copy, lambda temp: os.symlink(parent_dir, temp), hook, "link:copy")
-    remove_tree(layout.retired_copy)
     for done_with in (layout.copy_record, layout.started):
         unlink_durably(done_with)
+    if remove_now:
+        remove_retired(layout)
+
+
+def remove_retired(layout: WorkspaceLayout) -> None:
+    """Remove the base and copy a finished hand-back set aside (two trees as large as the workspace: this is the
+    slow part of a hand-back, so a caller may run it later, in the background)."""
+    remove_tree(layout.retired_base)
+    remove_tree(layout.retired_copy)
 
 
 def handback_done(layout: WorkspaceLayout) -> bool:

@@ -7,6 +7,7 @@
         handback.started   present from the hand-back's first change until its record: a rerun sweeps leftovers
         handback.json  the hand-back's record and report: it ends the hand-back (kept)
         conflicts/     the child's versions of the conflicting paths, each under its own path (kept)
+        .base.eukhe-retired/, .copy.eukhe-retired/   base and copy set aside after the record, until removed
 
 The stored working directory of a child is `copy`, so a child woken after its hand-back starts in the parent's
 directory through the symlink.
@@ -22,8 +23,10 @@ from eukhe.workspace.errors import WorkspaceNameError
 
 HANDBACK_SUFFIX = ".eukhe-handback"
 """The suffix of the fixed-name copy that sits beside a path while it is replaced (`.<name>.eukhe-handback`)."""
+RETIRED_BASE = ".base.eukhe-retired"
+"""Where the base goes, in one rename, once the hand-back has its record (then it is removed)."""
 RETIRED_COPY = ".copy.eukhe-retired"
-"""Where the child's copy goes, in one rename, before the symlink takes its place."""
+"""Where the child's copy goes, in one rename, before the symlink takes its place (then it is removed)."""
 NAME_MAX = 255
 
 
@@ -89,6 +92,10 @@ class WorkspaceLayout:
     @property
     def conflicts(self) -> Path:
         return self.dir / "conflicts"
+
+    @property
+    def retired_base(self) -> Path:
+        return self.dir / RETIRED_BASE
 
     @property
     def retired_copy(self) -> Path:

@@ -96,31 +96,53 @@ def ignored(rules: tuple[_Rules, ...], path: str) -> bool:
     return False
 
 
-def walk_gitignored(directory: Path, max_files: int | None = None) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """Every regular file and symlink under `directory` that its .gitignore files do not ignore, with its DirEntry.
+class GitignoreRules:
+    """The .gitignore files of one tree, each read once: the rules in force inside each directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._chains: dict[str, tuple[_Rules, ...]] = {}
+
+    def chain(self, relative_dir: str) -> tuple[_Rules, ...]:
+        """The rules in force inside `relative_dir` ("" is the root): its ancestors' .gitignore files and its own."""
+        if relative_dir not in self._chains:
+            if relative_dir:
+                above = self.chain(relative_dir.rpartition("/")[0])
+                own = _read_rules(self.root / relative_dir, relative_dir + "/")
+            else:
+                above, own = (), _read_rules(self.root, "")
+            self._chains[relative_dir] = above if own is None else (*above, own)
+        return self._chains[relative_dir]
+
+
+def walk_gitignored(
+    directory: Path, max_files: int | None = None, *, start: str = "", rules: GitignoreRules | None = None
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Every regular file and symlink under `directory` (from its subdirectory `start`) that its .gitignore files do
+    not ignore, with its DirEntry.
 
     Stops with WorkspaceTooLargeError once it has yielded more than `max_files` (None: no limit). Does not descend
     into ignored directories, `.git`, or symlinks.
     """
+    rules = rules or GitignoreRules(directory)
     found = 0
-    stack: list[tuple[Path, str, tuple[_Rules, ...]]] = [(directory, "", ())]
+    stack = [start]
     while stack:
-        here, prefix, rules = stack.pop()
-        own = _read_rules(here, prefix)
-        if own is not None:
-            rules = (*rules, own)
+        here = stack.pop()
+        chain = rules.chain(here)
+        prefix = here + "/" if here else ""
         try:
-            entries = list(os.scandir(here))
+            entries = list(os.scandir(directory / here))
         except OSError as error:
-            raise ListingError(str(directory), f"cannot read {here}: {error.strerror}") from error
+            raise ListingError(str(directory), f"cannot read {directory / here}: {error.strerror}") from error
         for entry in entries:
             if entry.name == GIT_DIR_NAME:
                 continue
             relative = prefix + entry.name
             if entry.is_dir(follow_symlinks=False):
-                if not ignored(rules, relative + "/"):
-                    stack.append((Path(entry.path), relative + "/", rules))
-            elif (entry.is_file(follow_symlinks=False) or entry.is_symlink()) and not ignored(rules, relative):
+                if not ignored(chain, relative + "/"):
+                    stack.append(relative)
+            elif (entry.is_file(follow_symlinks=False) or entry.is_symlink()) and not ignored(chain, relative):
                 found += 1
                 if max_files is not None and found > max_files:
                     raise WorkspaceTooLargeError(str(directory), found, max_files)

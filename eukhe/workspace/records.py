@@ -7,26 +7,27 @@ from typing import Literal
 
 import msgspec
 
+from eukhe.core.merge import StatFacts
+
 ConflictReason = Literal["both_changed", "parent_holds_directory", "parent_holds_file_above"]
 
 
-class FileStat(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """What lstat said of a file when it was recorded (change detection compares these)."""
-
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    inode: int
-    mode: int
-
-
-class CopiedPath(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """One file or symlink of the copy, as the spawn recorded it."""
+class CopiedPath(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, array_like=True):
+    """One file or symlink of the copy, as the spawn recorded it (a row of `copy.json`, written as an array: a copy
+    has up to 100,000 of them and the hand-back reads them all)."""
 
     path: str  # relative POSIX path
     link: str | None  # the symlink's target; None for a regular file
-    source: FileStat  # the parent's file as the spawn read it
-    copy: FileStat  # the child's working copy right after the spawn
+    source: StatFacts  # the parent's file as the spawn read it: size, mtime_ns, ctime_ns, inode, mode
+    copy: StatFacts  # the child's working copy right after the spawn
+
+
+class CopiedDir(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, array_like=True):
+    """One directory of the child's copy after the spawn ("" is the copy itself): while its stat data stay the same,
+    no entry was added to it or removed, so the hand-back lists only the directories that changed."""
+
+    path: str
+    copy: StatFacts
 
 
 class CopyRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -35,6 +36,7 @@ class CopyRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     parent_dir: str
     recorded_at_ns: int  # the filesystem clock when the copy began: the racy-git threshold
     paths: tuple[CopiedPath, ...]
+    dirs: tuple[CopiedDir, ...]
 
 
 class WorkspaceCopy(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

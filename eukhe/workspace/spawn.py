@@ -16,20 +16,21 @@ import errno
 import logging
 import os
 import stat
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
 
 from eukhe.core.fsmode import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
-from eukhe.core.merge import ancestors
+from eukhe.core.merge import StatFacts, ancestors
 from eukhe.private_fs import make_private_dirs
 from eukhe.workspace.clone import Cloner
 from eukhe.workspace.durable import remove_leftover, write_record
 from eukhe.workspace.errors import CopyError, WorkspaceError, WorkspaceExistsError
 from eukhe.workspace.layout import WorkspaceLayout
 from eukhe.workspace.listing import MAX_WORKSPACE_FILES, list_workspace
-from eukhe.workspace.records import CopiedPath, CopyRecord, FileStat, WorkspaceCopy
+from eukhe.workspace.records import CopiedDir, CopiedPath, CopyRecord, WorkspaceCopy
 
 log = logging.getLogger("eukhe.workspace")
 
@@ -39,9 +40,9 @@ _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CREATE = os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def file_stat(st: os.stat_result) -> FileStat:
-    """The stat data change detection records."""
-    return FileStat(size=st.st_size, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns, inode=st.st_ino, mode=st.st_mode)
+def stat_facts(st: os.stat_result) -> StatFacts:
+    """The stat data change detection compares."""
+    return StatFacts(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
 
 
 def filesystem_now(directory: Path) -> int:
@@ -101,7 +102,7 @@ class _Copier:
                 os.close(copy_fd)
         finally:
             os.close(base_fd)
-        return CopiedPath(path=relative, link=None, source=file_stat(st), copy=file_stat(copied))
+        return CopiedPath(path=relative, link=None, source=stat_facts(st), copy=stat_facts(copied))
 
     def symlink(self, relative: str, source: str) -> CopiedPath | None:
         try:
@@ -116,7 +117,7 @@ class _Copier:
             os.symlink(target, os.path.join(root, relative))
             os.utime(os.path.join(root, relative), ns=times, follow_symlinks=False)
         copied = os.lstat(os.path.join(self.copy, relative))
-        return CopiedPath(path=relative, link=target, source=file_stat(st), copy=file_stat(copied))
+        return CopiedPath(path=relative, link=target, source=stat_facts(st), copy=stat_facts(copied))
 
     def counts(self) -> tuple[int, int, int]:
         """File copies cloned, file copies made of bytes, bytes copied (two copies per file: base and copy)."""
@@ -171,14 +172,20 @@ def create_workspace(
             entry = copier.path(relative)
             if entry is not None:
                 copied.append(entry)
-        for directory in reversed(directories):  # the user's directories keep their modes, once filled
+        copied_dirs = []
+        for directory in [*reversed(directories), ""]:  # once filled, the user's directories get their modes, mtimes
             current = directory
-            mode = _directory_mode(parent / directory)
-            os.chmod(layout.base / directory, mode)
-            os.chmod(layout.copy / directory, mode)
+            mode, atime_ns, mtime_ns = _source_directory(parent / directory)
+            if directory:  # the copy itself, and base, stay 0700 as eukhe made them
+                os.chmod(layout.base / directory, mode)
+                os.chmod(layout.copy / directory, mode)
+            os.utime(layout.copy / directory, ns=(atime_ns, mtime_ns))
+            copied_dirs.append(CopiedDir(path=directory, copy=stat_facts(os.lstat(layout.copy / directory))))
     except OSError as error:
         raise CopyError(current, error.strerror or str(error)) from error
-    record = CopyRecord(parent_dir=str(parent), recorded_at_ns=recorded_at, paths=tuple(copied))
+    record = CopyRecord(
+        parent_dir=str(parent), recorded_at_ns=recorded_at, paths=tuple(copied), dirs=tuple(reversed(copied_dirs))
+    )
     write_record(layout.copy_record, msgspec.json.encode(record))
     cloned, copied_files, copied_bytes = copier.counts()
     if copied_files:
@@ -202,15 +209,17 @@ def create_workspace(
     )
 
 
-def _directory_mode(directory: Path) -> int:
-    """The permission bits of a parent's directory (0700 if it is no longer a directory)."""
+def _source_directory(directory: Path) -> tuple[int, int, int]:
+    """(permission bits, atime_ns, mtime_ns) of a parent's directory; if it is no longer a directory, a private one
+    stamped now (a directory whose mtime is not older than the record is always listed again at the hand-back)."""
     try:
         st = os.lstat(directory)
     except OSError:
-        return PRIVATE_DIR_MODE
-    if not stat.S_ISDIR(st.st_mode):
-        return PRIVATE_DIR_MODE
-    return stat.S_IMODE(st.st_mode)
+        st = None
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        now = time.time_ns()
+        return PRIVATE_DIR_MODE, now, now
+    return stat.S_IMODE(st.st_mode), st.st_atime_ns, st.st_mtime_ns
 
 
 def load_copy_record(layout: WorkspaceLayout) -> CopyRecord:

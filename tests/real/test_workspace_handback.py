@@ -15,11 +15,18 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from eukhe.core.merge import Dir, File, Link, Tree
-from eukhe.workspace import HandbackError, WorkspaceLayout, create_workspace, hand_back, load_report
+from eukhe.core.merge import Dir, File, Link, StatFacts, Tree
+from eukhe.workspace import (
+    HandbackError,
+    WorkspaceLayout,
+    create_workspace,
+    hand_back,
+    load_report,
+    remove_retired,
+)
 from eukhe.workspace.layout import temp_beside
-from eukhe.workspace.records import CopyRecord, FileStat, HandbackReport
-from tests.workspace_support import handback_leftovers, read_disk, reshape
+from eukhe.workspace.records import CopyRecord, HandbackReport
+from tests.workspace_support import age, handback_leftovers, read_disk, reshape
 
 pytestmark = pytest.mark.real
 
@@ -130,6 +137,7 @@ def test_a_crash_at_every_rename_point_reruns_to_the_uninterrupted_result(tmp_pa
         "conflict:blocked_under/f",
         "conflict:conflict",
         "record",
+        "retire:base",
         "retire:copy",
         "link:copy",
     ]
@@ -203,6 +211,16 @@ def test_the_workspace_after_the_hand_back_keeps_the_record_and_conflicts_and_li
     assert msgspec.json.decode(layout.record.read_bytes())["status"] == "done"
 
 
+def test_the_retired_trees_can_be_removed_later(tmp_path: Path) -> None:
+    layout = set_up(tmp_path)
+    report = hand_back(layout, remove_now=False)
+    assert layout.copy.is_symlink() and not layout.base.exists()
+    assert layout.retired_base.is_dir() and layout.retired_copy.is_dir()
+    remove_retired(layout)
+    assert sorted(os.listdir(layout.dir)) == ["conflicts", "copy", "handback.json"]
+    assert hand_back(layout) == report
+
+
 def test_a_repeat_after_the_record_returns_it_and_changes_nothing(tmp_path: Path) -> None:
     layout = set_up(tmp_path)
     report = hand_back(layout)
@@ -267,7 +285,7 @@ def test_an_edit_keeping_the_size_and_mtime_is_still_seen(tmp_path: Path) -> Non
     assert report.conflicts == ()
 
 
-def rewrite_record(layout: WorkspaceLayout, path: str, copy: FileStat, recorded_at_ns: int) -> None:
+def rewrite_record(layout: WorkspaceLayout, path: str, copy: StatFacts, recorded_at_ns: int) -> None:
     """Rewrite the spawn's record as if it had read `copy` for `path`, with its clock at `recorded_at_ns`."""
     record = msgspec.json.decode(layout.copy_record.read_bytes(), type=CopyRecord)
     paths = tuple(msgspec.structs.replace(p, copy=copy) if p.path == path else p for p in record.paths)
@@ -275,9 +293,9 @@ def rewrite_record(layout: WorkspaceLayout, path: str, copy: FileStat, recorded_
     layout.copy_record.write_bytes(msgspec.json.encode(new))
 
 
-def stat_now(path: Path) -> FileStat:
+def stat_now(path: Path) -> StatFacts:
     st = os.lstat(path)
-    return FileStat(size=st.st_size, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns, inode=st.st_ino, mode=st.st_mode)
+    return StatFacts(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
 
 
 def test_racy_git_a_file_recorded_in_the_clock_tick_of_the_record_is_compared_by_content(tmp_path: Path) -> None:
@@ -303,6 +321,27 @@ def test_stat_data_older_than_the_record_is_trusted_without_reading(tmp_path: Pa
     rewrite_record(layout, "f", now, recorded_at_ns=now.mtime_ns + 1)
     assert hand_back(layout).paths_taken == ()
     assert (tmp_path / "parent" / "f").read_bytes() == b"A\n"
+
+
+def test_new_files_are_found_in_the_directories_that_changed_and_edits_everywhere(tmp_path: Path) -> None:
+    """With old stat data, unchanged directories are not listed again; a directory that gained, lost or swapped an
+    entry is, so every new file is found, and an edit anywhere is seen through its own stat data."""
+    base: Tree = {f"d{i}/s{j}/f": A for i in range(3) for j in range(3)}
+    parent_dir = tmp_path / "parent"
+    parent_dir.mkdir()
+    reshape(parent_dir, base)
+    age(parent_dir)
+    layout = WorkspaceLayout.at(tmp_path / "workspaces", "session", "child")
+    create_workspace(parent_dir, layout)
+    (layout.copy / "d0" / "s1" / "new").write_text("a new file in an old directory\n")
+    (layout.copy / "d1" / "fresh" / "deeper").mkdir(parents=True)
+    (layout.copy / "d1" / "fresh" / "deeper" / "n").write_text("in a new directory\n")
+    (layout.copy / "d2" / "s2" / "f").write_text("an edit in an untouched directory\n")
+    os.unlink(layout.copy / "d2" / "s0" / "f")
+    report = hand_back(layout)
+    assert report.paths_taken == ("d0/s1/new", "d1/fresh/deeper/n", "d2/s0/f", "d2/s2/f")
+    assert report.paths_removed == ("d2/s0/f",)
+    assert (parent_dir / "d1" / "fresh" / "deeper" / "n").read_text() == "in a new directory\n"
 
 
 def test_a_mode_change_alone_is_a_change(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from eukhe.workspace import WorkspaceLayout, create_workspace, hand_back
 from eukhe.workspace.facts import read_facts
 from eukhe.workspace.spawn import load_copy_record
 from tests.laws.test_merge_laws import tree_triples
-from tests.workspace_support import expected_disk, handback_leftovers, read_disk, reshape
+from tests.workspace_support import age, expected_disk, handback_leftovers, read_disk, reshape
 
 pytestmark = pytest.mark.real
 
@@ -41,6 +41,7 @@ def hand_back_for_real(base: Tree, parent: Tree, child: Tree) -> None:
         parent_dir = root / "parent"
         parent_dir.mkdir()
         reshape(parent_dir, base)
+        age(parent_dir)  # old stat data: unchanged files and directories are trusted, not read or listed again
         layout = WorkspaceLayout.at(root / "workspaces", "session", "child")
         create_workspace(parent_dir, layout)
         reshape(layout.copy, child)
@@ -51,6 +52,7 @@ def hand_back_for_real(base: Tree, parent: Tree, child: Tree) -> None:
         real_plan = merge.plan(facts.base, facts.parent, facts.child)
         verdicts = [(s.path, s.verdict, s.reason) for s in handback.steps]
         assert [(s.path, s.verdict, s.reason) for s in real_plan.steps] == verdicts
+        assert real_plan.kept == handback.kept
         request = json.loads(json.dumps(merge.merge_request(facts.base, facts.parent, facts.child)))
         assert merge.merge_entry(request) == merge.encode_plan(real_plan)
 
@@ -104,5 +106,6 @@ def test_the_tie_reaches_every_verdict() -> None:
     seen = set()
     for base, parent, child in cases:
         hand_back_for_real(base, parent, child)
-        seen |= {s.verdict for s in merge.plan(base, parent, child).steps}
+        handback = merge.plan(base, parent, child)
+        seen |= {s.verdict for s in handback.steps} | ({merge.Verdict.KEEP} if handback.kept else set())
     assert seen == set(merge.Verdict)

@@ -16,11 +16,13 @@ base's, else its mode and blake2b digest, so equal identities mean equal files.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import gc
 import hashlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,17 +166,19 @@ def read_child(base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...]) -> dict
     """
     child: dict[str, Entry] = {}
     kinds, changed = _directory_kinds(base, copy_root, dirs)
+    # This loop runs once per file of the workspace: names bound locally, no os.path.join.
+    lstat, recorded_at, base_file = os.lstat, base.recorded_at_ns, BASE_FILE
     for path, copied in base.by_path.items():
         if kinds.get(path.rpartition("/")[0]) != "dir":
             continue  # gone with its directory, or under a file: the child has no entry there
-        full_path = f"{copy_root}/{path}"  # not os.path.join: this loop runs once per file of the workspace
+        full_path = f"{copy_root}/{path}"
         try:
-            st = os.lstat(full_path)
+            st = lstat(full_path)
         except FileNotFoundError:
             continue
         now = StatFacts(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
-        if copied.link is None and stat_proves_same(copied.copy, now, base.recorded_at_ns):
-            child[path] = BASE_FILE  # the common case, decided here without reading the file
+        if copied.link is None and stat_proves_same(copied.copy, now, recorded_at):
+            child[path] = base_file  # the common case, decided here without reading the file
             continue
         leaf = _leaf(base, path, full_path, st, copied.copy)
         if leaf is not None:
@@ -226,6 +230,19 @@ def read_parent(
         # A fifo, socket or device is the parent's own: it never reads as the base's, so it is never overwritten.
         parent[path] = leaf if leaf is not None else File(f"special:{st.st_mode:o}:{st.st_ino}")
     return parent, seen
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Hold the cyclic garbage collector while tens of thousands of acyclic records are made (it would walk them
+    again and again for nothing); restore its state after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def read_facts(layout: WorkspaceLayout, record: CopyRecord) -> Facts:

@@ -47,7 +47,7 @@ from eukhe.workspace.durable import (
     write_record,
 )
 from eukhe.workspace.errors import HandbackError, WorkspaceError
-from eukhe.workspace.facts import Facts, read_facts
+from eukhe.workspace.facts import Facts, paused_gc, read_facts
 from eukhe.workspace.layout import WorkspaceLayout, temp_beside
 from eukhe.workspace.records import HandbackConflict, HandbackReport
 from eukhe.workspace.spawn import load_copy_record, stat_facts
@@ -76,15 +76,17 @@ def hand_back(layout: WorkspaceLayout, *, hook: CrashHook = no_hook, remove_now:
         finish(layout, done.parent_dir, hook, remove_now=remove_now)
         return done
     try:
-        record = load_copy_record(layout)
+        with paused_gc():
+            record = load_copy_record(layout)
     except FileNotFoundError:
         raise HandbackError(
             str(layout.copy_record), "the workspace has no copy record (its spawn did not finish)", str(layout.copy)
         ) from None
     run = _Run(layout, Path(record.parent_dir), hook)
     try:
-        facts = read_facts(layout, record)
-        handback = merge.plan(facts.base, facts.parent, facts.child)
+        with paused_gc():
+            facts = read_facts(layout, record)
+            handback = merge.plan(facts.base, facts.parent, facts.child)
         run.prepare(facts, handback)
         for step in handback.steps:
             run.carry_out(step)

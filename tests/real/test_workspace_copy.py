@@ -40,7 +40,8 @@ def files_of(root: Path) -> set[str]:
 def make_project(root: Path) -> None:
     """A project with ignored files and directories at several levels, a negation, an anchored pattern."""
     for path, text in {
-        ".gitignore": "target/\n*.log\n/build\n!keep.log\n",
+        ".gitignore": "target/\n*.log\n/build\n!keep.log\n!/build/kept.txt\n",
+        "build/kept.txt": "still ignored: a file in an ignored directory cannot be re-included\n",
         "src/main.rs": "fn main() {}\n",
         "src/app.log": "ignored by *.log\n",
         "src/keep.log": "re-included by !keep.log\n",
@@ -130,14 +131,15 @@ def test_the_hand_back_lists_the_child_with_its_gitignore_files_only(tmp_path: P
 def test_more_files_than_the_limit_are_refused_naming_shared(tmp_path: Path) -> None:
     parent = tmp_path / "project"
     parent.mkdir()
-    for index in range(11):
+    for index in range(15):
         (parent / f"f{index}").write_text("x")
     layout = WorkspaceLayout.at(tmp_path / "ws", "s", "c")
     with pytest.raises(WorkspaceTooLargeError, match='workspace="shared"') as refused:
         create_workspace(parent, layout, max_files=10)
-    assert refused.value.limit == 10 and refused.value.files == 11
+    assert refused.value.limit == 10
+    assert refused.value.files == 11  # the walk stops at the first file past the limit
     assert not (tmp_path / "ws").exists()  # refused before anything is made
-    assert create_workspace(parent, layout, max_files=11).files == 11
+    assert create_workspace(parent, layout, max_files=15).files == 15
 
 
 @pytest.mark.skipif(not HAS_GIT, reason="git is not installed")

@@ -173,6 +173,19 @@ def test_a_hand_back_after_a_crash_removes_the_copy_the_crash_left_beside_a_path
     assert not handback_leftovers(tmp_path)
 
 
+def test_a_rerun_removes_the_leftover_even_where_the_parent_changed_the_path_since(tmp_path: Path) -> None:
+    """The crash left the child's version beside "edit"; then the parent edited "edit": the rerun plans a conflict
+    there (no write beside it), and still removes what the crash left."""
+    layout = set_up(tmp_path)
+    parent = tmp_path / "parent"
+    kill_hand_back_at(tmp_path, "take:edit")
+    (parent / "edit").write_text("the parent's edit after the crash\n")
+    report = hand_back(layout)
+    assert ("edit", "both_changed") in [(c.path, c.reason) for c in report.conflicts]
+    assert (parent / "edit").read_text() == "the parent's edit after the crash\n"
+    assert not handback_leftovers(tmp_path)
+
+
 def test_a_path_the_parent_holds_as_a_directory_or_under_a_file_is_a_conflict(tmp_path: Path) -> None:
     base: Tree = {"kept": A, "taken": A}
     parent: Tree = {"kept": A, "taken": A, "d": Dir(), "f": A, "s": Link("elsewhere")}

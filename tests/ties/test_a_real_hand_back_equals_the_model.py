@@ -98,6 +98,7 @@ def test_the_tie_reaches_every_verdict() -> None:
         ({"a": a, "k": a}, {"a": a, "k": b}, {"a": b, "k": a}),  # take, keep (parent's edit stays)
         ({"a": a}, {"a": a}, {"a/b": b}),  # a file becomes a directory: remove, then write under it
         ({"a": a}, {"a": b}, {"a": c}),  # conflict; the child's version is a mode change
+        ({"a": b}, {"a": a}, {"a": c}),  # conflict: the same bytes, another mode
         ({"a": a}, {"a": b}, {}),  # conflict: the child removed what the parent changed
         ({}, {"d": Dir()}, {"d": a}),  # blocked: a directory there
         ({}, {"d": Link("x")}, {"d/f": a}),  # blocked: a symlink where a directory goes

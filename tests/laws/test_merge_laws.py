@@ -347,17 +347,34 @@ def test_the_plan_is_idempotent_over_trees(triple: tuple[Tree, Tree, Tree]) -> N
     check_idempotent(*triple)
 
 
-@given(tree_triples())
-def test_cow_per_path_laws_over_trees(triple: tuple[Tree, Tree, Tree]) -> None:
-    """cow_keeps_parent, cow_takes_child, cow_conflict_reported, cow_conflict_is_real on every path of whole trees."""
-    base, parent, child = triple
+def check_per_path_law_over_tree(name: str, base: Tree, parent: Tree, child: Tree) -> None:
+    """A per-path law on every path of whole trees, at the states each path has when its step runs."""
     handback = merge.plan(base, parent, child)
     verdicts = {s.path: s.verdict for s in handback.steps} | dict.fromkeys(handback.kept, Verdict.KEEP)
     for path, verdict in verdicts.items():
         at = states_at(base, parent, child, path)
         assert verdict is merge.plan_path(*at)
-        for law in PER_PATH_LAWS.values():
-            law(*at)
+        PER_PATH_LAWS[name](*at)
+
+
+@given(tree_triples())
+def test_cow_keeps_parent_over_trees(triple: tuple[Tree, Tree, Tree]) -> None:
+    check_per_path_law_over_tree("cow_keeps_parent", *triple)
+
+
+@given(tree_triples())
+def test_cow_takes_child_over_trees(triple: tuple[Tree, Tree, Tree]) -> None:
+    check_per_path_law_over_tree("cow_takes_child", *triple)
+
+
+@given(tree_triples())
+def test_cow_conflict_reported_over_trees(triple: tuple[Tree, Tree, Tree]) -> None:
+    check_per_path_law_over_tree("cow_conflict_reported", *triple)
+
+
+@given(tree_triples())
+def test_cow_conflict_is_real_over_trees(triple: tuple[Tree, Tree, Tree]) -> None:
+    check_per_path_law_over_tree("cow_conflict_is_real", *triple)
 
 
 def test_the_tiny_trees_reach_every_verdict_and_a_freed_path() -> None:

@@ -133,6 +133,18 @@ def _directories(paths: Iterable[str]) -> list[str]:
     return sorted({above for path in paths for above in ancestors(path)}, key=lambda d: d.split("/"))
 
 
+def _outside(paths: list[str], parent: Path, root: Path) -> list[str]:
+    """The paths not under the workspaces root, when that root lies inside the parent's directory (an agent dir in
+    the project): a copy never holds other children's copies, nor its own."""
+    try:
+        inside = Path(os.path.realpath(root)).relative_to(os.path.realpath(parent)).as_posix()
+    except ValueError:
+        return paths
+    if inside == ".":
+        return []
+    return [path for path in paths if path != inside and not path.startswith(inside + "/")]
+
+
 def clear_interrupted(layout: WorkspaceLayout) -> None:
     """Remove what a spawn cut short left (base and copy without a record)."""
     for leftover in (layout.base, layout.copy, layout.dir / CLOCK_PROBE):
@@ -152,7 +164,7 @@ def create_workspace(
         raise WorkspaceError(f"the parent's directory is not a directory: {parent}")
     if layout.copy_record.exists() or layout.record.exists():
         raise WorkspaceExistsError(str(layout.dir))
-    paths = list_workspace(parent, max_files)
+    paths = _outside(list_workspace(parent, max_files), parent, layout.root)
     clear_interrupted(layout)
     make_private_dirs(layout.dir)
     os.mkdir(layout.base, PRIVATE_DIR_MODE)

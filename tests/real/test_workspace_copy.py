@@ -207,6 +207,17 @@ def test_a_second_spawn_of_the_same_child_is_refused_and_an_interrupted_one_star
     assert files_of(layout.copy) == {"a"}
 
 
+def test_a_workspaces_root_inside_the_parents_directory_is_not_copied(tmp_path: Path) -> None:
+    parent = tmp_path / "home"
+    (parent / "project").mkdir(parents=True)
+    (parent / "project" / "a").write_text("a\n")
+    first = create_workspace(parent, WorkspaceLayout.at(parent / ".eukhe" / "workspaces", "s", "one"))
+    assert first.files == 1
+    second = create_workspace(parent, WorkspaceLayout.at(parent / ".eukhe" / "workspaces", "s", "two"))
+    assert second.files == 1  # not the first child's base and copy
+    assert files_of(Path(second.copy)) == {"project/a"}
+
+
 def test_workspace_names_are_one_path_component(tmp_path: Path) -> None:
     for bad in ("", ".", "..", "a/b", "x\0y"):
         with pytest.raises(WorkspaceNameError):

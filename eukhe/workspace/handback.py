@@ -73,7 +73,7 @@ def hand_back(layout: WorkspaceLayout, *, hook: CrashHook = no_hook, remove_now:
     """
     done = load_report(layout)
     if done is not None:
-        finish(layout, done.parent_dir, hook, remove_now=remove_now)
+        _finish_or_warn(layout, done.parent_dir, hook, remove_now=remove_now)
         return done
     try:
         with paused_gc():
@@ -98,25 +98,38 @@ def hand_back(layout: WorkspaceLayout, *, hook: CrashHook = no_hook, remove_now:
     except (OSError, WorkspaceError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise HandbackError(run.at, reason, str(layout.copy)) from error
-    finish(layout, report.parent_dir, hook, remove_now=remove_now)
+    _finish_or_warn(layout, report.parent_dir, hook, remove_now=remove_now)
     return report
+
+
+def _finish_or_warn(layout: WorkspaceLayout, parent_dir: str, hook: CrashHook, *, remove_now: bool) -> None:
+    """The clean-up after the record. The hand-back is done once its record is: a clean-up that fails is logged,
+    not raised, and the next call finishes it."""
+    try:
+        finish(layout, parent_dir, hook, remove_now=remove_now)
+    except OSError as error:
+        log.warning(
+            "hand-back of %s is recorded, but its clean-up stopped: %s (the next call retries)", layout.dir, error
+        )
+
+
+def _conflict(layout: WorkspaceLayout, step: Step) -> HandbackConflict:
+    """A reported step as the report lists it."""
+    assert step.reason is not None  # the core gives every reported step its reason
+    return HandbackConflict(
+        path=step.path,
+        reason=step.reason.value,  # the enum's values are exactly the Literal's
+        child_version=None if step.child is None else str(layout.conflicts / step.path),
+    )
 
 
 def report_of(layout: WorkspaceLayout, parent_dir: str, handback: HandbackPlan) -> HandbackReport:
     """The report of a plan carried out: the same for a run and for its rerun after a crash."""
-    conflicts = tuple(
-        HandbackConflict(
-            path=step.path,
-            reason=step.reason.value if step.reason is not None else "both_changed",
-            child_version=None if step.child is None else str(layout.conflicts / step.path),
-        )
-        for step in handback.conflicts()
-    )
     return HandbackReport(
         parent_dir=parent_dir,
         paths_taken=handback.taken(),
         paths_removed=handback.removed(),
-        conflicts=conflicts,
+        conflicts=tuple(_conflict(layout, step) for step in handback.conflicts()),
         conflicts_dir=str(layout.conflicts),
     )
 
@@ -142,14 +155,27 @@ class _Run:
         self.seen = facts.parent_seen
         make_private_dirs(self.layout.conflicts)
         if self.layout.started.exists():
+            real_dirs: dict[str, bool] = {}
             for step in handback.steps:
                 self.at = step.path
-                for place in (self.parent / step.path, self.layout.conflicts / step.path):
+                places = [self.layout.conflicts / step.path]
+                if all(self.is_real_dir(above, real_dirs) for above in ancestors(step.path)):
+                    places.append(self.parent / step.path)  # never look through a parent's symlink
+                for place in places:
                     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
                         remove_leftover(temp_beside(place))
         else:
             write_bytes_private(self.layout.started, b"")
             fsync_dir(self.layout.dir)
+
+    def is_real_dir(self, path: str, seen: dict[str, bool]) -> bool:
+        """Whether the parent's `path` is a directory itself, not a symlink to one (cached in `seen`)."""
+        if path not in seen:
+            try:
+                seen[path] = stat.S_ISDIR(os.lstat(self.parent / path).st_mode)
+            except OSError:
+                seen[path] = False
+        return seen[path]
 
     def carry_out(self, step: Step) -> None:
         self.at = step.path

@@ -1,0 +1,262 @@
+"""The facts a hand-back reads (spec S3 "A subagent's workspace" 2, 4; issue 11.4): three trees for the core.
+
+- The base: the spawn's record (no disk read).
+- The child: every base path looked up where it is (a tracked file the child's rules ignore is still the child's
+  file, not a removal), and the new entries of the directories whose stat data changed, listed with the copy's
+  `.gitignore` files only.
+- The parent: each path the child changed, looked up in the parent's directory, its directories checked one by one
+  with lstat (a symlink where a directory goes is never followed: the path is under a file). Where the child kept
+  the base's entry, the table keeps the parent's whatever it is, so nothing there needs reading.
+
+Change detection is fast and never fooled: a file whose stat data (size, mtime, ctime, inode, mode) equal the
+record's, recorded strictly before the copy began, is the base's (`stat_proves_same`, the racy-git rule); any other
+file is read and compared with the base's bytes. A file's identity is `BASE` when its bytes and mode are the
+base's, else its mode and blake2b digest, so equal identities mean equal files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import gc
+import hashlib
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eukhe.core.merge import (
+    Dir,
+    Entry,
+    File,
+    Leaf,
+    Link,
+    StatFacts,
+    ancestors,
+    path_order,
+    split_changed,
+    stat_proves_same,
+)
+from eukhe.workspace.layout import WorkspaceLayout
+from eukhe.workspace.listing import GIT_DIR_NAME, GitignoreRules, ignored, walk_gitignored
+from eukhe.workspace.records import CopiedDir, CopiedPath, CopyRecord
+from eukhe.workspace.spawn import stat_facts
+
+BASE = "="
+"""The identity of a file whose bytes and mode are the base's at that path."""
+BASE_FILE = File(BASE)
+PLACEHOLDER = "?"
+"""The identity of a parent's file outside the merge that only stands in a merged path's way (never compared)."""
+
+
+def digest(path: str) -> str:
+    """The blake2b digest of a file's bytes (not following a symlink)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        return hashlib.file_digest(handle, "blake2b").hexdigest()
+
+
+@dataclass(slots=True)
+class _Base:
+    """The base's side of change detection: the record by path, and digests read on demand."""
+
+    root: str
+    recorded_at_ns: int
+    by_path: dict[str, CopiedPath]
+    digests: dict[str, str] = field(default_factory=dict)
+
+    def digest(self, path: str) -> str:
+        if path not in self.digests:
+            self.digests[path] = digest(os.path.join(self.root, path))
+        return self.digests[path]
+
+    def identity(self, path: str, full_path: str, st: os.stat_result, recorded: StatFacts | None) -> str:
+        """A regular file's identity; `recorded` is its stat data at the spawn (None: not recorded)."""
+        copied = self.by_path.get(path)
+        if recorded is not None and stat_proves_same(recorded, stat_facts(st), self.recorded_at_ns):
+            return BASE
+        mode = stat.S_IMODE(st.st_mode)
+        own = digest(full_path)
+        same_shape = copied is not None and copied.link is None and copied.copy.size == st.st_size
+        if same_shape and copied is not None and stat.S_IMODE(copied.copy.mode) == mode and self.digest(path) == own:
+            return BASE
+        return f"{mode:o}:{own}"
+
+
+class _Looker:
+    """lstat under a root, checking each directory of a path once: never follows a symlink where a directory goes."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.kinds: dict[str, str] = {}  # directory path -> "dir", "leaf" or "missing"
+
+    def kind(self, path: str) -> str:
+        if path not in self.kinds:
+            try:
+                mode = os.lstat(os.path.join(self.root, path)).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                self.kinds[path] = "missing"
+            else:
+                self.kinds[path] = "dir" if stat.S_ISDIR(mode) else "leaf"
+        return self.kinds[path]
+
+    def look(self, path: str) -> tuple[os.stat_result | None, str | None]:
+        """(lstat of the path or None if nothing is there, the file or symlink it is under or None)."""
+        for above in ancestors(path):
+            kind = self.kind(above)
+            if kind == "missing":
+                return None, None
+            if kind == "leaf":
+                return None, above
+        try:
+            return os.lstat(os.path.join(self.root, path)), None
+        except (FileNotFoundError, NotADirectoryError):
+            return None, None
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """The three trees of a hand-back, and what lstat found at each merged path of the parent."""
+
+    base: dict[str, Entry]
+    parent: dict[str, Entry]
+    child: dict[str, Entry]
+    parent_seen: dict[str, StatFacts | None]  # lstat in the parent at each path the child changed (None: nothing)
+
+
+def _leaf(base: _Base, path: str, full_path: str, st: os.stat_result, recorded: StatFacts | None) -> Leaf | None:
+    if stat.S_ISLNK(st.st_mode):
+        return Link(os.readlink(full_path))
+    if stat.S_ISREG(st.st_mode):
+        identity = base.identity(path, full_path, st, recorded)
+        return BASE_FILE if identity == BASE else File(identity)
+    return None
+
+
+def _directory_kinds(base: _Base, copy_root: str, dirs: Iterable[CopiedDir]) -> tuple[dict[str, str], list[str]]:
+    """What each directory of the copy is now ("dir", or "gone": removed, replaced by a file, or under one), and the
+    directories whose stat data cannot prove that no entry came or went (to be listed again)."""
+    kinds: dict[str, str] = {}
+    changed: list[str] = []
+    for recorded in sorted(dirs, key=lambda d: path_order(d.path)):  # parents first
+        path = recorded.path
+        if path and kinds.get(path.rpartition("/")[0]) != "dir":
+            kinds[path] = "gone"  # its parent is gone or is not a directory: never look through it
+            continue
+        try:
+            st = os.lstat(os.path.join(copy_root, path))
+        except (FileNotFoundError, NotADirectoryError):
+            kinds[path] = "gone"
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            kinds[path] = "gone"  # a file or symlink took its place: a new entry of its parent, which changed
+            continue
+        kinds[path] = "dir"
+        if not stat_proves_same(recorded.copy, stat_facts(st), base.recorded_at_ns):
+            changed.append(path)
+    return kinds, changed
+
+
+def read_child(base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...]) -> dict[str, Entry]:
+    """The child's tree: every base path where it is now, and the new entries its .gitignore files do not ignore.
+
+    New entries can only be in a directory whose stat data changed (adding or removing an entry changes its mtime),
+    so only those are listed again; a new directory is walked whole.
+    """
+    child: dict[str, Entry] = {}
+    kinds, changed = _directory_kinds(base, copy_root, dirs)
+    # This loop runs once per file of the workspace: names bound locally, no os.path.join.
+    lstat, recorded_at, base_file = os.lstat, base.recorded_at_ns, BASE_FILE
+    for path, copied in base.by_path.items():
+        if kinds.get(path.rpartition("/")[0]) != "dir":
+            continue  # gone with its directory, or under a file: the child has no entry there
+        full_path = f"{copy_root}/{path}"
+        try:
+            st = lstat(full_path)
+        except FileNotFoundError:
+            continue
+        now = StatFacts(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+        if copied.link is None and stat_proves_same(copied.copy, now, recorded_at):
+            child[path] = base_file  # the common case, decided here without reading the file
+            continue
+        leaf = _leaf(base, path, full_path, st, copied.copy)
+        if leaf is not None:
+            child[path] = leaf
+    rules = GitignoreRules(Path(copy_root))
+    root = Path(copy_root)
+    for directory in changed:
+        chain = rules.chain(directory)
+        prefix = directory + "/" if directory else ""
+        for entry in os.scandir(os.path.join(copy_root, directory)):
+            path = prefix + entry.name
+            if entry.name == GIT_DIR_NAME or kinds.get(path) == "dir":
+                continue  # .git is never the workspace's; a recorded directory is read on its own
+            if entry.is_dir(follow_symlinks=False):
+                if not ignored(chain, path + "/"):
+                    for found, inside in walk_gitignored(root, start=path, rules=rules):
+                        leaf = _leaf(base, found, inside.path, inside.stat(follow_symlinks=False), None)
+                        if leaf is not None:
+                            child[found] = leaf
+            elif path in base.by_path:
+                continue  # read above
+            elif (entry.is_file(follow_symlinks=False) or entry.is_symlink()) and not ignored(chain, path):
+                leaf = _leaf(base, path, entry.path, entry.stat(follow_symlinks=False), None)
+                if leaf is not None:
+                    child[path] = leaf
+    return child
+
+
+def read_parent(
+    base: _Base, parent_root: str, paths: Iterable[str]
+) -> tuple[dict[str, Entry], dict[str, StatFacts | None]]:
+    """The parent's tree at `paths` (and the files in their way), and what lstat found at each."""
+    looker = _Looker(parent_root)
+    parent: dict[str, Entry] = {}
+    seen: dict[str, StatFacts | None] = {}
+    for path in sorted(paths, key=path_order):  # a path comes after the paths above it
+        st, blocker = looker.look(path)
+        if blocker is not None:
+            parent.setdefault(blocker, File(PLACEHOLDER))
+        seen[path] = None if st is None else stat_facts(st)
+        if st is None:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            parent[path] = Dir()
+            continue
+        copied = base.by_path.get(path)
+        full_path = os.path.join(parent_root, path)
+        leaf = _leaf(base, path, full_path, st, None if copied is None else copied.source)
+        # A fifo, socket or device is the parent's own: it never reads as the base's, so it is never overwritten.
+        parent[path] = leaf if leaf is not None else File(f"special:{st.st_mode:o}:{st.st_ino}")
+    return parent, seen
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Hold the cyclic garbage collector while tens of thousands of acyclic records are made (it would walk them
+    again and again for nothing); restore its state after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def read_facts(layout: WorkspaceLayout, record: CopyRecord) -> Facts:
+    """Read the base (the record), the child's copy, and the parent's directory where the child changed something.
+
+    The parent is read only at the paths where the child's entry is not the base's: everywhere else the table keeps
+    the parent's entry whatever it is (cow_keeps_parent), so the parent's state there decides nothing.
+    """
+    base = _Base(str(layout.base), record.recorded_at_ns, {copied.path: copied for copied in record.paths})
+    base_tree: dict[str, Entry] = {p.path: (BASE_FILE if p.link is None else Link(p.link)) for p in record.paths}
+    child = read_child(base, str(layout.copy), record.dirs)
+    parent_root = record.parent_dir
+    if not os.path.isdir(parent_root):
+        raise NotADirectoryError(errno.ENOTDIR, "the parent's directory is gone or not a directory", parent_root)
+    _, changed = split_changed(base_tree, child)
+    parent, seen = read_parent(base, parent_root, changed)
+    return Facts(base=base_tree, parent=parent, child=child, parent_seen=seen)

@@ -42,6 +42,14 @@ CATALOGUE: dict[str, str] = {
     "command_not_started": "`eukhe run` could not start the command (exit 127)",
     "cancelled": "the call was cancelled (Ctrl-C): its job was killed through its owner",
     "bound_refused": "the output bounder refused a request of the shell (a bug, reported with the core's reason)",
+    # children's workspaces
+    "workspace_error": "something went wrong with a child's isolated workspace",
+    "workspace_name_error": "a child's name cannot name a workspace directory (letters, digits, `_.-`)",
+    "workspace_too_large": 'the workspace holds more files than an isolated copy takes: spawn with workspace="shared"',
+    "workspace_exists": "the child already has a workspace",
+    "workspace_listing_failed": "the files of the parent's directory could not be listed (git or the .gitignore files)",
+    "workspace_copy_failed": "the parent's files could not be copied into the child's workspace",
+    "handback_failed": "a child's changes could not be handed back; its copy stays, the report names the path",
     # the Python kernel
     "kernel_error": "something went wrong with the Python kernel",
     "kernel_start_failed": "the Python kernel did not start or did not send its ready frame",

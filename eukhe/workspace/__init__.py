@@ -8,6 +8,13 @@
 The decisions live in `eukhe.core.merge`; this package reads facts and carries them out. See docs/workspace.md.
 """
 
+from eukhe.records.workspace import (
+    HandbackConflict,
+    HandbackFailure,
+    HandbackOutcome,
+    HandbackReport,
+    WorkspaceCopy,
+)
 from eukhe.workspace.durable import CrashHook
 from eukhe.workspace.errors import (
     CopyError,
@@ -21,13 +28,6 @@ from eukhe.workspace.errors import (
 from eukhe.workspace.handback import hand_back, handback_done, load_report, remove_retired
 from eukhe.workspace.layout import WorkspaceLayout
 from eukhe.workspace.listing import MAX_WORKSPACE_FILES, list_workspace
-from eukhe.workspace.records import (
-    HandbackConflict,
-    HandbackFailure,
-    HandbackOutcome,
-    HandbackReport,
-    WorkspaceCopy,
-)
 from eukhe.workspace.spawn import create_workspace
 
 __all__ = [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from eukhe.errors import EukheError, UsageError
-from eukhe.workspace.records import HandbackFailure
+from eukhe.records.workspace import HandbackFailure
 
 
 class WorkspaceError(EukheError):

@@ -38,9 +38,9 @@ from eukhe.core.merge import (
     split_changed,
     stat_proves_same,
 )
+from eukhe.records.workspace import CopiedDir, CopiedPath, CopyRecord
 from eukhe.workspace.layout import WorkspaceLayout
 from eukhe.workspace.listing import GIT_DIR_NAME, GitignoreRules, ignored, walk_gitignored
-from eukhe.workspace.records import CopiedDir, CopiedPath, CopyRecord
 from eukhe.workspace.spawn import stat_facts
 
 BASE = "="

@@ -34,6 +34,7 @@ from eukhe.core import merge
 from eukhe.core.fsmode import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
 from eukhe.core.merge import File, HandbackPlan, Leaf, Link, StatFacts, Step, ancestors
 from eukhe.private_fs import make_private_dirs
+from eukhe.records.workspace import HandbackConflict, HandbackReport
 from eukhe.workspace.clone import Cloner
 from eukhe.workspace.durable import (
     CrashHook,
@@ -49,7 +50,6 @@ from eukhe.workspace.durable import (
 from eukhe.workspace.errors import HandbackError, WorkspaceError
 from eukhe.workspace.facts import Facts, paused_gc, read_facts
 from eukhe.workspace.layout import WorkspaceLayout, temp_beside
-from eukhe.workspace.records import HandbackConflict, HandbackReport
 from eukhe.workspace.spawn import load_copy_record, stat_facts
 
 log = logging.getLogger("eukhe.workspace")

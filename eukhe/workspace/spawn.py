@@ -25,12 +25,12 @@ import msgspec
 from eukhe.core.fsmode import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
 from eukhe.core.merge import StatFacts, ancestors
 from eukhe.private_fs import make_private_dirs
+from eukhe.records.workspace import CopiedDir, CopiedPath, CopyRecord, WorkspaceCopy
 from eukhe.workspace.clone import Cloner
 from eukhe.workspace.durable import remove_leftover, write_record
 from eukhe.workspace.errors import CopyError, WorkspaceError, WorkspaceExistsError
 from eukhe.workspace.layout import WorkspaceLayout
 from eukhe.workspace.listing import MAX_WORKSPACE_FILES, list_workspace
-from eukhe.workspace.records import CopiedDir, CopiedPath, CopyRecord, WorkspaceCopy
 
 log = logging.getLogger("eukhe.workspace")
 

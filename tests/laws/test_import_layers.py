@@ -3,13 +3,14 @@ inside functions).
 
 The order, bottom first (`A ← B`: B may import A, never the reverse):
 
-    core ← base ← store ← jobs, harness, fs ← session ← kernel ← api ← daemon ← cli
+    core ← base ← store ← jobs, harness, fs, workspace ← session ← kernel ← api ← daemon ← cli
 
 - core: the pure decisions (`eukhe.core`).
 - base: what every layer shares and that decides nothing of its own: the records (the vocabulary), the error
   catalogue, paths, the one write-all and atomic write, private files and dirs, process facts, the clocks, the
   output bounder's shell and `eukhe run`'s runner.
-- jobs, harness and fs (the file tools) are siblings: none imports another.
+- jobs, harness, fs (the file tools) and workspace (a child's copy and hand-back) are siblings: none imports
+  another.
 - api is the public Python API (the session with its kernel); the daemon and the CLI are its clients.
 """
 
@@ -38,7 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
         "eukhe.runner",
     ),
     ("eukhe.store",),
-    ("eukhe.jobs", "eukhe.harness", "eukhe.fs"),
+    ("eukhe.jobs", "eukhe.harness", "eukhe.fs", "eukhe.workspace"),
     ("eukhe.session",),
     ("eukhe.kernel",),
     ("eukhe.api",),
@@ -51,6 +52,9 @@ SIBLINGS = {
     frozenset({"eukhe.jobs", "eukhe.harness"}),
     frozenset({"eukhe.jobs", "eukhe.fs"}),
     frozenset({"eukhe.harness", "eukhe.fs"}),
+    frozenset({"eukhe.workspace", "eukhe.jobs"}),
+    frozenset({"eukhe.workspace", "eukhe.harness"}),
+    frozenset({"eukhe.workspace", "eukhe.fs"}),
 }
 
 

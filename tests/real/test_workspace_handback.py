@@ -16,6 +16,7 @@ import msgspec
 import pytest
 
 from eukhe.core.merge import Dir, File, Link, StatFacts, Tree
+from eukhe.records.workspace import CopyRecord, HandbackReport
 from eukhe.workspace import (
     HandbackError,
     WorkspaceLayout,
@@ -25,7 +26,6 @@ from eukhe.workspace import (
     remove_retired,
 )
 from eukhe.workspace.layout import temp_beside
-from eukhe.workspace.records import CopyRecord, HandbackReport
 from tests.workspace_support import age, handback_leftovers, read_disk, reshape
 
 pytestmark = pytest.mark.real

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-import msgspec
-
 from eukhe.core.merge import StatFacts
+from eukhe.records.base import Record
 
 ConflictReason = Literal["both_changed", "parent_holds_directory", "parent_holds_file_above"]
 
 
-class CopiedPath(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, array_like=True):
+class CopiedPath(Record, array_like=True):
     """One file or symlink of the copy, as the spawn recorded it (a row of `copy.json`, written as an array: a copy
     has up to 100,000 of them and the hand-back reads them all)."""
 
@@ -22,7 +21,7 @@ class CopiedPath(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     copy: StatFacts  # the child's working copy right after the spawn
 
 
-class CopiedDir(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, array_like=True):
+class CopiedDir(Record, array_like=True):
     """One directory of the child's copy after the spawn ("" is the copy itself): while its stat data stay the same,
     no entry was added to it or removed, so the hand-back lists only the directories that changed."""
 
@@ -30,7 +29,7 @@ class CopiedDir(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only
     copy: StatFacts
 
 
-class CopyRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class CopyRecord(Record):
     """The spawn's record of a copy (`copy.json`), written last: a workspace without one is incomplete."""
 
     parent_dir: str
@@ -39,7 +38,7 @@ class CopyRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     dirs: tuple[CopiedDir, ...]
 
 
-class WorkspaceCopy(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class WorkspaceCopy(Record):
     """The spawn's answer: where the copy is and how it was made."""
 
     parent_dir: str
@@ -52,7 +51,7 @@ class WorkspaceCopy(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
     copied_bytes: int  # bytes copied (both copies)
 
 
-class HandbackConflict(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class HandbackConflict(Record):
     """One conflict: the parent's content stayed; the child's version is at `child_version`."""
 
     path: str
@@ -60,9 +59,7 @@ class HandbackConflict(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     child_version: str | None  # its place in conflicts/; None when the child's version is a removal
 
 
-class HandbackReport(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, tag_field="status", tag="done"
-):
+class HandbackReport(Record, tag_field="status", tag="done"):
     """A finished hand-back (`handback.json`; the `handback` of a child's report and roster row)."""
 
     parent_dir: str
@@ -72,9 +69,7 @@ class HandbackReport(
     conflicts_dir: str
 
 
-class HandbackFailure(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, tag_field="status", tag="failed"
-):
+class HandbackFailure(Record, tag_field="status", tag="failed"):
     """A hand-back that stopped: where, why, and the copy that stays."""
 
     path: str

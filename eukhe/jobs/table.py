@@ -99,10 +99,14 @@ class JobTable:
         """An entry was committed, now: the rewind order."""
         self._order.append(core.Committed(entry_id))
 
+    def orphans_of(self, target: str | None) -> tuple[Job, ...]:
+        """The running jobs a rewind to `target` would stop (started after the target's commit); kills nothing."""
+        verdict = core.rewind(self._order, {job.id for job in self.running()}, target)
+        return tuple(self._jobs[job_id] for job_id in verdict.stop)
+
     def rewind_to(self, target: str | None) -> tuple[Job, ...]:
         """Kill, through their owners, the running jobs started after the target's commit; answer them."""
-        verdict = core.rewind(self._order, {job.id for job in self.running()}, target)
-        stopped = tuple(self._jobs[job_id] for job_id in verdict.stop)
+        stopped = self.orphans_of(target)
         for job in stopped:
             job.kill()
         return stopped

@@ -413,7 +413,8 @@ class Session:
         """A new session holding the branch up to `entry_id` (written through a private staging dir), which this
         object continues in; the jobs started after the entry are stopped, the others keep running there."""
         self._check_target(entry_id)
-        killed = self.job_table.rewind_to(entry_id)
+        # The fork is written first: if it cannot be (a full disk), no job was killed and nothing changed.
+        killed = self.job_table.orphans_of(entry_id)
         killed_ids = {job.id for job in killed}
         parent = self.id
         sid = session_id or dirs.new_session_id()
@@ -441,6 +442,8 @@ class Session:
         commits: list[list[JournalRecord]] = [[header], [*copied, LeafRecord(id=entry_id), *carried, *kept]]
         directory = dirs.write_staged_session(self.root, sid, commits)
         self._switch_to(directory)
+        for job in killed:
+            job.kill()
         stopped, stopping = await self._stop(killed)
         return Rewound(session=sid, parent=parent, leaf=entry_id, stopped_jobs=stopped, stopping_jobs=stopping)
 

@@ -231,6 +231,10 @@ class Kernel:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         asyncio.set_event_loop(self.loop)
         threading.Thread(target=self._reader, name="eukhe-kernel-reader", daemon=True).start()
+        if os.environ.get("EUKHE_KERNEL_OWNER") == "stdin":
+            # A wrapped kernel: it leads its own process group, and its owner is stdin (EOF: shut down).
+            with contextlib.suppress(OSError):
+                os.setpgid(0, 0)
         owner = os.environ.get("EUKHE_KERNEL_OWNER_PID", "")
         if owner.isdigit():
             threading.Thread(target=self._watch_owner, args=(int(owner),), name="eukhe-owner", daemon=True).start()

@@ -48,7 +48,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result)
         return 0
-    print(f"session {args.id}, leaf {result.get('leaf')}")
+    print(f"session {args.id} in {result.get('cwd')}, leaf {result.get('leaf')}")
+    transport = result.get("kernel_transport")
+    if transport:
+        print(f"kernel transport: wrapped by {' '.join(transport['argv_prefix'])} (python {transport['python']})")
+    else:
+        print("kernel transport: local")
     for entry in result.get("entries", []):
         marker = "*" if entry["id"] == result.get("leaf") else " "
         print(f" {marker} {entry['id']}  parent {entry['parent']}  {entry['kind']}  {summary(entry.get('content'))}")

@@ -124,6 +124,8 @@ class SessionHost:
         return SessionShow(
             id=session.id,
             cwd=str(session.cwd),
+            settings=session.settings,
+            kernel_transport=session.kernel_transport,
             leaf=session.leaf,
             entries=[EntryRow(id=e.id, parent=e.parent, kind=e.kind, content=e.content) for e in session.entries()],
             running_jobs=[job.id for job in session.job_table.running()],

@@ -19,10 +19,16 @@ OWNER_PID_VARIABLE = "EUKHE_KERNEL_OWNER_PID"
 
 @dataclass(frozen=True, slots=True)
 class KernelLaunch:
-    """The kernel's argv and its whole environment."""
+    """The kernel's argv and its whole environment; `preamble`: bytes written to its stdin before the first request
+    (a wrapped kernel's stub, sent over the wrapper); `cwd`: where the command starts (None: the session's cwd;
+    a wrapped kernel moves to its sandbox path itself); `diagnostics`: what the launch has to say (a host variable
+    left out of a wrapped kernel's environment)."""
 
     argv: tuple[str, ...]
     env: Mapping[str, str]
+    preamble: bytes = b""
+    cwd: str | None = None
+    diagnostics: tuple[str, ...] = ()
 
 
 def kernel_python() -> str:

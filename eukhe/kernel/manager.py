@@ -347,6 +347,8 @@ class KernelManager:
     async def _spawn(self) -> _Kernel:
         planned = self._launch()
         launch = await planned if inspect.isawaitable(planned) else planned
+        for diagnostic in launch.diagnostics:
+            self._diagnose(diagnostic)
         loop = asyncio.get_running_loop()
         try:
             transport, pipes = await loop.subprocess_exec(
@@ -357,11 +359,13 @@ class KernelManager:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 process_group=0,
-                cwd=self._cwd,
+                cwd=launch.cwd or self._cwd,
             )
         except OSError as exc:
             raise KernelStartError(f"the Python kernel could not start ({launch.argv[0]}): {exc}") from exc
         process = asyncio.subprocess.Process(transport, pipes, loop)
+        if launch.preamble and process.stdin is not None:
+            process.stdin.write(launch.preamble)  # a wrapped kernel's stub, before any request
         stdout_pipe = transport.get_pipe_transport(1)
         if isinstance(stdout_pipe, asyncio.ReadTransport):
             stdout_pipe.set_protocol(_DirectStdout(stdout_pipe.get_protocol(), pipes))

@@ -17,6 +17,7 @@ from eukhe.fs import REQUESTS as FS_REQUESTS
 from eukhe.kernel.cells import CellJobs
 from eukhe.kernel.launch import KernelLaunch, installed_kernel_launch
 from eukhe.kernel.manager import HostHandler, KernelManager
+from eukhe.kernel.transport import path_map_of, wrapped_launch
 from eukhe.records.jobs import Detached, Settled
 from eukhe.session.session import Session, StartListener
 
@@ -26,8 +27,15 @@ Launch = Callable[[], KernelLaunch | Awaitable[KernelLaunch]]
 class KernelSession(Session):
     """A session whose `ipython` runs cells on its own Python kernel."""
 
-    kernel_launch: Launch = staticmethod(installed_kernel_launch)
-    """How the kernel starts (the installed kernel venv; tests and transports give another)."""
+    local_launch: Launch = staticmethod(installed_kernel_launch)
+    """How a Local kernel starts (the installed kernel venv; tests give another)."""
+
+    def kernel_launch(self) -> KernelLaunch | Awaitable[KernelLaunch]:
+        """How this session's kernel starts: Local, or wrapped by the transport the session started with."""
+        transport = self.kernel_transport
+        if transport is None:
+            return self.local_launch()
+        return wrapped_launch(transport, self.cwd)
 
     _cells: CellJobs | None = None
 
@@ -37,8 +45,11 @@ class KernelSession(Session):
 
     async def _serve_files(self, admission: Admission) -> Any:
         """An `fs.*` request from a cell, served in the session's working dir (relative paths start at the
-        kernel's current directory when it asked)."""
-        return await self.files.serve(admission.kind, admission.params, sandbox_cwd=admission.cwd)
+        kernel's current directory when it asked). A wrapped kernel's paths are sandbox paths: mapped to the
+        host's and back, and refused `outside` when no mount holds them on the host disk."""
+        transport = self.kernel_transport
+        path_map = None if transport is None else path_map_of(transport)
+        return await self.files.serve(admission.kind, admission.params, path_map=path_map, sandbox_cwd=admission.cwd)
 
     @property
     def cells(self) -> CellJobs:

@@ -27,7 +27,7 @@ from eukhe.records.fs import (
 from eukhe.records.jobs import CallAnswer, JobList, JobRow, Rewound
 from eukhe.records.journal import ForkOrigin
 from eukhe.records.output import OutputWindow
-from eukhe.records.settings import NonNegative
+from eukhe.records.settings import KernelTransport, NonNegative, SessionSettings
 
 PROTOCOL_VERSION = 1
 
@@ -280,6 +280,8 @@ class SessionShow(Record):
 
     id: str
     cwd: str
+    settings: SessionSettings
+    kernel_transport: KernelTransport | None
     leaf: str | None
     entries: list[EntryRow]
     running_jobs: list[str]

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from eukhe.records.base import Record
 from eukhe.records.output import OutputWindow
-from eukhe.records.settings import SessionSettings, TruncationSetting
+from eukhe.records.settings import KernelTransport, SessionSettings, TruncationSetting
 
 JOURNAL_FORMAT = 2
 """The journal format this build writes and reads (1: the camelCase records of the first builds)."""
@@ -28,13 +28,15 @@ class ForkOrigin(Record):
 
 
 class SessionHeader(Record, tag="session", tag_field="t"):
-    """The first record of every journal: the format, the session id, its working dir and its settings."""
+    """The first record of every journal: the format, the session id, its working dir, its settings, where it was
+    forked from, and the kernel transport it started with (null: Local)."""
 
     format: int
     id: str
     cwd: str
     settings: SessionSettings
     forked_from: ForkOrigin | None = None
+    kernel_transport: KernelTransport | None = None
 
 
 class EntryRecord(Record, tag="entry", tag_field="t"):

@@ -6,7 +6,7 @@ byte). The defaults are the core's (`eukhe.core.limits`), defined there and nowh
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -93,3 +93,40 @@ class SessionSettings(Record):
     def bound(self) -> Truncation:
         """The output bound as the core's Truncation."""
         return truncation_of(self.truncation)
+
+
+class Mount(Record):
+    """One shared mount of a wrapped kernel: the same directory at `sandbox` (the kernel's path) and `host`."""
+
+    sandbox: str
+    host: str
+
+
+class KernelTransport(Record):
+    """The Wrapped transport (S3 "Where the sandbox runs"): the kernel command runs under `argv_prefix` (docker exec,
+    bwrap, ssh...), on the sandbox's `python`; `path_map` lists the shared mounts (the deepest holding a path maps
+    it); `env` names the host variables the kernel gets. `command: "shell"` passes the kernel command as one shell
+    string (ssh runs it through the remote shell)."""
+
+    argv_prefix: Annotated[list[str], msgspec.Meta(min_length=1)]
+    python: str = "python3"
+    path_map: list[Mount] = msgspec.field(default_factory=list)
+    env: list[str] = msgspec.field(default_factory=list)
+    command: Literal["argv", "shell"] = "argv"
+
+
+class UserSettings(Record):
+    """`<agent dir>/settings.json`: the user's own settings. Only here may `kernel_transport` be set."""
+
+    kernel_transport: KernelTransport | None = None
+    truncation: TruncationSetting | None = None
+    tool_blocking_budget_ms: NonNegative | None = None
+
+
+class ProjectSettings(Record):
+    """`<cwd>/.eukhe/settings.json`: a project's settings, over the user's. A project (an untrusted scope) cannot set
+    `kernel_transport`: the key is read only to refuse it by name."""
+
+    truncation: TruncationSetting | None = None
+    tool_blocking_budget_ms: NonNegative | None = None
+    kernel_transport: Any = None

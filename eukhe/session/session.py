@@ -12,7 +12,9 @@ public API (`eukhe.api.Session`) is that session: this layer imports nothing of 
 
 from __future__ import annotations
 
+import enum
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -42,8 +44,9 @@ from eukhe.records.journal import (
     LeafRecord,
     SessionHeader,
 )
-from eukhe.records.settings import SessionSettings
+from eukhe.records.settings import KernelTransport, SessionSettings
 from eukhe.session.files import SessionFiles
+from eukhe.session.settings import load_settings
 from eukhe.session.writer import JobWriter
 from eukhe.store import dirs
 from eukhe.store.journal import Journal, JournalRead
@@ -51,6 +54,15 @@ from eukhe.store.ledger import Ledger
 from eukhe.store.tree import Entry, StateView, UnknownEntryError, state_after
 
 JSON = Any
+
+
+class FromSettings(enum.Enum):
+    """Take it from the settings files (a sentinel, never None: None says Local)."""
+
+    FROM_SETTINGS = "from settings"
+
+
+FROM_SETTINGS = FromSettings.FROM_SETTINGS
 StartListener = Callable[[str], None]
 """Hears the id of a call's job as soon as it runs (a cancel or a later wait names it)."""
 
@@ -166,16 +178,36 @@ class Session:
         root: Path | None = None,
         clock: Clock | None = None,
         bash_options: BashOptions | None = None,
+        kernel_transport: KernelTransport | FromSettings | None = FROM_SETTINGS,
     ) -> Self:
-        """A new session in `cwd` (which must name an existing directory: the spec's three refusals)."""
+        """A new session in `cwd` (which must name an existing directory: the spec's three refusals).
+
+        Its settings are `settings`, else the user's and the project's settings files over the defaults; its kernel
+        transport is the user settings file's (`kernel_transport`), unless `kernel_transport` names one here.
+        A settings file that does not decode is refused (`bad_setting`, naming the file and the key)."""
         working = check_working_dir(cwd)
+        loaded = load_settings(working)
+        transport = loaded.kernel_transport if isinstance(kernel_transport, FromSettings) else kernel_transport
         base = dirs.resolve_root(root)
         sid = session_id or dirs.new_session_id()
         directory = dirs.create_session_dir(base, sid)
         ledger = Ledger.create(directory / dirs.JOURNAL_NAME)
-        header = SessionHeader(format=JOURNAL_FORMAT, id=sid, cwd=str(working), settings=settings or SessionSettings())
+        header = SessionHeader(
+            format=JOURNAL_FORMAT,
+            id=sid,
+            cwd=str(working),
+            settings=settings or loaded.settings,
+            kernel_transport=transport,
+        )
+        notices = [
+            ledger.entry_record("notice", {"notice": "settings", "message": text}) for text in loaded.diagnostics
+        ]
+        for text in loaded.diagnostics:
+            sys.stderr.write(f"eukhe: {text}\n")
         try:
             ledger.commit([header])
+            if notices:
+                ledger.commit(notices)
         except BaseException:  # e.g. a full disk: the journal's descriptor is not leaked
             ledger.close()
             raise
@@ -259,6 +291,12 @@ class Session:
     def header(self) -> SessionHeader | None:
         """The session header the journal holds."""
         return self._ledger.trees.header
+
+    @property
+    def kernel_transport(self) -> KernelTransport | None:
+        """The kernel transport the session started with (None: Local)."""
+        header = self._ledger.trees.header
+        return header.kernel_transport if header is not None else None
 
     @property
     def journal(self) -> Journal:
@@ -424,6 +462,7 @@ class Session:
             cwd=str(self.cwd),
             settings=self.settings,
             forked_from=ForkOrigin(session=parent, entry=entry_id),
+            kernel_transport=self.kernel_transport,
         )
         copied: list[JournalRecord] = [
             EntryRecord(id=entry.id, parent=entry.parent, kind=entry.kind, content=entry.content)  # type: ignore[arg-type]

@@ -1,0 +1,70 @@
+"""Settings with scopes (issue 10 item 2): the user's `<agent dir>/settings.json`, then the project's
+`<cwd>/.eukhe/settings.json`, over the defaults. Both are strict: an unknown key or a wrong value is a `bad_setting`
+error that names the file and the key. `kernel_transport` is the user's alone: in a project file it is refused with a
+diagnostic naming the file, and the session starts Local.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eukhe import paths
+from eukhe.errors import InputError
+from eukhe.records.base import decode_json
+from eukhe.records.settings import KernelTransport, ProjectSettings, SessionSettings, UserSettings
+
+USER_FILE = "settings.json"
+PROJECT_FILE = Path(".eukhe") / "settings.json"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSettings:
+    """A session's settings from the files, its kernel transport (None: Local), and what was said about them."""
+
+    settings: SessionSettings
+    kernel_transport: KernelTransport | None
+    diagnostics: tuple[str, ...] = field(default_factory=tuple)
+
+
+def user_settings_path() -> Path:
+    return paths.agent_dir() / USER_FILE
+
+
+def _read(path: Path, kind: type[UserSettings] | type[ProjectSettings]) -> UserSettings | ProjectSettings | None:
+    """A settings file decoded strictly (None: there is none)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise InputError("bad_setting", f"cannot read {path}: {error.strerror or error}", field=str(path)) from None
+    return decode_json(data, kind, code="bad_setting", what=str(path))
+
+
+def load_settings(cwd: str | os.PathLike[str]) -> LoadedSettings:
+    """The settings a new session in `cwd` gets: defaults, then the user's file, then the project's."""
+    user = _read(user_settings_path(), UserSettings)
+    project_path = Path(cwd) / PROJECT_FILE
+    project = _read(project_path, ProjectSettings)
+    settings = SessionSettings()
+    diagnostics: list[str] = []
+    for scope in (user, project):
+        if scope is None:
+            continue
+        if scope.truncation is not None:
+            settings = SessionSettings(
+                truncation=scope.truncation, tool_blocking_budget_ms=settings.tool_blocking_budget_ms
+            )
+        if scope.tool_blocking_budget_ms is not None:
+            settings = SessionSettings(
+                truncation=settings.truncation, tool_blocking_budget_ms=scope.tool_blocking_budget_ms
+            )
+    if isinstance(project, ProjectSettings) and project.kernel_transport is not None:
+        diagnostics.append(
+            f"{project_path}: kernel_transport is a user setting (it would run code on other machines): it is "
+            f"ignored here and the session's kernel runs Local; set it in {user_settings_path()}"
+        )
+    transport = user.kernel_transport if isinstance(user, UserSettings) else None
+    return LoadedSettings(settings, transport, tuple(diagnostics))

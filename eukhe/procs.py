@@ -23,6 +23,21 @@ def alive(pid: int) -> bool:
         return False
 
 
+def start_ticks(pid: int) -> int | None:
+    """When the live process `pid` started, in clock ticks since boot (with its pid, it names the process across pid
+    reuse); None if there is none, or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: the fields after it follow the last ')'.
+    fields = text[text.rfind(b")") + 2 :].split()
+    if len(fields) < 20 or fields[0] in (b"Z", b"X", b"x"):
+        return None
+    return int(fields[19])
+
+
 def _pgid(pid: int) -> int | None:
     try:
         return os.getpgid(pid)

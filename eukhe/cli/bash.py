@@ -1,8 +1,8 @@
 """`eukhe bash --session ID [--budget-ms N] -- CMD`: run a user command as a job of a daemon-hosted session (S2).
 
-It blocks at most the budget (the session's `toolBlockingBudgetMs`, lowered by --budget-ms): the run settles
-(--json: `status: settled`, `exit_code`) or detaches (`status: detached`, `job`) with its output so far, and goes on
-in the daemon. Either way the bounded-output keys of `eukhe run --json` come along.
+It blocks at most the budget (the session's `tool_blocking_budget_ms`, lowered by --budget-ms): the run settles
+(--json: `status: settled`, `exit_code`, `killed`) or detaches (`status: detached`, `job`) with its output so far
+(`output`), and goes on in the daemon. Ctrl-C cancels the job through the daemon (a second one leaves at once).
 """
 
 from __future__ import annotations

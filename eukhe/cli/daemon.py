@@ -27,7 +27,9 @@ STOP_TIMEOUT_S = 20.0
 
 def add_daemon_options(parser: argparse.ArgumentParser) -> None:
     """The options every daemon-backed command has."""
-    parser.add_argument("--json", action="store_true", help="print one JSON value (errors: {error, message})")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON value (errors: {error, message, field, details})"
+    )
     parser.add_argument("--daemon-socket", metavar="PATH", help="the daemon's socket (default $TMPDIR/eukhe-UID/...)")
 
 
@@ -134,11 +136,9 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 def _alive(pid: int) -> bool:
     """True while `pid` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    from eukhe.procs import alive  # noqa: PLC0415  (lazy: only `daemon stop` needs psutil; CLI start-up time)
+
+    return alive(pid)
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -1,8 +1,8 @@
 """`eukhe ipython --session ID [--budget-ms N] [-c CODE | FILE | -]`: run a Python cell on a session's kernel.
 
-It blocks at most the budget (the session's `toolBlockingBudgetMs`, lowered by --budget-ms): the cell settles
+It blocks at most the budget (the session's `tool_blocking_budget_ms`, lowered by --budget-ms): the cell settles
 (--json: `status: settled`, `outcome`, `result`, `error`) or detaches into a job (`status: detached`, `job`) with
-its output so far, and goes on in the daemon. The bounded-output keys of `eukhe bash --json` come along.
+its output so far (`output`), and goes on in the daemon. Ctrl-C interrupts the cell (a second one leaves at once).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Reads bytes, cuts lines with the one line splitter, answers each line with exact
 (oversized, malformed, unknown op, bad arguments) gets an error reply naming the field and the loop goes on; a
 request goes to the handler. While a request runs the connection is still read: a `cancel` naming it cancels it
 (its handler kills its job through the owner and answers `cancelled`); other lines wait their turn. A streaming
-request (`watch`) ends when the client sends anything or closes.
+request (`watch`) ends when the client sends anything (it then gets its reply, and that line is answered next) or
+closes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from eukhe.daemon.protocol import (
     request_splitter,
 )
 from eukhe.errors import CodedError, EukheError, error_code, error_details, error_field
-from eukhe.records.daemon import OPS, CancelAccepted, CancelArgs
+from eukhe.records.daemon import OPS, CancelAccepted, CancelArgs, WatchEnded
 
 log = logging.getLogger("eukhe.daemon")
 
@@ -144,9 +145,14 @@ class _Connection:
                     continue
                 self.backlog.append(following)
             if streaming and not task.done():
+                # The client sent a line (or left): the stream ends and still gets its one reply; that line is then
+                # answered in its turn.
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
-                return False
+                if not open_end:
+                    return False
+                await self.send(encode_result(request.id, WatchEnded(ended=True)))
+                return True
             reply = await task
         finally:
             if not task.done():  # the connection's own task was cancelled (the daemon stops): so is the request
@@ -154,7 +160,7 @@ class _Connection:
                 await asyncio.gather(task, return_exceptions=True)
         if reply is not None:
             await self.send(reply)
-        return open_end and not streaming
+        return open_end
 
 
 async def _answer(request: Request, handle: RequestHandler, emit: EventSink) -> bytes | None:

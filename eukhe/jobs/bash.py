@@ -207,8 +207,8 @@ async def bash_and_wait(
 ) -> Settled | Detached:
     """Start a bash job, wait at most `budget_ms`: settled with its end, or detached with its output so far.
 
-    Cancelling the call (Ctrl-C at the CLI) kills the job through its owner and raises `CallCancelledError` once it
-    ended or the budget passed."""
+    Cancelling the call (Ctrl-C at the CLI) kills the job through its owner, waits for its end at most the budget,
+    then re-raises the cancellation (see `settle_or_detach`)."""
     deadline_ms = table.clock.now_ms() + max(0, budget_ms)  # the budget runs from the call, spawn included
     job = await start_bash(
         command, cwd, truncation=truncation, artifact_dir=artifact_dir, table=table, options=options, env=env

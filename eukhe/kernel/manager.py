@@ -1,12 +1,15 @@
 """The host side of the kernel (S3 "The protocol" 1-7, "Where the sandbox runs" 1, 7-8): `KernelManager`.
 
-Theory of operation: the manager starts the Local transport (a child in its own process group with the host's
-environment plus the owner pid), then one reader task per kernel reads stdout in chunks, the `FrameSplitter` cuts
-lines, and the pure gate (`eukhe.core.gate.admit`) decides each frame before anything acts on it. Accepted host
+Theory of operation: the manager starts the kernel its launch names (Local: a child in its own process group with
+the host's environment plus the owner pid; Wrapped: the wrapper, with the stub sent first on its stdin), then the
+kernel's stdout goes, as it comes, through the one line splitter (`eukhe.core.lines`) and the pure gate
+(`eukhe.core.gate.admit`), which decides each frame before anything acts on it; the host then decodes each event
+frame strictly as its record. Accepted host
 requests run as their own tasks and reply when they end (a long one does not hold back a short one); refusals
 reply at once, in order. Events feed the cells in flight: output into each cell's `BoundedOutput`, then `done`
 ends the cell. A `ProtocolFault` is repaired loudly: the kernel is killed, everything in flight fails with the
-fault, and the next cell starts a fresh kernel. A kernel that dies mid-cell ends its cells with `KernelDiedError`.
+fault (keeping the output the cells wrote before it), and the next cell starts a fresh kernel. A kernel that dies
+mid-cell ends its cells with `KernelDiedError`.
 """
 
 from __future__ import annotations

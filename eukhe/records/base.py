@@ -31,8 +31,8 @@ class Record(msgspec.Struct, metaclass=_RecordMeta, frozen=True, forbid_unknown_
     """A typed value that crosses a boundary (a request, an answer, a setting, a journal record)."""
 
     def to_json(self) -> dict[str, Any]:
-        """The record as plain JSON values (snake_case keys)."""
-        value = msgspec.to_builtins(self)
+        """The record as plain JSON values (snake_case keys; tuples become lists, as JSON has them)."""
+        value = msgspec.json.decode(_ENCODER.encode(self))
         assert isinstance(value, dict)
         return value
 

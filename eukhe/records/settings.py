@@ -38,6 +38,15 @@ def checked(setting: Record) -> None:
     (msgspec checks types when it decodes, not when a record is built; settings are rare, so they check both.)"""
     if _CHECKING:
         return  # the conversion below builds the record again: it was just decoded strictly
+    truncation = getattr(setting, "truncation", None)
+    if truncation is not None and not isinstance(truncation, Limits | str):
+        raise InputError(
+            "bad_setting",
+            f'{type(setting).__name__}: truncation must be Limits(...) or "off", got {truncation!r} '
+            "(for the core's On(...) or Off(), use SessionSettings.bounded_by)",
+            field="truncation",
+            expected='Limits | "off"',
+        )
     try:
         builtins = msgspec.to_builtins(setting)
     except (TypeError, msgspec.EncodeError) as error:

@@ -451,6 +451,7 @@ class Session:
         """A new session holding the branch up to `entry_id` (written through a private staging dir), which this
         object continues in; the jobs started after the entry are stopped, the others keep running there."""
         self._check_target(entry_id)
+        await self.writer.idle()  # the rows of jobs that ended before the fork belong to this session's journal
         # The fork is written first: if it cannot be (a full disk), no job was killed and nothing changed.
         killed = self.job_table.orphans_of(entry_id)
         killed_ids = {job.id for job in killed}

@@ -18,7 +18,7 @@ from pathlib import Path
 from eukhe import paths
 from eukhe.core.fsmode import PRIVATE_DIR_MODE
 from eukhe.errors import EukheError, InputError
-from eukhe.fsio import write_all
+from eukhe.fsio import fsync_dir, write_all
 from eukhe.private_fs import create_private_file, make_private_dirs
 from eukhe.records.journal import JournalRecord, SessionHeader
 from eukhe.store.journal import encode_commit, read_header
@@ -146,6 +146,7 @@ def write_staged_session(root: Path, session_id: str, commits: Sequence[Sequence
         if target.exists():
             raise SessionExistsError(session_id, root)
         os.rename(staging, target)
+        fsync_dir(root)  # the fork's name is durable once this returns
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

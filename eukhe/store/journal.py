@@ -137,8 +137,17 @@ def parse_journal(data: bytes, path: Path = Path("main.jsonl")) -> JournalRead:
                 raise JournalFormatError(path, _format_of(line)) from None
             diagnostics.append(Diagnostic(number, f"unreadable line: {error}", line[:80]))
             continue
+        if not commits:
+            _check_format(commit, path)
         commits.append(commit)
     return JournalRead(tuple(commits), tuple(diagnostics))
+
+
+def _check_format(commit: Commit, path: Path) -> None:
+    """A first commit whose header names another format: the journal is refused, whatever else it holds."""
+    header = commit.records[0] if commit.records else None
+    if isinstance(header, SessionHeader) and header.format != JOURNAL_FORMAT:
+        raise JournalFormatError(path, header.format)
 
 
 def read_journal(path: Path) -> JournalRead:
@@ -160,6 +169,7 @@ def read_header(path: Path) -> SessionHeader | None:
         if _other_format(line):
             raise JournalFormatError(path, _format_of(line)) from None
         return None
+    _check_format(commit, path)
     header = commit.records[0] if commit.records else None
     return header if isinstance(header, SessionHeader) else None
 

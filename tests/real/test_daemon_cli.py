@@ -274,3 +274,19 @@ def test_an_unknown_or_misspelled_field_is_refused_by_name_for_every_op(world: D
             assert error["field"] == "args.budgetMs"
             assert "did you mean budget_ms?" in error["message"]
         assert client.call("session.ping", {"session": session})["session"] == session
+
+
+def test_a_line_sent_during_a_watch_ends_it_with_its_reply_then_is_answered(world: DaemonEnv, project: Path) -> None:
+    session = world.json("session", "create", "--cwd", str(project))["id"]
+    with DaemonClient.connect(world.socket) as client:
+        client.send_raw(b'{"v":1,"id":"w","op":"watch","args":{"session":"' + session.encode() + b'"}}\n')
+        assert client.read_reply()["event"]["type"] == "snapshot"
+        client.send_raw(b'{"v":1,"id":"p","op":"ping","args":{}}\n')
+        replies = []
+        while len(replies) < 2:
+            reply = client.read_reply()
+            if "event" not in reply:
+                replies.append(reply)
+        assert [(r["id"], r["ok"]) for r in replies] == [("w", True), ("p", True)]
+        assert replies[0]["result"] == {"ended": True}
+        assert client.call("session.ping", {"session": session})["session"] == session  # the connection goes on

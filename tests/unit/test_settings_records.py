@@ -22,6 +22,8 @@ from eukhe.records.settings import Limits, SessionSettings, setting_of, truncati
         (lambda: SessionSettings(truncation="on"), "truncation"),
         (lambda: Limits(max_bytes=-3), "max_bytes"),
         (lambda: Limits(keep="middle"), "keep"),
+        (lambda: SessionSettings(truncation=Off()), "truncation"),  # a core value: bounded_by is the way
+        (lambda: SessionSettings(truncation=On(OutputLimits(1, 1))), "truncation"),
     ],
 )
 def test_settings_built_in_python_are_checked(make: object, field: str) -> None:

@@ -8,6 +8,7 @@ import os
 import stat
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -136,6 +137,14 @@ def test_a_journal_of_an_older_format_is_refused_with_a_clear_message(tmp_path: 
         read_header(path)
     with pytest.raises(JournalFormatError, match="format 3"):
         read_journal(path)
+    # A header of another format that decodes as this one's (the same fields) is refused all the same.
+    for other in (1, 3):
+        same_shape = msgspec.structs.replace(HEADER, format=other)
+        path.write_bytes(encode_commit(1, [same_shape]))
+        with pytest.raises(JournalFormatError, match=f"format {other}"):
+            read_header(path)
+        with pytest.raises(JournalFormatError, match=f"format {other}"):
+            read_journal(path)
 
 
 def test_the_state_just_after_any_entry_is_the_fold_up_to_its_commit() -> None:

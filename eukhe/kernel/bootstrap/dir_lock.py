@@ -37,22 +37,14 @@ from eukhe.core.kernel_local import (
 from eukhe.fsio import write_all
 from eukhe.kernel.bootstrap.errors import BootstrapLockTimeoutError
 from eukhe.private_fs import create_private_file, make_private_dirs
+from eukhe.procs import start_ticks
 
 _COUNTER = itertools.count()
 """This process's counter `<n>` for candidate and stale names: never the same name twice in one process."""
 
 
-def process_start(pid: int) -> int | None:
-    """The start time (clock ticks since boot) of the live process `pid`; None if there is none (or a zombie)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError, OSError):
-        return None
-    # The command name (field 2) may hold spaces and parentheses: the fields after it follow the last ')'.
-    fields = text[text.rfind(")") + 2 :].split()
-    if len(fields) < 20 or fields[0] in ("Z", "X", "x"):
-        return None
-    return int(fields[19])
+process_start = start_ticks
+"""The start time (clock ticks since boot) of the live process `pid`; None if there is none (or a zombie)."""
 
 
 def me() -> Owner:

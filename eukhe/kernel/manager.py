@@ -301,6 +301,9 @@ class KernelManager:
         kernel notices (each is also logged)."""
         self.faults: list[ProtocolFault] = []
         self.kernels_started = 0
+        self.on_child_group: Callable[[int, bool], None] | None = None
+        """Hears each `bash()` process group of a Local kernel start (True) and end (False): a session keeps them
+        in its journal, so a host that restarts still reaps them."""
         self._empty_output = BoundedOutput(truncation, None).close()  # the outcome's output of a silent cell
         self.background = BoundedOutput(truncation, artifact_dir, artifact_prefix="kernel-background")
         """Output of no cell in flight (a background task of an ended cell, a daemon subprocess)."""
@@ -683,6 +686,8 @@ class KernelManager:
                 kernel.child_groups.add(frame.pgid)
             else:
                 kernel.child_groups.discard(frame.pgid)
+            if self.on_child_group is not None:
+                self.on_child_group(frame.pgid, frame.state == "started")
 
     def _on_diagnostic(self, kernel: _Kernel, frame: DiagnosticFrame) -> None:
         self._diagnose(f"python kernel: {frame.message}")

@@ -1,13 +1,16 @@
 """A session with a Python kernel (S2 "Jobs" 4, S3): the session layer's `Session` plus `ipython`.
 
-One kernel per session, started by its first cell: a `KernelManager` (Local transport, in the session's working
-dir, output bounded by the session's Truncation with artifacts in its artifact dir, on the installed kernel venv)
-and the `CellJobs` that turn cells past their budget into jobs of the session's job table. This is the session the
-public API (`eukhe.api`) and the daemon's workers host.
+One kernel per session, started by its first cell: a `KernelManager` (Local: on the installed kernel venv, in the
+session's working dir; or Wrapped, by the transport the session started with), output bounded by the session's
+Truncation with artifacts in its artifact dir, its cells' `rlm.fs` requests served here, and the `CellJobs` that
+turn cells past their budget into jobs of the session's job table. A Local kernel's `bash()` process groups are kept
+in the journal, so a reopen after a crash reaps what the old kernel left. This is the session the public API
+(`eukhe.api`) and the daemon's workers host.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,8 +21,14 @@ from eukhe.kernel.cells import CellJobs
 from eukhe.kernel.launch import KernelLaunch, installed_kernel_launch
 from eukhe.kernel.manager import HostHandler, KernelManager
 from eukhe.kernel.transport import path_map_of, wrapped_launch
+from eukhe.procs import kill_group, start_ticks
 from eukhe.records.jobs import Detached, Settled
+from eukhe.records.journal import DocPut, DocRetire, JournalRecord
 from eukhe.session.session import Session, StartListener
+from eukhe.store.journal import JournalError
+
+KERNEL_GROUP_DOC = "eukhe.kernel_group"
+"""A state document per live `bash()` process group of a Local kernel (key: the group id)."""
 
 Launch = Callable[[], KernelLaunch | Awaitable[KernelLaunch]]
 
@@ -62,8 +71,35 @@ class KernelSession(Session):
                 handlers=self.host_handlers(),
                 launch=self.kernel_launch,
             )
+            manager.on_child_group = self._kernel_group
             self._cells = CellJobs(manager, self.job_table)
         return self._cells
+
+    def _kernel_group(self, pgid: int, started: bool) -> None:
+        """A Local kernel's `bash()` group started or ended: kept as a state document, so a restarted host still
+        reaps what the kernel left (S3 sandbox 8). A wrapped kernel's pids are not the host's: it reaps its own."""
+        if self.kernel_transport is not None:
+            return
+        record: JournalRecord
+        if started:
+            record = DocPut(type=KERNEL_GROUP_DOC, key=str(pgid), value={"start_ticks": start_ticks(pgid)})
+        else:
+            record = DocRetire(type=KERNEL_GROUP_DOC, key=str(pgid))
+        with contextlib.suppress(JournalError):  # a full disk: the group is still reaped from memory at the end
+            self.commit([record])
+
+    def _after_reopen(self) -> None:
+        """Reap the `bash()` groups an old host's kernel left (its process gone, they may live on), then forget
+        them. A group whose leader's pid now names another process (its start time differs) is left alone."""
+        leftovers = self.view_state().of_type(KERNEL_GROUP_DOC)
+        for key, value in leftovers.items():
+            pgid = int(key)
+            recorded = value.get("start_ticks") if isinstance(value, dict) else None
+            now = start_ticks(pgid)
+            if now is None or now == recorded:
+                kill_group(pgid)
+        if leftovers:
+            self.commit([DocRetire(type=KERNEL_GROUP_DOC, key=key) for key in leftovers])
 
     @property
     def kernel(self) -> KernelManager | None:

@@ -247,6 +247,7 @@ class Session:
         try:
             session.harness.settle_interrupted(ledger.trees.slots)
             session.writer.retire_leftovers()
+            session._after_reopen()
         except BaseException:  # a commit failed (e.g. a full disk): nothing runs yet, so only the journal is open
             session._unsubscribe()
             ledger.close()
@@ -267,6 +268,10 @@ class Session:
         await self.writer.close()
         self._unsubscribe()
         self._ledger.close()
+
+    def _after_reopen(self) -> None:
+        """What a layer above does when a saved session reopens, once its interrupted calls are settled (the kernel
+        reaps the process groups an old kernel left)."""
 
     async def _close_hosted(self) -> None:
         """Close what a layer above hosts in this session (the Python kernel), after its jobs were stopped."""

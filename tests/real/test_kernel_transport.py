@@ -113,6 +113,13 @@ def test_kernel_transport_runs_a_real_stub_under_a_wrapper(
                 refused = await cell(session, REFUSED.format(paths=tuple(outside)))
                 assert refused == [("outside", "transport@1")] * len(outside)
                 assert await cell(session, "rlm.fs.read('a.txt').text") == "alpha\n"
+                # A synchronous cell that ignores interrupts holds the kernel's loop: the kill still ends it.
+                held = await session.ipython(
+                    "import time\nwhile True:\n    try:\n        time.sleep(1)\n    except KeyboardInterrupt:\n"
+                    "        pass",
+                    budget_ms=100,
+                )
+                assert held.to_json()["status"] == "detached"
                 assert wrapped_kernels()
             finally:
                 await session.close()

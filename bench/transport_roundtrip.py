@@ -1,0 +1,112 @@
+"""Benchmark (issue 10 item 7): a cell round trip (`1 + 1`) and an `rlm.fs.read` of a 1 MiB file, through bubblewrap
+and through ssh to an sshd on 127.0.0.1, against the Local transport, in one run. Every kernel runs on the same
+interpreter (/usr/bin/python3, which has no eukhe: the wrapped ones get the stub over stdin). Prints medians and
+the ratios (targets: bwrap at most 1.2x Local; ssh at most Local + 1 ms per round trip). Needs root.
+
+    uv run python bench/transport_roundtrip.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/ helpers (an sshd of its own)
+
+from eukhe.api import Session, SessionSettings, Settled
+from eukhe.records.settings import KernelTransport, Mount
+from tests.real.sandboxes import SANDBOX_PYTHON, bind_mount, sshd
+
+MIB = 1 << 20
+
+
+async def measure(
+    work: Path, root: Path, transport: KernelTransport | None, runs: int
+) -> tuple[list[float], list[float]]:
+    """Cell round trips and 1 MiB reads on one session with `transport`, in seconds."""
+    os.environ["EUKHE_KERNEL_PYTHON"] = SANDBOX_PYTHON
+    settings = SessionSettings(truncation="off")
+    session = await Session.create(work, root=root, settings=settings, kernel_transport=transport)
+    try:
+        await session.ipython("1")  # the kernel is up
+        cells, reads = [], []
+        for _ in range(runs):
+            start = time.perf_counter()
+            answer = await session.ipython("1 + 1")
+            cells.append(time.perf_counter() - start)
+            assert isinstance(answer, Settled) and answer.result == "2", answer
+        for _ in range(max(5, runs // 10)):
+            start = time.perf_counter()
+            answer = await session.ipython("len(rlm.fs.read('big.txt').text)")
+            reads.append(time.perf_counter() - start)
+            assert isinstance(answer, Settled) and answer.result == str(MIB), answer
+        return cells, reads
+    finally:
+        await session.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=300, help="cell round trips per transport and round")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("this benchmark needs root (bubblewrap, a bind mount, an sshd of its own)")
+    with tempfile.TemporaryDirectory(prefix="eukhe-bench-") as scratch, contextlib.ExitStack() as stack:
+        base = Path(scratch)
+        work = base / "work"
+        work.mkdir()
+        (work / "big.txt").write_text(("x" * 1023 + "\n") * 1024)
+        remote = stack.enter_context(bind_mount(work, base / "remote"))
+        server = stack.enter_context(sshd(base / "sshd"))
+        bwrap_prefix = [
+            "bwrap",
+            "--ro-bind",
+            "/",
+            "/",
+            "--bind",
+            str(work),
+            "/work",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+        ]
+        bwrap_prefix += ["--tmpfs", "/tmp", "--die-with-parent"]
+        transports: dict[str, KernelTransport | None] = {
+            "local": None,
+            "bwrap": KernelTransport(
+                argv_prefix=bwrap_prefix, python=SANDBOX_PYTHON, path_map=[Mount(sandbox="/work", host=str(work))]
+            ),
+            "ssh": KernelTransport(
+                argv_prefix=server.argv_prefix,
+                python=SANDBOX_PYTHON,
+                command="shell",
+                path_map=[Mount(sandbox=str(remote), host=str(work))],
+            ),
+        }
+        cells: dict[str, list[float]] = {name: [] for name in transports}
+        reads: dict[str, list[float]] = {name: [] for name in transports}
+        for _ in range(3):  # interleave rounds so machine load hits every transport alike
+            for name, transport in transports.items():
+                got_cells, got_reads = asyncio.run(measure(work, base / "sessions", transport, args.runs // 3))
+                cells[name] += got_cells
+                reads[name] += got_reads
+    median = {name: statistics.median(times) * 1000 for name, times in cells.items()}
+    read = {name: statistics.median(times) * 1000 for name, times in reads.items()}
+    for name in transports:
+        print(f"{name:6} cell round trip: median {median[name]:.3f} ms; fs.read 1 MiB: median {read[name]:.2f} ms")
+    print(f"bwrap / local, cell round trip: {median['bwrap'] / median['local']:.2f} (target <= 1.2)")
+    print(f"bwrap / local, fs.read 1 MiB: {read['bwrap'] / read['local']:.2f} (target <= 1.2)")
+    print(f"ssh - local, cell round trip: {median['ssh'] - median['local']:+.3f} ms (target <= +1 ms)")
+    print(f"ssh - local, fs.read 1 MiB: {read['ssh'] - read['local']:+.2f} ms (target <= +1 ms)")
+
+
+if __name__ == "__main__":
+    main()

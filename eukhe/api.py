@@ -1,4 +1,4 @@
-"""The Python API: a durable session with user bash, jobs, rewinds and a Python kernel (docs/python-api.md).
+"""The Python API: a durable session with user bash, jobs, rewinds, a Python kernel and children (docs/python-api.md).
 
     from eukhe.api import Session, SessionSettings
 
@@ -7,9 +7,11 @@ Answers are the records of `eukhe.records` (snake_case, `.to_json()` for plain J
 
 from __future__ import annotations
 
+from eukhe.children import ChildExistsError, UnknownChildError
+from eukhe.children.session import AgentSession as Session
 from eukhe.errors import EukheError, InputError, UsageError
 from eukhe.jobs.wait import CallCancelledError
-from eukhe.kernel.session import KernelSession as Session
+from eukhe.records.children import ChildError, ChildReport, ChildRow
 from eukhe.records.jobs import Detached, JobRow, Rewound, Settled
 from eukhe.records.settings import Limits, SessionSettings
 from eukhe.session.session import SessionClosedError, UnknownJobError
@@ -17,6 +19,10 @@ from eukhe.store.tree import UnknownEntryError
 
 __all__ = [
     "CallCancelledError",
+    "ChildError",
+    "ChildExistsError",
+    "ChildReport",
+    "ChildRow",
     "Detached",
     "EukheError",
     "InputError",
@@ -27,6 +33,7 @@ __all__ = [
     "SessionClosedError",
     "SessionSettings",
     "Settled",
+    "UnknownChildError",
     "UnknownEntryError",
     "UnknownJobError",
     "UsageError",

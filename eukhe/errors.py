@@ -50,6 +50,10 @@ CATALOGUE: dict[str, str] = {
     "workspace_listing_failed": "the files of the parent's directory could not be listed (git or the .gitignore files)",
     "workspace_copy_failed": "the parent's files could not be copied into the child's workspace",
     "handback_failed": "a child's changes could not be handed back; its copy stays, the report names the path",
+    # children
+    "unknown_child": "the parent has no child of this name",
+    "child_exists": "the parent already has a child of this name (a delete frees it)",
+    "session_has_jobs": "a session close was refused because jobs run: close with force to kill them",
     # the Python kernel
     "kernel_error": "something went wrong with the Python kernel",
     "kernel_start_failed": "the Python kernel did not start or did not send its ready frame",

@@ -22,3 +22,12 @@ def kernel_venv_dir() -> Path:
     """`EUKHE_KERNEL_VENV`, else `<agent dir>/kernel-venv`."""
     configured = os.environ.get("EUKHE_KERNEL_VENV")
     return Path(configured) if configured else agent_dir() / "kernel-venv"
+
+
+def workspaces_root(sessions: Path | None = None) -> Path:
+    """`EUKHE_WORKSPACE_DIR`, else `workspaces` beside the sessions root (by default `<agent dir>/workspaces`):
+    where isolated children's workspaces live, `<root>/<parent session>/<child>/`."""
+    configured = os.environ.get("EUKHE_WORKSPACE_DIR")
+    if configured:
+        return Path(configured)
+    return (sessions if sessions is not None else sessions_root()).parent / "workspaces"

@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "watch": "eukhe.cli.watch",
     "tree": "eukhe.cli.tree",
     "fs": "eukhe.cli.fs",
+    "spawn": "eukhe.cli.children",
+    "children": "eukhe.cli.children",
     "schema": "eukhe.cli.schema",
 }
 """Each command's module has `register(subparsers)`, which adds the command and sets `handler` on it."""

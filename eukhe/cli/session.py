@@ -1,7 +1,7 @@
-"""`eukhe session create|list|show`: sessions hosted by the daemon (issue 4).
+"""`eukhe session create|list|show|close`: sessions hosted by the daemon (issue 4).
 
 --json keys scripts rely on: `create` -> `id`; `list` -> `sessions` (each with `id`); `show` -> `entries` (each with
-`id`, `parent`, `kind`) and `leaf`.
+`id`, `parent`, `kind`) and `leaf`; `close` -> `session`, `was_open`.
 """
 
 from __future__ import annotations
@@ -60,6 +60,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_close(args: argparse.Namespace) -> int:
+    """Stop a session's worker (its kernel and jobs end); refused while jobs run unless --force."""
+    result = call(args, "session.close", {"session": args.id, "force": args.force}, wait_label="closing the session")
+    if args.json:
+        emit_json(result)
+    else:
+        print(f"session {args.id} {'closed' if result['was_open'] else 'was not open'}")
+    return 0
+
+
 def summary(content: Any) -> str:
     """One short line for an entry's content (a bash row: its command and end)."""
     if isinstance(content, dict) and "command" in content:
@@ -71,7 +81,7 @@ def summary(content: Any) -> str:
 
 def register(subparsers: Any) -> None:
     """Add `eukhe session ...` to the parser."""
-    session = subparsers.add_parser("session", help="create, list or show daemon-hosted sessions")
+    session = subparsers.add_parser("session", help="create, list, show or close daemon-hosted sessions")
     commands = session.add_subparsers(dest="session_command", required=True, parser_class=type(session))
     create = commands.add_parser("create", help="create a session (prints its id)")
     create.add_argument("--cwd", required=True, help="the session's working directory (must exist)")
@@ -81,5 +91,9 @@ def register(subparsers: Any) -> None:
     show = commands.add_parser("show", help="show a session's entry tree and leaf")
     show.add_argument("id")
     show.set_defaults(handler=cmd_show)
-    for parser in (create, listing, show):
+    close = commands.add_parser("close", help="stop a session's worker, kernel and jobs (the session stays)")
+    close.add_argument("id")
+    close.add_argument("--force", action="store_true", help="kill running jobs (else a close is refused)")
+    close.set_defaults(handler=cmd_close)
+    for parser in (create, listing, show, close):
         add_daemon_options(parser)

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from eukhe.children import AgentSession
 from eukhe.clock import MonotonicClock, poll_until, sleep_ms
 from eukhe.core import job as core
 from eukhe.core.jobdocs import JOB_DOC_TYPE
@@ -24,12 +25,16 @@ from eukhe.daemon.protocol import JSON, Request
 from eukhe.daemon.server import EventSink, RequestError
 from eukhe.jobs.job import Job
 from eukhe.jobs.wait import CallCancelledError
-from eukhe.kernel.session import KernelSession
 from eukhe.paths import sessions_root
 from eukhe.private_fs import open_private_file
+from eukhe.records.children import ChildReport, ChildRow, Reports, Roster, RunEnd, RunRequest
 from eukhe.records.daemon import (
     BashArgs,
     CallStarted,
+    ChildrenCollectArgs,
+    ChildrenDeleteArgs,
+    ChildrenSpawnArgs,
+    ChildRunArgs,
     EntryRow,
     FsEditArgs,
     FsGlobArgs,
@@ -95,7 +100,7 @@ Handler = Callable[["SessionHost", Any, EventSink], Awaitable[JSON]]
 class SessionHost:
     """The session a worker serves, behind the protocol; it holds the session's worker lock while open."""
 
-    def __init__(self, session: KernelSession, lock_fd: int) -> None:
+    def __init__(self, session: AgentSession, lock_fd: int) -> None:
         self.session = session
         self._lock_fd = lock_fd
         self.watchers = 0  # live `watch` streams (each ends when its client leaves)
@@ -183,6 +188,23 @@ class SessionHost:
         self._lock_fd = fresh
         return rewound
 
+    async def children_spawn(self, args: ChildrenSpawnArgs, emit: EventSink) -> ChildRow:
+        return await self.session.children.spawn(
+            args.name, args.code, workspace=args.workspace, timeout_ms=args.timeout_ms
+        )
+
+    async def children_list(self, args: SessionArgs, emit: EventSink) -> Roster:
+        return Roster(children=self.session.children.list())
+
+    async def children_collect(self, args: ChildrenCollectArgs, emit: EventSink) -> Reports:
+        return Reports(reports=await self.session.children.collect(args.names, args.timeout_ms))
+
+    async def children_delete(self, args: ChildrenDeleteArgs, emit: EventSink) -> ChildReport:
+        return await self.session.children.delete(args.name)
+
+    async def child_run(self, args: ChildRunArgs, emit: EventSink) -> RunEnd:
+        return await self.session.run_as_child(RunRequest(code=args.code, timeout_ms=args.timeout_ms))
+
     async def watch(self, args: SessionArgs, emit: EventSink) -> WatchEnded:
         """Stream `watch_events` (tool call progress) and the running jobs' output counters until the client goes."""
         stream = self.session.watch_events()
@@ -247,6 +269,11 @@ HANDLERS: dict[str, Handler] = {
     "tree.navigate": SessionHost.navigate,
     "tree.fork": SessionHost.fork,
     "watch": SessionHost.watch,
+    "children.spawn": SessionHost.children_spawn,
+    "children.list": SessionHost.children_list,
+    "children.collect": SessionHost.children_collect,
+    "children.delete": SessionHost.children_delete,
+    "child.run": SessionHost.child_run,
     **dict.fromkeys(_FS_OPS.values(), _files),
 }
 """The requests a worker answers, each with its handler."""
@@ -258,10 +285,10 @@ def _answer_now(job: Job) -> CallAnswer:
     return job.answer(verdict, 0)
 
 
-async def open_host(session_id: str | None, cwd: Path) -> SessionHost:
+async def open_host(session_id: str | None, cwd: Path, session_class: type[AgentSession] = AgentSession) -> SessionHost:
     """Open the saved session `session_id` in `cwd` (its journal read once), or create a new one when it is None."""
     if session_id is None:
-        session = await KernelSession.create(cwd)
+        session = await session_class.create(cwd)
         try:
             return SessionHost(session, await lock_session(session.id))
         except BaseException:  # the new session is closed, its journal descriptor and writer task with it
@@ -270,7 +297,7 @@ async def open_host(session_id: str | None, cwd: Path) -> SessionHost:
     dirs.saved_header(sessions_root(), session_id)  # UnknownSessionError before anything is made (one line read)
     lock = await lock_session(session_id)
     try:
-        return SessionHost(await KernelSession.open(session_id, cwd=cwd), lock)
+        return SessionHost(await session_class.open(session_id, cwd=cwd), lock)
     except BaseException:
         os.close(lock)
         raise

@@ -43,10 +43,13 @@ from eukhe.private_fs import check_working_dir, open_private_file
 from eukhe.records.base import decode_json
 from eukhe.records.daemon import (
     SESSION_OPS,
+    CloseArgs,
     CreateArgs,
     DaemonStatus,
     Pong,
     ReopenedWorker,
+    SessionArgs,
+    SessionClosed,
     SessionCreated,
     SessionList,
     SessionRow,
@@ -101,6 +104,8 @@ class Worker:
     process: asyncio.subprocess.Process
     started: float = field(default_factory=time.monotonic)
     """When it was spawned, on the monotonic clock (durations only: a wall-clock step must not fake a crash loop)."""
+    closing: bool = False
+    """Asked to stop (`session.close`): its end is not a death, and the session is not reopened until asked."""
 
 
 class Supervisor:
@@ -165,22 +170,24 @@ class Supervisor:
     async def _stop_workers(self) -> None:
         """Close every worker's stdin, wait for them, kill the ones that linger; end all orphans."""
         self._stopping = True
-        workers = list(self.workers.values())
-        for worker in workers:
-            if worker.process.stdin is not None:
-                worker.process.stdin.close()
-        for worker in workers:
-            try:
-                await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    worker.process.kill()
-                await worker.process.wait()
+        await asyncio.gather(*(self._stop_worker(worker) for worker in list(self.workers.values())))
         for task in list(self._monitors):
             task.cancel()
         await asyncio.gather(*self._monitors, return_exceptions=True)
         await end_orphans(keep=())
         log.info("daemon %d stopped", os.getpid())
+
+    @staticmethod
+    async def _stop_worker(worker: Worker) -> None:
+        """Close the worker's stdin (it closes its session and exits); kill it if it lingers past the grace."""
+        if worker.process.stdin is not None:
+            worker.process.stdin.close()
+        try:
+            await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                worker.process.kill()
+            await worker.process.wait()
 
     # --- requests -------------------------------------------------------------------------------------------------
 
@@ -192,6 +199,8 @@ class Supervisor:
         own = self.OWN_OPS.get(request.op)
         if own is not None:
             return await own(self, request)
+        if request.op == "session.close":
+            return await self.close_session(request, emit)
         if request.op not in SESSION_OPS:
             raise RequestError("unknown_op", f"unknown request {request.op!r}")
         session_id: str = request.args.session
@@ -235,6 +244,31 @@ class Supervisor:
 
     async def create(self, request: Request) -> SessionCreated:
         return await self.create_session(request.args)
+
+    async def close_session(self, request: Request, emit: EventSink) -> SessionClosed:
+        """Stop a session's worker: its kernel and jobs end, the session stays on disk and reopens when asked.
+        Refused (`session_has_jobs`) while jobs run, unless `force`."""
+        args: CloseArgs = request.args
+        dirs.saved_header(sessions_root(), args.session)  # unknown_session
+        async with self._locks.setdefault(args.session, asyncio.Lock()):
+            worker = self.workers.get(args.session)
+            if worker is None or worker.process.returncode is not None:
+                return SessionClosed(session=args.session, was_open=False)
+            if not args.force:
+                listing = Request(id=request.id, op="jobs.list", args=SessionArgs(session=args.session))
+                jobs = await self.forward(worker, listing, emit)
+                running = [row["id"] for row in jobs["jobs"] if row["status"] == "running"]
+                if running:
+                    raise RequestError(
+                        "session_has_jobs",
+                        f"session {args.session} has running jobs ({', '.join(running)}): close it with force to"
+                        " kill them",
+                        details={"jobs": running},
+                    )
+            worker.closing = True
+            await self._stop_worker(worker)
+        log.info("session %s closed (worker %d)", args.session, worker.process.pid)
+        return SessionClosed(session=args.session, was_open=True)
 
     OWN_OPS: ClassVar[dict[str, Callable[[Supervisor, Request], Awaitable[JSON]]]] = {
         "ping": ping,
@@ -317,6 +351,8 @@ class Supervisor:
                 "eukhe.daemon.worker",
                 "--socket",
                 str(sock),
+                "--daemon",
+                str(self.socket_path),
                 *args,
                 cwd=cwd,
                 stdin=asyncio.subprocess.PIPE,
@@ -362,7 +398,7 @@ class Supervisor:
         code = await worker.process.wait()
         if self.workers.get(worker.session_id) is worker:
             del self.workers[worker.session_id]
-        if self._stopping:
+        if self._stopping or worker.closing:
             return
         how = f"killed by signal {-code}" if code < 0 else f"exited with {code}"
         log.warning("worker %d of session %s %s", worker.process.pid, worker.session_id, how)

@@ -19,6 +19,8 @@ import socket
 import sys
 from pathlib import Path
 
+from eukhe.children import AgentSession
+from eukhe.daemon.children import daemon_children
 from eukhe.daemon.host import SessionHost, open_host
 from eukhe.daemon.local_access import bind_private_socket, serve_private
 from eukhe.daemon.procs import become_subreaper, end_orphans
@@ -49,12 +51,14 @@ async def _stdin_closed() -> None:
         transport.close()
 
 
-async def run_worker(socket_path: Path, session_id: str | None) -> int:
-    """Open the session, bind, serve until told to stop; return the exit code."""
+async def run_worker(socket_path: Path, session_id: str | None, daemon_socket: Path | None = None) -> int:
+    """Open the session, bind, serve until told to stop; return the exit code. With `daemon_socket`, the session's
+    children are sessions of that daemon (each in its own worker); without, they live in this process."""
     become_subreaper()
     cwd = Path.cwd()
+    session_class = daemon_children(daemon_socket) if daemon_socket is not None else AgentSession
     try:
-        host = await open_host(session_id, cwd)
+        host = await open_host(session_id, cwd, session_class)
     except EukheError as error:
         _announce(WorkerReady(ready=False, error=error_code(error), message=str(error)))
         return 1
@@ -100,12 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of a worker process."""
     parser = argparse.ArgumentParser(prog="eukhe-worker")
     parser.add_argument("--socket", required=True)
+    parser.add_argument("--daemon", help="the supervisor's socket (children are started through it)")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--session")
     group.add_argument("--create", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker[%(process)d] %(levelname)s %(message)s")
-    return asyncio.run(run_worker(Path(args.socket), None if args.create else args.session))
+    daemon = Path(args.daemon) if args.daemon else None
+    return asyncio.run(run_worker(Path(args.socket), None if args.create else args.session, daemon))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,17 @@ from typing import Any, Literal
 import msgspec
 
 from eukhe.records.base import Record
+from eukhe.records.children import (
+    ChildName,
+    ChildReport,
+    ChildRow,
+    CollectRequest,
+    Reports,
+    Roster,
+    RunEnd,
+    RunRequest,
+    SpawnRequest,
+)
 from eukhe.records.fs import (
     EditAnswer,
     EditArgs,
@@ -97,6 +108,38 @@ class CreateArgs(Record):
     """`session.create`: the session's working directory, an absolute path that exists."""
 
     cwd: str
+
+
+class CloseArgs(Record):
+    """`session.close`: stop the session's worker (its kernel and jobs end; the session stays on disk). Refused
+    while jobs run unless `force`, which kills them."""
+
+    session: str
+    force: bool = False
+
+
+class ChildrenSpawnArgs(SpawnRequest, kw_only=True):
+    """`children.spawn`: start a child of the session (the arguments of `rlm.spawn`)."""
+
+    session: str
+
+
+class ChildrenCollectArgs(CollectRequest, kw_only=True):
+    """`children.collect`: wait for the session's named children (null: all); their reports."""
+
+    session: str
+
+
+class ChildrenDeleteArgs(ChildName, kw_only=True):
+    """`children.delete`: end a child of the session, hand it back, take it off the roster."""
+
+    session: str
+
+
+class ChildRunArgs(RunRequest, kw_only=True):
+    """`child.run`: the session runs `code` as its run as a child (one cell, then its answer)."""
+
+    session: str
 
 
 class BashArgs(Record):
@@ -251,6 +294,13 @@ class SessionRow(Record):
     open: bool
 
 
+class SessionClosed(Record):
+    """`session.close`: whether the session had a worker to stop (it is stopped now; the session stays)."""
+
+    session: str
+    was_open: bool
+
+
 class SessionList(Record):
     """`session.list`: every saved session, in id order."""
 
@@ -382,6 +432,7 @@ OPS: dict[str, Op] = {
     "stop": Op(NoArgs, Stopping, "supervisor", "stop the daemon: its workers close their sessions"),
     "session.create": Op(CreateArgs, SessionCreated, "supervisor", "create a session in a working directory"),
     "session.list": Op(NoArgs, SessionList, "supervisor", "every saved session"),
+    "session.close": Op(CloseArgs, SessionClosed, "supervisor", "stop a session's worker; refused while jobs run"),
     "session.ping": Op(SessionArgs, SessionPong, "session", "the worker hosting a session"),
     "session.show": Op(SessionArgs, SessionShow, "session", "a session's entries, leaf and jobs"),
     "bash": Op(BashArgs, CallAnswer, "session", "run a command as a job; detaches past the budget", CallStarted),
@@ -397,6 +448,13 @@ OPS: dict[str, Op] = {
     "fs.edit": Op(FsEditArgs, EditAnswer, "session", "apply one multi-file patch, completely or not at all"),
     "fs.grep": Op(FsGrepArgs, GrepAnswer, "session", "lines matching a regex under a path, bounded"),
     "fs.glob": Op(FsGlobArgs, GlobAnswer, "session", "files matching a glob under a path, bounded"),
+    "children.spawn": Op(
+        ChildrenSpawnArgs, ChildRow, "session", "start a child: its code as a cell in its own session"
+    ),
+    "children.list": Op(SessionArgs, Roster, "session", "the session's children"),
+    "children.collect": Op(ChildrenCollectArgs, Reports, "session", "wait for children's ends; their reports"),
+    "children.delete": Op(ChildrenDeleteArgs, ChildReport, "session", "end a child, hand it back, forget it"),
+    "child.run": Op(ChildRunArgs, RunEnd, "session", "run the session's code as a child's run (its parent asks)"),
     "cancel": Op(CancelArgs, CancelAccepted, "connection", "cancel a request in flight on this connection"),
 }
 """Every daemon operation."""

@@ -2,6 +2,8 @@
 
 - `rlm.fs`: the five file tools (`read`, `write`, `edit`, `grep`, `glob`), served by the host in the session's working
   directory, answers bounded by the session's output limits; a refusal raises `rlm.FsError`.
+- `rlm.spawn`, `rlm.list_subagents`, `rlm.collect`, `rlm.delete`: children, each a session with its own kernel, in
+  this directory or an isolated copy of it handed back at its end; `rlm.answer` gives a child's answer.
 
 Standard library only: this package runs in any sandbox's Python (docs/kernel-protocol.md).
 """
@@ -10,5 +12,6 @@ from __future__ import annotations
 
 from eukhe_kernel.rlm import fs
 from eukhe_kernel.rlm.answers import Answer, FsError
+from eukhe_kernel.rlm.children import answer, collect, delete, list_subagents, spawn
 
-__all__ = ["Answer", "FsError", "fs"]
+__all__ = ["Answer", "FsError", "answer", "collect", "delete", "fs", "list_subagents", "spawn"]

@@ -3,7 +3,7 @@ inside functions).
 
 The order, bottom first (`A ← B`: B may import A, never the reverse):
 
-    core ← base ← store ← jobs, harness, fs, workspace ← session ← kernel ← api ← daemon ← cli
+    core ← base ← store ← jobs, harness, fs, workspace ← session ← kernel ← children ← api ← daemon ← cli
 
 - core: the pure decisions (`eukhe.core`).
 - base: what every layer shares and that decides nothing of its own: the records (the vocabulary), the error
@@ -11,6 +11,7 @@ The order, bottom first (`A ← B`: B may import A, never the reverse):
   output bounder's shell and `eukhe run`'s runner.
 - jobs, harness, fs (the file tools) and workspace (a child's copy and hand-back) are siblings: none imports
   another.
+- children: a session with children (each a session with its own kernel), built on the kernel's session.
 - api is the public Python API (the session with its kernel); the daemon and the CLI are its clients.
 """
 
@@ -42,6 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("eukhe.jobs", "eukhe.harness", "eukhe.fs", "eukhe.workspace"),
     ("eukhe.session",),
     ("eukhe.kernel",),
+    ("eukhe.children",),
     ("eukhe.api",),
     ("eukhe.daemon",),
     ("eukhe.cli",),

@@ -37,6 +37,12 @@ VALID: dict[str, dict[str, Any]] = {
     "fs.edit": {"session": "s", "patch": "*** Begin Patch\n*** End Patch"},
     "fs.grep": {"session": "s", "pattern": "x", "path": ".", "glob": "*.py"},
     "fs.glob": {"session": "s", "pattern": "*.py"},
+    "session.close": {"session": "s", "force": True},
+    "children.spawn": {"session": "s", "name": "c1", "code": "1", "workspace": "isolated", "timeout_ms": 5},
+    "children.list": {"session": "s"},
+    "children.collect": {"session": "s", "names": ["c1"], "timeout_ms": None},
+    "children.delete": {"session": "s", "name": "c1"},
+    "child.run": {"session": "s", "code": "1", "timeout_ms": None},
     "cancel": {"request": 3},
 }
 """A valid request's arguments for every op (the test checks they cover OPS)."""

@@ -1,0 +1,58 @@
+"""Where a parent's children live: the `ChildHost` a `Children` roster asks to start, run and stop a child.
+
+A child is a session of its own, with its own kernel and jobs. `InProcessHost` hosts it in the parent's process (the
+Python API without a daemon); the daemon's host gives each child its own worker (`eukhe.daemon.children`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from eukhe.records.children import RunEnd, RunRequest
+
+if TYPE_CHECKING:
+    from eukhe.children.session import AgentSession
+
+
+class ChildHost(Protocol):
+    """Start a child session in a working directory, run its code, stop it (its session stays on disk)."""
+
+    async def start(self, cwd: Path) -> str:
+        """Create the child's session in `cwd`; its id."""
+        ...
+
+    async def run(self, session_id: str, request: RunRequest) -> RunEnd:
+        """Run the child's code to its end (or its timeout). Cancelled: the cell is interrupted, then re-raised."""
+        ...
+
+    async def stop(self, session_id: str) -> None:
+        """End the child's kernel, jobs (and worker): nothing of it runs after this returns."""
+        ...
+
+
+class InProcessHost:
+    """Children as sessions opened in this process (each with its own kernel and jobs), in the parent's sessions
+    root; a child stopped here is closed."""
+
+    def __init__(self, session_class: type[AgentSession], root: Path) -> None:
+        self._session_class = session_class
+        self._root = root
+        self._open: dict[str, AgentSession] = {}
+
+    async def start(self, cwd: Path) -> str:
+        child = await self._session_class.create(cwd, root=self._root)
+        self._open[child.id] = child
+        return child.id
+
+    async def run(self, session_id: str, request: RunRequest) -> RunEnd:
+        child = self._open.get(session_id)
+        if child is None:  # a child of a session reopened in another process: its run is not here
+            child = await self._session_class.open(session_id, root=self._root)
+            self._open[session_id] = child
+        return await child.run_as_child(request)
+
+    async def stop(self, session_id: str) -> None:
+        child = self._open.pop(session_id, None)
+        if child is not None:
+            await child.close()

@@ -1,0 +1,270 @@
+"""A parent's children (issue 11): spawn, roster, collect, delete, and each child's end: stop, then hand back.
+
+Each child is kept as an `eukhe.child` state document in the parent's journal (`ChildState`), written at its spawn,
+at its run's end and after its hand-back, so a parent reopened after a crash finds its children. A child whose run
+was cut by the parent's host stopping is ended then (`failed`, `host_stopped`) and handed back; an isolated child
+keeps its copy and base until that hand-back.
+
+The end of a child is always, in this order: its status is recorded; the child is stopped (its worker, kernel and
+jobs end: nothing of it writes after this); an isolated child's copy is handed back (one hand-back at a time per
+parent); the outcome is recorded and its waiters wake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from eukhe.children.errors import ChildExistsError, ChildNameError, UnknownChildError
+from eukhe.children.host import ChildHost
+from eukhe.clock import Clock, wait_within
+from eukhe.core.job import blocking_span
+from eukhe.errors import EukheError
+from eukhe.records.base import convert
+from eukhe.records.children import (
+    ChildError,
+    ChildReport,
+    ChildRow,
+    ChildState,
+    ChildStatus,
+    CollectRequest,
+    RunEnd,
+    RunRequest,
+    SpawnRequest,
+)
+from eukhe.records.journal import DocPut, DocRetire, JournalRecord
+from eukhe.records.workspace import HandbackOutcome
+from eukhe.session.session import SessionClosedError
+from eukhe.workspace import HandbackError, WorkspaceLayout, create_workspace, hand_back
+from eukhe.workspace.durable import remove_tree
+
+log = logging.getLogger("eukhe.children")
+
+CHILD_DOC = "eukhe.child"
+"""The state document of one child in its parent's journal (key: the child's name)."""
+
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+"""A child's name: one path component of its workspace, up to 64 letters, digits and `_.-`."""
+
+Commit = Callable[[list[JournalRecord]], object]
+
+
+@dataclass(frozen=True, slots=True)
+class Parent:
+    """What the roster needs of its parent session: who it is, where it works, how long a call may block."""
+
+    session_id: str
+    cwd: Path
+    workspaces: Path
+    budget_ms: int
+
+
+class Children:
+    """The children of one parent session."""
+
+    def __init__(self, parent: Parent, host: ChildHost, commit: Commit, clock: Clock) -> None:
+        self._parent = parent
+        self._host = host
+        self._commit = commit
+        self._clock = clock
+        self._states: dict[str, ChildState] = {}
+        self._runs: dict[str, asyncio.Task[None]] = {}
+        self._ended: dict[str, asyncio.Future[None]] = {}
+        self._deleting: set[str] = set()
+        self._handing_back = asyncio.Lock()
+        self._closed = False
+
+    # --- the roster -----------------------------------------------------------------------------------------------
+
+    def rows(self) -> list[ChildRow]:
+        """Every child, in spawn order."""
+        return [state.row() for state in self._states.values()]
+
+    def report(self, name: str) -> ChildReport:
+        """One child's report as it stands."""
+        return self._state(name).report()
+
+    def _state(self, name: str) -> ChildState:
+        try:
+            return self._states[name]
+        except KeyError:
+            raise UnknownChildError(name) from None
+
+    def _layout(self, name: str) -> WorkspaceLayout:
+        return WorkspaceLayout.at(self._parent.workspaces, self._parent.session_id, name)
+
+    def _record(self, state: ChildState) -> None:
+        """Keep the child's state, in memory and in the parent's journal."""
+        self._states[state.name] = state
+        self._commit([DocPut(type=CHILD_DOC, key=state.name, value=msgspec.to_builtins(state))])
+
+    # --- spawn ----------------------------------------------------------------------------------------------------
+
+    async def spawn(self, request: SpawnRequest) -> ChildRow:
+        """Start a child: its workspace (isolated: the copy), its session, then its run in the background."""
+        if self._closed:
+            raise SessionClosedError("the parent session is closing: no child starts")
+        if not NAME.fullmatch(request.name):
+            raise ChildNameError(request.name)
+        if request.name in self._states:
+            raise ChildExistsError(request.name)
+        self._reserve(request.name)
+        try:
+            cwd, copy = self._parent.cwd, None
+            if request.workspace == "isolated":
+                layout = self._layout(request.name)
+                copy = await asyncio.to_thread(create_workspace, self._parent.cwd, layout)
+                cwd = layout.copy
+            try:
+                session_id = await self._host.start(cwd)
+            except BaseException:
+                if copy is not None:  # no child works in it: the copy goes (the parent's files are untouched)
+                    await asyncio.to_thread(remove_tree, self._layout(request.name).dir)
+                raise
+        except BaseException:
+            del self._ended[request.name]
+            raise
+        state = ChildState(
+            name=request.name,
+            session=session_id,
+            status="running",
+            workspace=request.workspace,
+            cwd=str(cwd),
+            timeout_ms=request.timeout_ms,
+            code=request.code,
+            copy=copy,
+        )
+        self._record(state)
+        self._runs[request.name] = asyncio.create_task(self._run(state), name=f"child {request.name}")
+        return state.row()
+
+    def _reserve(self, name: str) -> None:
+        """Hold the name while the spawn makes its workspace and session (a second spawn of it is refused)."""
+        if name in self._ended:
+            raise ChildExistsError(name)
+        self._ended[name] = asyncio.get_running_loop().create_future()
+
+    async def _run(self, state: ChildState) -> None:
+        """The child's run, then its end."""
+        try:
+            end = await self._host.run(state.session, RunRequest(code=state.code, timeout_ms=state.timeout_ms))
+        except asyncio.CancelledError:
+            if state.name not in self._deleting:
+                raise  # the parent closes: the child's end is decided when the parent reopens
+            end = None
+        except EukheError as error:
+            end = RunEnd(status="failed", error=ChildError(reason="host_stopped", message=str(error)))
+        except Exception as error:  # a bug: the child still ends (stopped, handed back), its report says why
+            log.exception("child %s: its run failed", state.name)
+            end = RunEnd(
+                status="failed", error=ChildError(reason="internal", message=f"{type(error).__name__}: {error}")
+            )
+        if end is None:
+            status: ChildStatus = "cancelled"
+            ended = RunEnd(status="failed", error=ChildError(reason="cancelled", message="the parent deleted it"))
+        else:
+            status, ended = end.status, end
+        await self._end(msgspec.structs.replace(state, status=status, answer=ended.answer, error=ended.error))
+
+    async def _end(self, state: ChildState) -> None:
+        """Record the status, stop the child, hand an isolated child back, record the outcome, wake the waiters."""
+        self._record(state)
+        try:
+            await self._host.stop(state.session)
+        except EukheError as error:  # e.g. its worker is gone already: nothing of it runs
+            log.warning("child %s: stopping its session %s: %s", state.name, state.session, error)
+        handback: HandbackOutcome | None = None
+        if state.workspace == "isolated":
+            layout = self._layout(state.name)
+            async with self._handing_back:
+                try:
+                    handback = await asyncio.to_thread(hand_back, layout)
+                except HandbackError as error:
+                    handback = error.failure()
+                    log.error("child %s: hand-back failed at %s: %s", state.name, error.path, error.reason)
+        self._record(msgspec.structs.replace(state, handback=handback, ended=True))
+        ended = self._ended.get(state.name)
+        if ended is not None and not ended.done():
+            ended.set_result(None)
+
+    # --- collect, delete ------------------------------------------------------------------------------------------
+
+    async def collect(self, request: CollectRequest) -> list[ChildReport]:
+        """Wait at most `timeout_ms` (within the blocking budget) for the named children's ends (None: all);
+        their reports (a child still running reports `running`)."""
+        names = list(self._states) if request.names is None else request.names
+        for name in names:
+            self._state(name)
+        waiting = [self._ended[name] for name in names if not self._ended[name].done()]
+        if waiting:
+            together = asyncio.ensure_future(asyncio.gather(*(asyncio.shield(w) for w in waiting)))
+            try:
+                await wait_within(self._clock, together, blocking_span(request.timeout_ms, self._parent.budget_ms))
+            finally:
+                if not together.done():
+                    together.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await together
+        return [self._states[name].report() for name in names]
+
+    async def delete(self, name: str) -> ChildReport:
+        """End the child (its run is cancelled if it still runs), hand it back, and take it off the roster; its
+        last report. Its session stays on disk; an isolated child's workspace keeps `conflicts/` and its record."""
+        self._state(name)
+        run = self._runs.get(name)
+        if run is not None and not run.done():
+            self._deleting.add(name)
+            run.cancel()
+        await asyncio.shield(self._ended[name])
+        report = self._states[name].report()
+        del self._states[name]
+        del self._ended[name]
+        self._runs.pop(name, None)
+        self._deleting.discard(name)
+        self._commit([DocRetire(type=CHILD_DOC, key=name)])
+        return report
+
+    # --- the parent's life ----------------------------------------------------------------------------------------
+
+    def restore(self, documents: dict[str, Any]) -> list[ChildState]:
+        """Load the children a reopened parent kept; the ones whose end did not finish (to `resume`)."""
+        unfinished = []
+        for key, value in documents.items():
+            state = convert(value, ChildState, code="journal_format", what=f"child {key!r} of the journal")
+            self._states[state.name] = state
+            ended = asyncio.get_running_loop().create_future()
+            self._ended[state.name] = ended
+            if state.ended:
+                ended.set_result(None)
+            else:
+                unfinished.append(state)
+        return unfinished
+
+    def resume(self, unfinished: list[ChildState]) -> None:
+        """End the children a stopped host left: a run still `running` was cut (`failed`, `host_stopped`); then
+        each is stopped and handed back as at any end (a hand-back cut by a crash reruns to the same result)."""
+        cut = ChildError(reason="host_stopped", message="the parent's host stopped during the child's run")
+        for left in unfinished:
+            state = msgspec.structs.replace(left, status="failed", error=cut) if left.status == "running" else left
+            self._runs[state.name] = asyncio.create_task(self._end(state), name=f"child {state.name} end")
+
+    async def close(self) -> None:
+        """The parent closes: the runs are cut and the children stopped (no child outlives its parent's host);
+        their ends are decided when the parent reopens. Ends already under way finish first."""
+        self._closed = True
+        for name, task in self._runs.items():
+            if not task.done() and self._states[name].status == "running":
+                task.cancel()
+        await asyncio.gather(*self._runs.values(), return_exceptions=True)
+        for state in self._states.values():
+            if state.status == "running":
+                with contextlib.suppress(EukheError):
+                    await self._host.stop(state.session)

@@ -1,0 +1,137 @@
+"""`eukhe spawn` and `eukhe children list|collect|delete`: a daemon-hosted session's children (issue 11).
+
+A child is a session of its own (worker, kernel, jobs) whose run is CODE, one cell in its kernel; `--isolated` gives
+it a copy of the parent's files, handed back path by path at its end (docs/children.md).
+
+--json: `spawn` -> the child's roster row (`name`, `session`, `status`, `workspace`, `cwd`, `handback`); `list` ->
+`{"children": [...]}`; `collect` -> `{"reports": [...]}`, each `name`, `status`, `answer`, `error`, `handback`;
+`delete` -> the child's last report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from eukhe.cli.common import emit_json, positive_int
+from eukhe.cli.daemon import add_daemon_options, call
+from eukhe.errors import UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def _code(args: argparse.Namespace) -> str:
+    """The child's code: `-c CODE`, a FILE, or `-` for standard input (exactly one)."""
+    if (args.code is None) == (args.file is None):
+        raise UsageError("eukhe spawn: give the child's code as -c CODE, a FILE, or - for standard input")
+    if args.code is not None:
+        return str(args.code)
+    if args.file == "-":
+        return sys.stdin.read()
+    try:
+        with open(args.file, encoding="utf-8") as source:
+            return source.read()
+    except OSError as error:
+        raise UsageError(f"eukhe spawn: cannot read {args.file}: {error.strerror or error}") from error
+
+
+def _handback_line(handback: dict[str, Any] | None) -> str:
+    if handback is None:
+        return ""
+    if handback.get("status") == "failed":
+        return f"  hand-back failed at {handback['path']}: {handback['reason']} (copy kept at {handback['copy']})"
+    taken, conflicts = len(handback["paths_taken"]), len(handback["conflicts"])
+    return f"  handed back: {taken} path(s) taken, {conflicts} conflict(s)"
+
+
+def cmd_spawn(args: argparse.Namespace) -> int:
+    """Start a child of the session."""
+    payload = {
+        "session": args.session,
+        "name": args.name,
+        "code": _code(args),
+        "workspace": "isolated" if args.isolated else "shared",
+        "timeout_ms": args.timeout_ms,
+    }
+    row = call(args, "children.spawn", payload)
+    if args.json:
+        emit_json(row)
+    else:
+        print(f"{row['name']}  {row['status']}  session {row['session']}  {row['workspace']} in {row['cwd']}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """The session's children."""
+    roster = call(args, "children.list", {"session": args.session})
+    if args.json:
+        emit_json(roster)
+        return 0
+    for row in roster["children"]:
+        handback = _handback_line(row["handback"])
+        print(f"{row['name']}  {row['status']:9}  {row['session']}  {row['workspace']}{handback}")
+    return 0
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    print(f"{report['name']}: {report['status']}")
+    if report.get("answer") is not None:
+        print(f"  answer: {json.dumps(report['answer'], ensure_ascii=False)}")
+    if report.get("error"):
+        print(f"  error ({report['error']['reason']}): {report['error']['message']}")
+    handback = report.get("handback")
+    if handback:
+        print(_handback_line(handback))
+        for conflict in handback.get("conflicts", []):
+            where = conflict.get("child_version") or "(a removal)"
+            print(f"    conflict {conflict['path']} ({conflict['reason']}): the child's version is {where}")
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    """Wait for children's ends (at most --timeout-ms and the session's budget); their reports."""
+    payload = {"session": args.session, "names": args.names or None, "timeout_ms": args.timeout_ms}
+    reports = call(args, "children.collect", payload, wait_label="waiting for the children")
+    if args.json:
+        emit_json(reports)
+        return 0
+    for report in reports["reports"]:
+        _print_report(report)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    """End a child, hand it back and take it off the roster."""
+    report = call(args, "children.delete", {"session": args.session, "name": args.name}, wait_label="ending the child")
+    if args.json:
+        emit_json(report)
+    else:
+        _print_report(report)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add `eukhe spawn` and `eukhe children ...` to the parser."""
+    spawn = subparsers.add_parser("spawn", help="start a child of a session: CODE as a cell in its own session")
+    spawn.add_argument("--name", required=True, help="the child's name (letters, digits, _.-; unique per parent)")
+    spawn.add_argument("--isolated", action="store_true", help="work in a copy of the parent's files, handed back")
+    spawn.add_argument("--timeout-ms", type=positive_int, help="stall the child past this many milliseconds")
+    spawn.add_argument("-c", dest="code", help="the child's code")
+    spawn.add_argument("file", nargs="?", help="a file with the child's code (- for standard input)")
+    spawn.set_defaults(handler=cmd_spawn)
+    children = subparsers.add_parser("children", help="list, collect or delete a session's children")
+    commands = children.add_subparsers(dest="children_command", required=True, parser_class=type(children))
+    listing = commands.add_parser("list", help="the session's children")
+    listing.set_defaults(handler=cmd_list)
+    collect = commands.add_parser("collect", help="wait for children's ends; their reports")
+    collect.add_argument("names", nargs="*", help="the children to wait for (default: all)")
+    collect.add_argument("--timeout-ms", type=positive_int)
+    collect.set_defaults(handler=cmd_collect)
+    delete = commands.add_parser("delete", help="end a child, hand it back, take it off the roster")
+    delete.add_argument("name")
+    delete.set_defaults(handler=cmd_delete)
+    for parser in (spawn, listing, collect, delete):
+        parser.add_argument("--session", required=True, help="the parent session's id")
+        add_daemon_options(parser)

@@ -1,0 +1,43 @@
+"""Children under the daemon: each child is a session of its own worker (issue 11).
+
+A parent's worker asks the supervisor to create the child's session (a new worker, in the child's directory), to
+run the child's code there (`child.run`, answered by the child's worker), and to close it (`session.close` with
+force: its worker ends, with its kernel and jobs; the session stays on disk and reopens when asked).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eukhe.children import AgentSession
+from eukhe.daemon.asking import ask
+from eukhe.records.base import convert
+from eukhe.records.children import RunEnd, RunRequest
+
+
+class DaemonHost:
+    """A `ChildHost` whose children are sessions of the daemon at `socket`, each in its own worker."""
+
+    def __init__(self, socket: Path) -> None:
+        self.socket = socket
+
+    async def start(self, cwd: Path) -> str:
+        created = await ask(self.socket, "session.create", {"cwd": str(cwd)})
+        return str(created["id"])
+
+    async def run(self, session_id: str, request: RunRequest) -> RunEnd:
+        args = {"session": session_id, "code": request.code, "timeout_ms": request.timeout_ms}
+        end = await ask(self.socket, "child.run", args)
+        return convert(end, RunEnd, code="daemon_protocol", what="a child's run end")
+
+    async def stop(self, session_id: str) -> None:
+        await ask(self.socket, "session.close", {"session": session_id, "force": True})
+
+
+def daemon_children(socket: Path) -> type[AgentSession]:
+    """The session class a worker hosts: its children are the daemon's sessions."""
+
+    def host(_parent: AgentSession) -> DaemonHost:
+        return DaemonHost(socket)
+
+    return type("DaemonAgentSession", (AgentSession,), {"child_host": staticmethod(host)})

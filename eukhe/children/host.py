@@ -30,6 +30,11 @@ class ChildHost(Protocol):
         """End the child's kernel, jobs (and worker): nothing of it runs after this returns."""
         ...
 
+    async def stopping(self) -> bool:
+        """Whether the host itself is going away (a run that failed then was cut by the stop: not the child's end;
+        the parent ends it when it reopens)."""
+        ...
+
 
 class InProcessHost:
     """Children as sessions opened in this process (each with its own kernel and jobs), in the parent's sessions
@@ -56,3 +61,6 @@ class InProcessHost:
         child = self._open.pop(session_id, None)
         if child is not None:
             await child.close()
+
+    async def stopping(self) -> bool:
+        return False  # in this process, the parent's close cancels the runs first

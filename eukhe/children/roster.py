@@ -43,8 +43,8 @@ from eukhe.records.children import (
 from eukhe.records.journal import DocPut, DocRetire, JournalRecord
 from eukhe.records.workspace import HandbackOutcome
 from eukhe.session.session import SessionClosedError
-from eukhe.workspace import HandbackError, WorkspaceLayout, create_workspace, hand_back
-from eukhe.workspace.durable import remove_tree
+from eukhe.workspace import MAX_WORKSPACE_FILES, HandbackError, WorkspaceLayout, create_workspace, hand_back
+from eukhe.workspace.durable import CrashHook, no_hook, remove_tree
 
 log = logging.getLogger("eukhe.children")
 
@@ -69,6 +69,11 @@ class Parent:
 
 class Children:
     """The children of one parent session."""
+
+    max_files = MAX_WORKSPACE_FILES
+    """An isolated spawn of a directory that lists more files is refused (`workspace_too_large`, naming shared)."""
+    handback_hook: CrashHook = staticmethod(no_hook)
+    """Called at each named point of a hand-back, just before its rename (tests look at the world there)."""
 
     def __init__(self, parent: Parent, host: ChildHost, commit: Commit, clock: Clock) -> None:
         self._parent = parent
@@ -121,7 +126,7 @@ class Children:
             cwd, copy = self._parent.cwd, None
             if request.workspace == "isolated":
                 layout = self._layout(request.name)
-                copy = await asyncio.to_thread(create_workspace, self._parent.cwd, layout)
+                copy = await asyncio.to_thread(create_workspace, self._parent.cwd, layout, max_files=self.max_files)
                 cwd = layout.copy
             try:
                 session_id = await self._host.start(cwd)
@@ -161,6 +166,8 @@ class Children:
                 raise  # the parent closes: the child's end is decided when the parent reopens
             end = None
         except EukheError as error:
+            if await self._host.stopping():
+                return  # the host goes away: the child's end is decided when the parent reopens
             end = RunEnd(status="failed", error=ChildError(reason="host_stopped", message=str(error)))
         except Exception as error:  # a bug: the child still ends (stopped, handed back), its report says why
             log.exception("child %s: its run failed", state.name)
@@ -186,7 +193,7 @@ class Children:
             layout = self._layout(state.name)
             async with self._handing_back:
                 try:
-                    handback = await asyncio.to_thread(hand_back, layout)
+                    handback = await asyncio.to_thread(hand_back, layout, hook=self.handback_hook)
                 except HandbackError as error:
                     handback = error.failure()
                     log.error("child %s: hand-back failed at %s: %s", state.name, error.path, error.reason)

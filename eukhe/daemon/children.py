@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eukhe.children import AgentSession
-from eukhe.daemon.asking import ask
+from eukhe.daemon.asking import AskError, ask
 from eukhe.records.base import convert
 from eukhe.records.children import RunEnd, RunRequest
 
@@ -32,6 +32,18 @@ class DaemonHost:
 
     async def stop(self, session_id: str) -> None:
         await ask(self.socket, "session.close", {"session": session_id, "force": True})
+
+    async def stopping(self) -> bool:
+        """The daemon is stopping when it no longer answers a ping (its listener closes before its workers stop)."""
+        try:
+            await ask(self.socket, "ping", {})
+        except AskError as error:
+            return error.code in STOPPING
+        return False
+
+
+STOPPING = frozenset({"daemon_unavailable", "daemon_stopping", "daemon_protocol"})
+"""The codes of a daemon that is going away."""
 
 
 def daemon_children(socket: Path) -> type[AgentSession]:

@@ -615,11 +615,11 @@ class KernelManager:
             encode(reply)  # a result that is not JSON at all is an error reply too
         except asyncio.CancelledError:
             raise
+        except EukheError as exc:  # first: a refusal may be a ValueError too (a UsageError), and is not unencodable
+            error = HostReplyError(code=error_code(exc), message=str(exc), details=error_details(exc))
+            reply = HostReplyRefused(id=admission.id, status="error", error=error)
         except (TypeError, ValueError, msgspec.EncodeError) as exc:
             error = HostReplyError(code="unencodable", message=f"the handler's result is not JSON: {exc}")
-            reply = HostReplyRefused(id=admission.id, status="error", error=error)
-        except EukheError as exc:
-            error = HostReplyError(code=error_code(exc), message=str(exc), details=error_details(exc))
             reply = HostReplyRefused(id=admission.id, status="error", error=error)
         except Exception as exc:
             error = HostReplyError(code="handler_error", message=f"{type(exc).__name__}: {exc}")

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "watch": "eukhe.cli.watch",
     "tree": "eukhe.cli.tree",
     "schema": "eukhe.cli.schema",
+    "mcp": "eukhe.cli.mcp",
 }
 """Each command's module has `register(subparsers)`, which adds the command and sets `handler` on it."""
 

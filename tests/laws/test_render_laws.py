@@ -43,13 +43,16 @@ PIECES = st.sampled_from(
         "[#####     ]",
         "é",
         "\ufffd",
+        "\ud800",
+        "\udcff",
     ]
 )
 TERMINAL_TEXT = st.lists(PIECES | PLAIN, max_size=30).map("".join)
 TERMINAL_BYTES = st.lists(
     PIECES.map(lambda piece: piece.encode("utf-8", "surrogatepass")) | st.binary(max_size=8), max_size=30
 ).map(b"".join)
-ANY_TEXT = st.text() | TERMINAL_TEXT
+ANY_TEXT = st.text(st.characters(exclude_categories=())) | TERMINAL_TEXT
+"""Any str, lone surrogates included (what `surrogateescape` decoding makes of bytes that are not UTF-8)."""
 ANY_BYTES = st.binary() | TERMINAL_BYTES
 ANY_INPUT = ANY_TEXT | ANY_BYTES
 
@@ -68,6 +71,12 @@ def test_render_is_idempotent(raw: bytes | str) -> None:
 @given(ANY_INPUT)
 def test_render_is_never_longer_than_its_input(raw: bytes | str) -> None:
     assert len(render(raw)) <= len(raw)
+
+
+@given(ANY_BYTES)
+def test_invalid_utf8_becomes_the_replacement_character(raw: bytes) -> None:
+    """Bytes render as their UTF-8 decoding with each invalid sequence replaced by U+FFFD (nothing is dropped)."""
+    assert render(raw) == render(raw.decode("utf-8", "replace"))
 
 
 @given(PLAIN)

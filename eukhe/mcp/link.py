@@ -2,10 +2,12 @@
 
 Why asyncio streams and not the CLI's blocking `DaemonClient` in a thread: a tool call must be cancellable while it
 waits (the client's `notifications/cancelled`), and the daemon answers one request at a time per connection. So
-each call gets its own connection (twenty concurrent tool calls are twenty connections; the supervisor forwards
-each to the session's worker), and a cancelled call sends the connection-level `cancel` op for its request on that
-same connection, then reads on until the daemon's answer says how the job ended (bounded, shielded from the
-cancellation that asked for it).
+each call has a connection to itself while it runs (twenty concurrent tool calls are twenty connections; the
+supervisor forwards each to the session's worker), and a cancelled call sends the connection-level `cancel` op for
+its request on that same connection, then reads on until the daemon's answer says how the job ended (bounded,
+shielded from the cancellation that asked for it). A connection whose request was answered goes back to a small
+pool of idle ones for the next call (a connect and the supervisor's peer check cost about as much as a bash run's
+bookkeeping: bench/mcp_roundtrip.py); one that was cancelled, broke or that the daemon closed is not reused.
 
 Requests are encoded by `eukhe.daemon.wire` as the CLI's are; replies are JSON lines, read as the CLI reads them.
 When no daemon answers, one is started as every CLI command starts it (`eukhe.daemon.client.connect`, in a thread).
@@ -30,6 +32,8 @@ from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
 
 log = logging.getLogger("eukhe.mcp")
 
+IDLE_KEPT = 8
+"""Idle connections kept for later calls; more concurrent calls open more, and close them when done."""
 CANCEL_WAIT_S = 30.0
 """After sending a cancel, how long a call waits for the daemon's answer (the job's end) before it lets go. The
 daemon kills a bash job's group at once and a cell's kernel after its grace, so this is rarely reached; past it the
@@ -123,6 +127,11 @@ class DaemonConnection:
             raise DaemonProtocolError("a reply is a JSON object")
         return value
 
+    @property
+    def reusable(self) -> bool:
+        """Still open at both ends, with nothing unread (the daemon did not close it while it was idle)."""
+        return not (self._reader.at_eof() or self._writer.is_closing())
+
     async def close(self) -> None:
         """Close the connection (a request still in flight goes on in the daemon, to its own end)."""
         self._writer.close()
@@ -135,6 +144,7 @@ class DaemonLink:
 
     def __init__(self, socket: str) -> None:
         self.socket = socket
+        self._idle: list[DaemonConnection] = []
 
     async def connect(self) -> DaemonConnection:
         """A fresh connection to the supervisor."""
@@ -166,10 +176,35 @@ class DaemonLink:
         on_event: EventHandler | None = None,
         cancel_in_daemon: Callable[[], bool] | None = None,
     ) -> Any:
-        """One request on a connection of its own (see DaemonConnection.request)."""
-        connection = await self.connect()
+        """One request on a connection of its own while it runs (see DaemonConnection.request); an answered
+        connection goes back to the pool."""
+        connection = await self._take()
+        answered = False
         try:
-            return await connection.request(op, args, on_event=on_event, cancel_in_daemon=cancel_in_daemon)
+            result = await connection.request(op, args, on_event=on_event, cancel_in_daemon=cancel_in_daemon)
+            answered = True
+            return result
+        except DaemonError:
+            answered = True  # an error reply is an answer: the connection is in step
+            raise
         finally:
-            with anyio.CancelScope(shield=True):
-                await connection.close()
+            if answered and connection.reusable and len(self._idle) < IDLE_KEPT:
+                self._idle.append(connection)
+            else:
+                with anyio.CancelScope(shield=True):
+                    await connection.close()
+
+    async def _take(self) -> DaemonConnection:
+        """An idle connection that is still good, else a new one."""
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.reusable:
+                return connection
+            await connection.close()
+        return await self.connect()
+
+    async def aclose(self) -> None:
+        """Close the idle connections."""
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            await connection.close()

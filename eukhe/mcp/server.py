@@ -13,8 +13,9 @@ naming the field, and so is any refusal of the daemon (an unknown job...). A res
 
 Cancellation: the SDK cancels a handler both when the client sends `notifications/cancelled` and when the server
 shuts down (its input closed). Only the first cancels the call's job in the daemon (the `cancel` op: the group ends,
-or the cell is interrupted); on a shutdown the daemon is left to finish the call. stdout is the MCP channel (the SDK
-points fd 1 at stderr while it serves, so nothing else reaches it); stderr carries diagnostics only.
+or the cell is interrupted); on a shutdown the daemon is left to finish the call. stdout is the MCP channel
+(`eukhe.mcp.stdio` points fd 1 at stderr while it serves, so nothing else reaches it); stderr carries diagnostics
+only.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from eukhe import __version__
@@ -38,6 +38,7 @@ from eukhe.errors import EukheError, InputError, error_code
 from eukhe.mcp.link import DaemonLink
 from eukhe.mcp.progress import CallProgress
 from eukhe.mcp.results import error_text
+from eukhe.mcp.stdio import stdio_streams
 from eukhe.mcp.tools import TOOLS, Tool
 
 log = logging.getLogger("eukhe.mcp")
@@ -174,8 +175,12 @@ def refused(code: str, message: str) -> types.CallToolResult:
 async def serve(link: DaemonLink, target: Target) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin."""
     server = EukheServer(link, target).sdk_server()
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    try:
+        async with stdio_streams() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        with anyio.CancelScope(shield=True):
+            await link.aclose()
 
 
 def configure_logging() -> None:

@@ -11,6 +11,7 @@ import base64
 import os
 import re
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -433,3 +434,35 @@ def test_mcp_twenty_concurrent_tool_calls_on_one_server(world: DaemonEnv) -> Non
         assert len(jobs) == 20
 
     run(scenario)
+
+
+def test_mcp_serves_a_stdin_that_is_a_regular_file(world: DaemonEnv) -> None:
+    """A stdin the event loop cannot watch (a file) is served by the SDK's own transport: same answers."""
+    init = types.InitializeRequestParams(
+        protocol_version="2025-11-25",
+        capabilities=types.ClientCapabilities(),
+        client_info=types.Implementation(name="test", version="1"),
+    )
+    messages = [
+        types.JSONRPCRequest(jsonrpc="2.0", id=1, method="initialize", params=init.model_dump(by_alias=True)),
+        types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized"),
+        types.JSONRPCRequest(jsonrpc="2.0", id=2, method="tools/list"),
+    ]
+    requests = world.root / "requests.jsonl"
+    requests.write_text(
+        "".join(message.model_dump_json(by_alias=True, exclude_none=True) + "\n" for message in messages)
+    )
+    with requests.open() as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "eukhe.cli.main", "mcp", "--cwd", str(workdir(world))],
+            stdin=stdin,
+            capture_output=True,
+            env=world.env,
+            timeout=60,
+            check=True,
+        )
+    replies = [types.jsonrpc_message_adapter.validate_json(line) for line in done.stdout.splitlines()]
+    assert [reply.id for reply in replies] == [1, 2]
+    listed = types.ListToolsResult.model_validate(replies[1].result)
+    assert [tool.name for tool in listed.tools] == list(TOOLS)
+    only_diagnostics(done.stderr.decode())

@@ -190,7 +190,14 @@ def test_mcp_bash_detaches_at_its_budget_then_jobs_wait_settles_it(world: Daemon
             assert text_of(result).splitlines() == ["start", job_line(job, 300)]
             assert f"{job}  bash  running" in await server.text("jobs_list", {})
 
-            waited = await server.call("jobs_wait", {"job": job, "timeout_ms": 20_000})
+            reports: list[str | None] = []
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                reports.append(message)
+
+            waited = await server.call("jobs_wait", {"job": job, "timeout_ms": 20_000}, progress_callback=on_progress)
+            assert reports, "a wait of about 1.7 s reports its job's progress (at least every second)"
+            assert all((message or "").startswith(f"job {job} running for ") for message in reports), reports
             assert waited.structured_content["status"] == "settled"
             assert waited.structured_content["exit_code"] == 0
             assert text_of(waited) == "start\ndone\n[exit 0]"

@@ -413,6 +413,21 @@ def test_mcp_a_client_that_leaves_mid_call_leaves_the_job_running(world: DaemonE
     run(scenario)
 
 
+def test_mcp_a_daemon_stopped_between_calls_is_started_again_and_the_session_reopened(world: DaemonEnv) -> None:
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+            assert await server.text("bash", {"command": "echo one"}) == "one\n[exit 0]"
+            first = world.daemon_pid()
+            world.cli("daemon", "stop")
+            assert await server.text("bash", {"command": "echo two"}) == "two\n[exit 0]"
+            assert world.daemon_pid() not in (None, first)
+            sessions = {row["id"]: row for row in world.json("session", "list")["sessions"]}
+            assert sessions[server.session]["open"] is True
+            await eventually(lambda: "starting one" in server.stderr, "the server's diagnostic")
+
+    run(scenario)
+
+
 def test_mcp_twenty_concurrent_tool_calls_on_one_server(world: DaemonEnv) -> None:
     """Each call waits (at most 10 s) until all twenty have started: calls run one after another would not see 20."""
     barrier = world.root / "barrier"

@@ -73,6 +73,9 @@ class CallProgress:
                 await self._report(self._last, progress_message(elapsed, self.job, self.row))
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 return  # the client is gone; the call goes on
+            except Exception:  # progress is best effort: a failed report stops the reports, never the call
+                log.exception("progress: a report failed; no more reports for this call")
+                return
 
     async def follow(self, link: DaemonLink, session: str) -> None:
         """Read the session's watch stream until cancelled; progress is best effort, so a failure only stops it."""

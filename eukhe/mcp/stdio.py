@@ -6,10 +6,12 @@ Here the same framing runs on the loop through asyncio pipe transports. Messages
 SDK's own models (`jsonrpc_message_adapter`, `model_dump_json`), exactly as its transport does, and handed to the
 SDK's server as the streams its `Server.run` takes: nothing of JSON-RPC is written here.
 
-As with the SDK's transport, fd 0 and fd 1 are taken over while serving: the wire gets private duplicates, fd 0
-reads the null device and fd 1 writes to stderr, so stray output (a library's print, a child that inherits them)
-never reaches the channel. When stdin or stdout is not a pipe, socket or character device (a regular file, say),
-the loop cannot watch it, and the SDK's own transport serves instead.
+As with the SDK's transport, fd 0 and fd 1 are taken over: the wire gets private duplicates, fd 0 reads the null
+device and fd 1 writes to stderr, so stray output (a library's print, a child that inherits them) never reaches the
+channel. They stay so until the process exits (`eukhe mcp` ends when the channel does).
+
+When stdin or stdout is not a pipe, socket or character device (a regular file, say), the loop cannot watch it, and
+the SDK's own transport serves instead.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
@@ -36,8 +37,6 @@ MAX_LINE_BYTES = 64 << 20
 FLUSH_S = 5.0
 """At the end, how long the messages still queued may take to go out."""
 
-Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
-
 
 def _watchable(fd: int) -> bool:
     """Whether the event loop can watch `fd` (a pipe, socket or character device)."""
@@ -47,7 +46,8 @@ def _watchable(fd: int) -> bool:
 
 @contextlib.asynccontextmanager
 async def stdio_streams() -> AsyncIterator[Any]:
-    """The MCP message streams over this process's stdin and stdout, for `Server.run`."""
+    """The MCP message streams over this process's stdin and stdout, for `Server.run`: (read, write). (Typed Any:
+    the SDK's fallback transport yields its own stream types.)"""
     if not (_watchable(0) and _watchable(1)):
         async with stdio_server() as streams:
             yield streams

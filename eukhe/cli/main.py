@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "spawn": "eukhe.cli.children",
     "children": "eukhe.cli.children",
     "schema": "eukhe.cli.schema",
+    "mcp": "eukhe.cli.mcp",
 }
 """Each command's module has `register(subparsers)`, which adds the command and sets `handler` on it."""
 

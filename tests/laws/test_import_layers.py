@@ -3,7 +3,7 @@ inside functions).
 
 The order, bottom first (`A ← B`: B may import A, never the reverse):
 
-    core ← base ← store ← jobs, harness, fs, workspace ← session ← kernel ← children ← api ← daemon ← cli
+    core ← base ← store ← jobs, harness, fs, workspace ← session ← kernel ← children ← api ← daemon ← mcp ← cli
 
 - core: the pure decisions (`eukhe.core`).
 - base: what every layer shares and that decides nothing of its own: the records (the vocabulary), the error
@@ -13,6 +13,7 @@ The order, bottom first (`A ← B`: B may import A, never the reverse):
   another.
 - children: a session with children (each a session with its own kernel), built on the kernel's session.
 - api is the public Python API (the session with its kernel); the daemon and the CLI are its clients.
+- mcp is the MCP server (`eukhe mcp`): a client of the daemon, like the CLI; only the CLI imports it.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("eukhe.children",),
     ("eukhe.api",),
     ("eukhe.daemon",),
+    ("eukhe.mcp",),
     ("eukhe.cli",),
 ]
 """Bottom first. A module belongs to the longest prefix listed."""

@@ -1,0 +1,210 @@
+"""The MCP server's side of the daemon: asyncio connections that speak the CLI's protocol (docs/daemon-protocol.md).
+
+Why asyncio streams and not the CLI's blocking `DaemonClient` in a thread: a tool call must be cancellable while it
+waits (the client's `notifications/cancelled`), and the daemon answers one request at a time per connection. So
+each call has a connection to itself while it runs (twenty concurrent tool calls are twenty connections; the
+supervisor forwards each to the session's worker), and a cancelled call sends the connection-level `cancel` op for
+its request on that same connection, then reads on until the daemon's answer says how the job ended (bounded,
+shielded from the cancellation that asked for it). A connection whose request was answered goes back to a small
+pool of idle ones for the next call (a connect and the supervisor's peer check cost about as much as a bash run's
+bookkeeping: bench/mcp_roundtrip.py); one that was cancelled, broke or that the daemon closed is not reused.
+
+Requests are encoded by `eukhe.daemon.wire` as the CLI's are; replies are JSON lines, read as the CLI reads them.
+When no daemon answers, one is started as every CLI command starts it (`eukhe.daemon.client.connect`, in a thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import itertools
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from eukhe.daemon.client import DaemonError, DaemonProtocolError, DaemonUnavailableError, connect
+from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
+
+log = logging.getLogger("eukhe.mcp")
+
+IDLE_KEPT = 8
+"""Idle connections kept for later calls; more concurrent calls open more, and close them when done."""
+CANCEL_WAIT_S = 30.0
+"""After sending a cancel, how long a call waits for the daemon's answer (the job's end) before it lets go. The
+daemon kills a bash job's group at once and a cell's kernel after its grace, so this is rarely reached; past it the
+cancel still goes on in the daemon."""
+
+EventHandler = Callable[[Any], None]
+
+
+class DaemonConnection:
+    """One connection to the supervisor; one request at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._ids = itertools.count(1)
+
+    async def request(
+        self,
+        op: str,
+        args: dict[str, Any],
+        *,
+        on_event: EventHandler | None = None,
+        cancel_in_daemon: Callable[[], bool] | None = None,
+    ) -> Any:
+        """Send one request and return its result; its events go to `on_event`; an error reply raises DaemonError.
+
+        Cancelled while it waits, it asks `cancel_in_daemon()` whether the daemon should cancel the request too
+        (the client cancelled the call; not when the server shuts down, whose calls go on in the daemon). If so it
+        sends the `cancel` op and waits for the request's answer, at most CANCEL_WAIT_S, before the cancellation
+        goes on."""
+        request_id = next(self._ids)
+        await self._send(encode_request(request_id, op, args))
+        try:
+            return await self._answer(request_id, on_event)
+        except anyio.get_cancelled_exc_class():
+            if cancel_in_daemon is None or not cancel_in_daemon():
+                raise
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT_S) as waited:
+                await self._cancel(op, request_id, on_event)
+            if waited.cancelled_caught:
+                log.warning("%s: no answer to its cancel within %.0f s; the daemon goes on with it", op, CANCEL_WAIT_S)
+            raise
+
+    async def _cancel(self, op: str, request_id: int, on_event: EventHandler | None) -> None:
+        """Cancel the request in flight and read on until its answer (which says how its job ended)."""
+        cancel_id = f"cancel-{request_id}"
+        try:
+            await self._send(encode_request(cancel_id, "cancel", {"request": request_id}))
+            await self._answer(request_id, on_event, skip=cancel_id)
+            log.info("%s: cancelled by the client (it ended before the daemon saw the cancel)", op)
+        except DaemonError as error:
+            log.info("%s: cancelled by the client: %s", op, error)
+        except (DaemonProtocolError, OSError) as error:
+            log.warning("%s: cancelled by the client; the daemon's answer did not come: %s", op, error)
+
+    async def _send(self, line: bytes) -> None:
+        self._writer.write(line)
+        await self._writer.drain()
+
+    async def _answer(self, request_id: int, on_event: EventHandler | None, skip: str | None = None) -> Any:
+        """Read replies until the one for `request_id`, relaying its events (a reply for `skip` is passed over)."""
+        while True:
+            reply = await self._reply()
+            if skip is not None and reply.get("id") == skip:
+                continue
+            if reply.get("id") != request_id:
+                raise DaemonProtocolError(f"reply for id {reply.get('id')!r}, expected {request_id}")
+            if "event" in reply:
+                if on_event is not None:
+                    on_event(reply["event"])
+                continue
+            if reply.get("ok") is True:
+                return reply.get("result")
+            error = reply.get("error") or {}
+            raise DaemonError(
+                str(error.get("code", "internal")), str(error.get("message", "error")), error.get("field")
+            )
+
+    async def _reply(self) -> dict[str, Any]:
+        try:
+            line = await self._reader.readline()
+        except ValueError as error:  # asyncio's own words for a line past the limit
+            raise DaemonProtocolError(f"a reply line is longer than {MAX_REPLY_BYTES} bytes") from error
+        if not line.endswith(b"\n"):
+            raise DaemonProtocolError("the daemon closed the connection")
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DaemonProtocolError(f"unreadable reply: {error}") from error
+        if not isinstance(value, dict):
+            raise DaemonProtocolError("a reply is a JSON object")
+        return value
+
+    @property
+    def reusable(self) -> bool:
+        """Still open at both ends, with nothing unread (the daemon did not close it while it was idle)."""
+        return not (self._reader.at_eof() or self._writer.is_closing())
+
+    async def close(self) -> None:
+        """Close the connection (a request still in flight goes on in the daemon, to its own end)."""
+        self._writer.close()
+        with contextlib.suppress(OSError, ConnectionError):
+            await self._writer.wait_closed()
+
+
+class DaemonLink:
+    """Where the daemon listens; opens a connection per call, starting the daemon first when none answers."""
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+        self._idle: list[DaemonConnection] = []
+
+    async def connect(self) -> DaemonConnection:
+        """A fresh connection to the supervisor."""
+        try:
+            return await self._open()
+        except OSError as error:
+            if error.errno not in (errno.ENOENT, errno.ECONNREFUSED):
+                raise DaemonUnavailableError(f"cannot reach the daemon at {self.socket}: {error.strerror}") from error
+        log.info("no daemon answers at %s: starting one", self.socket)
+        await anyio.to_thread.run_sync(self._start)
+        try:
+            return await self._open()
+        except OSError as error:
+            raise DaemonUnavailableError(f"cannot reach the daemon at {self.socket}: {error.strerror}") from error
+
+    async def _open(self) -> DaemonConnection:
+        reader, writer = await asyncio.open_unix_connection(self.socket, limit=MAX_REPLY_BYTES + 1)
+        return DaemonConnection(reader, writer)
+
+    def _start(self) -> None:
+        """Start the daemon (blocking) the way every CLI command does, and wait until it answers."""
+        connect(self.socket).close()
+
+    async def call(
+        self,
+        op: str,
+        args: dict[str, Any],
+        *,
+        on_event: EventHandler | None = None,
+        cancel_in_daemon: Callable[[], bool] | None = None,
+    ) -> Any:
+        """One request on a connection of its own while it runs (see DaemonConnection.request); an answered
+        connection goes back to the pool."""
+        connection = await self._take()
+        answered = False
+        try:
+            result = await connection.request(op, args, on_event=on_event, cancel_in_daemon=cancel_in_daemon)
+            answered = True
+            return result
+        except DaemonError:
+            answered = True  # an error reply is an answer: the connection is in step
+            raise
+        finally:
+            if answered and connection.reusable and len(self._idle) < IDLE_KEPT:
+                self._idle.append(connection)
+            else:
+                with anyio.CancelScope(shield=True):
+                    await connection.close()
+
+    async def _take(self) -> DaemonConnection:
+        """An idle connection that is still good, else a new one."""
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.reusable:
+                return connection
+            await connection.close()
+        return await self.connect()
+
+    async def aclose(self) -> None:
+        """Close the idle connections."""
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            await connection.close()

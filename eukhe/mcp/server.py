@@ -1,0 +1,204 @@
+"""`eukhe mcp`: an MCP server over stdio that drives one eukhe session (issue 13), on the official SDK (`mcp`).
+
+One server, one session: created in a working directory by the per-user daemon (started on first use, as every CLI
+command starts it), or an existing one attached by id. The session belongs to the daemon, not to the server: it
+shows in `eukhe session list`, and when the client disconnects (or the server dies) its jobs go on and its calls in
+flight run on in the daemon to their own end (settled, or detached at their budget; a bash run's end is journaled
+as always).
+
+Each `tools/call` is one daemon request on a connection of its own (`eukhe.mcp.link`), so calls run concurrently.
+Arguments are decoded strictly as the tool's record: an unknown or mistyped argument is a tool error (`isError`)
+naming the field, and so is any refusal of the daemon (an unknown job...). A result carries the model-facing text
+(`eukhe.mcp.results`) and the answer record itself as `structuredContent`, checked by its `outputSchema`.
+
+Cancellation: the SDK cancels a handler both when the client sends `notifications/cancelled` and when the server
+shuts down (its input closed). Only the first cancels the call's job in the daemon (the `cancel` op: the group ends,
+or the cell is interrupted); on a shutdown the daemon is left to finish the call. stdout is the MCP channel
+(`eukhe.mcp.stdio` points fd 1 at stderr while it serves, so nothing else reaches it); stderr carries diagnostics
+only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from eukhe import __version__
+from eukhe.daemon.client import DaemonClient, connect
+from eukhe.errors import EukheError, InputError, error_code
+from eukhe.mcp.link import DaemonLink
+from eukhe.mcp.progress import CallProgress
+from eukhe.mcp.results import error_text
+from eukhe.mcp.stdio import stdio_streams
+from eukhe.mcp.tools import TOOLS, Tool
+
+log = logging.getLogger("eukhe.mcp")
+
+Context = ServerRequestContext[Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The session a server drives."""
+
+    session: str
+    cwd: str
+
+
+def open_session(client: DaemonClient, *, cwd: str | None, session: str | None) -> Target:
+    """Attach to `session` (the daemon reopens it if it is closed), or create one in `cwd` (default: here)."""
+    if session is not None:
+        pong = client.call("session.ping", {"session": session})
+        return Target(session=str(pong["session"]), cwd=str(pong["cwd"]))
+    created = client.call("session.create", {"cwd": os.path.abspath(cwd if cwd is not None else os.getcwd())})
+    return Target(session=str(created["id"]), cwd=str(created["cwd"]))
+
+
+def instructions(target: Target) -> str:
+    """What the server tells the model about itself (the `instructions` of its initialize result)."""
+    return (
+        f"eukhe runs your shell commands (bash) and Python cells (ipython) in session {target.session}, working "
+        f"directory {target.cwd}. Every output is bounded: past the limits you get one end of it, a notice with "
+        "the exact counts of what was dropped, and the path of a file holding all of it. A call blocks at most its "
+        "budget; past it, it goes on as a job: jobs_wait waits for it, jobs_cancel ends it (its whole process "
+        "group), jobs_list shows them all. The Python kernel keeps its state between ipython calls."
+    )
+
+
+def peer_cancelled(ctx: Context) -> bool:
+    """True when the client cancelled this request (`notifications/cancelled`), false when the server shuts down.
+
+    The SDK sets the request's `cancel_requested` before it cancels the handler; mcp 2.3.0's handler context does
+    not expose it, so it is read off the request's channel (the session's `_request_outbound`, its dispatch
+    context). Should that change, this answers False and no job is cancelled: tests/real/test_mcp_server.py's
+    cancellation test fails."""
+    outbound = getattr(ctx.session, "_request_outbound", None)
+    requested = getattr(outbound, "cancel_requested", None)
+    return bool(requested is not None and requested.is_set())
+
+
+def wants_progress(ctx: Context) -> bool:
+    """The client gave a progressToken with this request."""
+    return ctx.meta is not None and "progress_token" in ctx.meta
+
+
+class EukheServer:
+    """The MCP handlers of one server: the tools table over one session, through the daemon."""
+
+    def __init__(self, link: DaemonLink, target: Target) -> None:
+        self.link = link
+        self.target = target
+        self.listing = types.ListToolsResult(tools=[tool.listing() for tool in TOOLS.values()])
+
+    def sdk_server(self) -> Server[Any]:
+        """The SDK's low-level server, with this server's handlers."""
+        return Server(
+            "eukhe",
+            version=__version__,
+            title="eukhe",
+            description="The execution layer of a coding agent: bounded output, jobs, a persistent Python kernel.",
+            instructions=instructions(self.target),
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+        )
+
+    async def list_tools(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return self.listing
+
+    async def call_tool(self, ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        """Run one tool call: decode its arguments, ask the daemon, show the answer (or why it was refused)."""
+        tool = TOOLS.get(params.name)
+        if tool is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}; known: {', '.join(TOOLS)}")
+        try:
+            args = tool.decode(params.arguments or {})
+            payload = {"session": self.target.session, **args.to_json()}
+            answer = tool.read_answer(await self._ask(ctx, tool, payload))
+        except InputError as error:
+            return refused(error.code, str(error))
+        except EukheError as error:
+            return refused(error_code(error), str(error))
+        except OSError as error:
+            return refused("daemon_unavailable", f"the daemon connection failed: {error}")
+        return types.CallToolResult(
+            content=[types.TextContent(text=tool.text(answer))], structured_content=answer.to_json()
+        )
+
+    async def _ask(self, ctx: Context, tool: Tool, payload: dict[str, Any]) -> Any:
+        """The daemon's answer to the call's op; with progress reports while it runs, when the client asked."""
+
+        def cancel_in_daemon() -> bool:
+            return peer_cancelled(ctx)
+
+        if not (tool.progress and wants_progress(ctx)):
+            return await self.link.call(tool.op, payload, cancel_in_daemon=cancel_in_daemon)
+
+        async def report(progress: float, message: str) -> None:
+            await ctx.session.report_progress(progress, None, message)
+
+        job = payload.get("job")
+        progress = CallProgress(report, job if isinstance(job, str) else None)
+        failure: Exception | None = None
+        answer: Any = None
+        async with anyio.create_task_group() as group:  # the reports live exactly as long as the call
+            group.start_soon(progress.follow, self.link, self.target.session)
+            group.start_soon(progress.run)
+            try:
+                answer = await self.link.call(
+                    tool.op, payload, on_event=progress.on_call_event, cancel_in_daemon=cancel_in_daemon
+                )
+            except Exception as error:  # raised from here, not as a task group's ExceptionGroup
+                failure = error
+            finally:
+                group.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return answer
+
+
+def refused(code: str, message: str) -> types.CallToolResult:
+    """A tool error the model can read and correct (`isError`): the catalogue code and the message naming the
+    field. No `structuredContent`: it would not be the tool's answer record, and clients check that only on
+    success."""
+    return types.CallToolResult(content=[types.TextContent(text=error_text(code, message))], is_error=True)
+
+
+async def serve(link: DaemonLink, target: Target) -> None:
+    """Serve MCP on stdin/stdout until the client closes stdin."""
+    server = EukheServer(link, target).sdk_server()
+    try:
+        async with stdio_streams() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        with anyio.CancelScope(shield=True):
+            await link.aclose()
+
+
+def configure_logging() -> None:
+    """Diagnostics go to stderr, one line each; the SDK's own only from warnings up."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("eukhe mcp[%(process)d]: %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    log.setLevel(logging.INFO)
+
+
+def run(socket: str, *, cwd: str | None, session: str | None) -> int:
+    """`eukhe mcp`: open (or attach) the session, then serve until the client leaves; the exit code."""
+    configure_logging()
+    with connect(socket) as client:
+        target = open_session(client, cwd=cwd, session=session)
+    log.info("serving session %s (working directory %s) over stdio", target.session, target.cwd)
+    anyio.run(serve, DaemonLink(socket), target)
+    log.info("the client left; session %s stays in the daemon", target.session)
+    return 0

@@ -1,0 +1,485 @@
+"""`eukhe mcp` end to end (issue 13, 6): the real MCP client (`mcp.client.stdio`) against `eukhe mcp` as a
+subprocess, each test with a private daemon (the `world` fixture's env; cells run on this interpreter).
+
+Waits are bounded polls of real events (a pid file written, a job listed, a group gone), never bare sleeps; the
+sleeps inside the commands are the commands' own work.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from anyio.streams.memory import MemoryObjectSendStream
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+from eukhe.mcp.results import job_line
+from eukhe.mcp.tools import TOOLS, object_schema
+from eukhe.procs import alive, group_alive
+from tests.real.conftest import DaemonEnv
+
+pytestmark = pytest.mark.real
+
+POLL_S = 0.05
+DEADLINE_S = 30.0
+
+
+class Server:
+    """One `eukhe mcp` under the real client: its session, its stderr, its session id and pid."""
+
+    def __init__(
+        self, client: ClientSession, init: types.InitializeResult, errlog: Path, write: MemoryObjectSendStream[Any]
+    ) -> None:
+        self.client = client
+        self._write = write
+        self.init = init
+        self.errlog = errlog
+        found = re.search(r"session ([0-9a-f]+)", init.instructions or "")
+        assert found, init.instructions
+        self.session = found.group(1)
+
+    @property
+    def stderr(self) -> str:
+        return self.errlog.read_text()
+
+    @property
+    def pid(self) -> int:
+        found = re.search(r"^eukhe mcp\[(\d+)\]", self.stderr, re.MULTILINE)
+        assert found, self.stderr
+        return int(found.group(1))
+
+    async def client_write_stream_closed(self) -> None:
+        """The client stops writing (as one that dies would): nothing more reaches the server, not even a cancel."""
+        await self._write.aclose()
+
+    async def call(self, tool: str, args: dict[str, Any], **options: Any) -> types.CallToolResult:
+        return await self.client.call_tool(tool, args, **options)
+
+    async def text(self, tool: str, args: dict[str, Any]) -> str:
+        result = await self.call(tool, args)
+        assert not result.is_error, result.content
+        return text_of(result)
+
+
+def text_of(result: types.CallToolResult) -> str:
+    (block,) = result.content
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+@asynccontextmanager
+async def mcp_server(world: DaemonEnv, *args: str) -> AsyncIterator[Server]:
+    """`eukhe mcp ARGS` under the real client, initialized; stderr goes to a file of the world."""
+    errlog = world.root / f"mcp-{len(list(world.root.glob('mcp-*.err')))}.err"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "eukhe.cli.main", "mcp", *args], env=world.env)
+    with errlog.open("w") as stderr:
+        async with stdio_client(params, errlog=stderr) as (read, write), ClientSession(read, write) as client:
+            yield Server(client, await client.initialize(), errlog, write)
+
+
+def workdir(world: DaemonEnv) -> Path:
+    path = world.root / "w"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+async def eventually(check: Callable[[], Any | Awaitable[Any]], what: str, timeout: float = DEADLINE_S) -> Any:
+    """Poll a real condition until it holds (its value), bounded by a deadline."""
+    with anyio.fail_after(timeout):
+        while True:
+            value = check()
+            if isinstance(value, Awaitable):
+                value = await value
+            if value:
+                return value
+            await anyio.sleep(POLL_S)
+    raise AssertionError(f"timed out waiting for {what}")  # pragma: no cover  (fail_after raises first)
+
+
+def only_diagnostics(stderr: str) -> None:
+    """The server's stderr carries its diagnostics only: each line one of its log lines."""
+    for line in stderr.splitlines():
+        assert line.startswith("eukhe mcp["), line
+
+
+def run(scenario: Callable[[], Awaitable[None]]) -> None:
+    anyio.run(scenario)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_mcp_lists_the_tools_with_their_schemas_and_the_session_outlives_the_server(world: DaemonEnv) -> None:
+    cwd = workdir(world)
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(cwd)) as server:
+            listing = await server.client.list_tools()
+            assert [tool.name for tool in listing.tools] == ["bash", "ipython", "jobs_list", "jobs_wait", "jobs_cancel"]
+            for tool in listing.tools:
+                row = TOOLS[tool.name]
+                assert tool.input_schema == object_schema(row.args)
+                assert tool.output_schema == object_schema(row.answer)
+                assert tool.description == row.description
+            assert server.init.server_info.name == "eukhe"
+            assert str(cwd) in (server.init.instructions or "")
+            session = server.session
+            errlog = server.errlog
+        sessions = {row["id"]: row for row in world.json("session", "list")["sessions"]}
+        assert sessions[session]["cwd"] == str(cwd)
+        assert sessions[session]["open"] is True, "the session stays open in the daemon after the client left"
+        only_diagnostics(errlog.read_text())
+
+    run(scenario)
+
+
+def test_mcp_bash_settles_with_clean_text_and_exact_counts_and_a_flood_is_bounded(world: DaemonEnv) -> None:
+    command = r"printf '\033[1;31mred\033[0m\n'; for i in 1 2 3; do printf '\r%d%%' $((i*33)); done; printf '\n\377\n'"
+    raw = b"\x1b[1;31mred\x1b[0m\n\r33%\r66%\r99%\n\xff\n"
+    flood = b"".join(b"%d\n" % i for i in range(1, 100_001))
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+            result = await server.call("bash", {"command": command + "; exit 3"})
+            assert not result.is_error
+            assert text_of(result) == "red\n99%\n\ufffd\n[exit 3]"
+            answer = result.structured_content
+            assert answer["status"] == "settled"
+            assert answer["exit_code"] == 3
+            output = answer["output"]
+            assert (output["bytes_kept"], output["bytes_dropped"], output["lines_kept"]) == (len(raw), 0, 3)
+            assert base64.b64decode(output["text_base64"]) == raw, "the record keeps the exact bytes"
+
+            result = await server.call("bash", {"command": "seq 1 100000"})
+            text = text_of(result)
+            output = result.structured_content["output"]
+            notice, first, *_ = text.splitlines()
+            assert notice == output["notice"], "a tail window: the notice comes first, where the output was cut"
+            assert "dropped from the start" in notice
+            assert output["artifact"] in notice
+            assert first == "98001"
+            assert text.endswith("100000\n[exit 0]")
+            assert output["bytes_kept"] + output["bytes_dropped"] == len(flood)
+            assert (output["lines_kept"], output["lines_dropped"]) == (2000, 98_000)
+            assert Path(output["artifact"]).read_bytes() == flood, "the artifact keeps every raw byte"
+            only_diagnostics(server.stderr)
+
+    run(scenario)
+
+
+def test_mcp_bash_detaches_at_its_budget_then_jobs_wait_settles_it(world: DaemonEnv) -> None:
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+            result = await server.call("bash", {"command": "echo start; sleep 2; echo done", "budget_ms": 300})
+            answer = result.structured_content
+            assert answer["status"] == "detached"
+            job = answer["job"]
+            assert text_of(result).splitlines() == ["start", job_line(job, 300)]
+            assert f"{job}  bash  running" in await server.text("jobs_list", {})
+
+            reports: list[str | None] = []
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                reports.append(message)
+
+            waited = await server.call("jobs_wait", {"job": job, "timeout_ms": 20_000}, progress_callback=on_progress)
+            assert reports, "a wait of about 1.7 s reports its job's progress (at least every second)"
+            assert all((message or "").startswith(f"job {job} running for ") for message in reports), reports
+            assert waited.structured_content["status"] == "settled"
+            assert waited.structured_content["exit_code"] == 0
+            assert text_of(waited) == "start\ndone\n[exit 0]"
+            assert f"{job}  bash  exit 0 (11 bytes, 2 lines)" in await server.text("jobs_list", {})
+
+    run(scenario)
+
+
+def test_mcp_ipython_gives_a_value_an_error_and_keeps_state_across_calls(world: DaemonEnv) -> None:
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+            value = await server.call("ipython", {"code": "print('hi')\nx = 6 * 7\nx"})
+            assert value.structured_content["outcome"] == "ok"
+            assert value.structured_content["result"] == "42"
+            assert text_of(value) == "hi\nOut: 42"
+
+            assert await server.text("ipython", {"code": "x + 1"}) == "Out: 43"
+
+            error = await server.call("ipython", {"code": "1 / 0"})
+            assert not error.is_error, "a cell that raises is a result the model reads, not a refused call"
+            assert error.structured_content["outcome"] == "error"
+            assert error.structured_content["error"]["ename"] == "ZeroDivisionError"
+            text = text_of(error)
+            assert "ZeroDivisionError: division by zero" in text
+            assert text.endswith("[cell raised ZeroDivisionError]")
+            assert "\x1b" not in text
+
+    run(scenario)
+
+
+def test_mcp_an_unknown_or_mistyped_argument_is_a_tool_error_naming_the_field(world: DaemonEnv) -> None:
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+            unknown = await server.call("bash", {"command": "true", "budgetMs": 5})
+            assert unknown.is_error
+            assert unknown.structured_content is None
+            assert text_of(unknown) == "bad_tool_arguments: bash: unknown field budgetMs (did you mean budget_ms?)"
+
+            mistyped = await server.call("bash", {"command": ["echo", "hi"]})
+            assert mistyped.is_error
+            assert text_of(mistyped).startswith("bad_tool_arguments: bash: command must be str")
+
+            missing = await server.call("jobs_wait", {"timeout_ms": 5})
+            assert text_of(missing) == "bad_tool_arguments: jobs_wait: missing required field job"
+
+            no_job = await server.call("jobs_cancel", {"job": "job-00000000"})
+            assert no_job.is_error
+            assert text_of(no_job).startswith("unknown_job:")
+
+            with pytest.raises(MCPError) as no_tool:
+                await server.call("rm_rf", {})
+            assert no_tool.value.code == types.INVALID_PARAMS
+            assert await server.text("bash", {"command": "echo still serving"}) == "still serving\n[exit 0]"
+
+    run(scenario)
+
+
+def test_mcp_a_3_second_command_reports_its_bytes_and_lines_as_progress(world: DaemonEnv) -> None:
+    reports: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reports.append((progress, total, message))
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+            command = "for i in 1 2 3; do echo tick $i; sleep 1; done"
+            result = await server.call("bash", {"command": command}, progress_callback=on_progress)
+            assert text_of(result) == "tick 1\ntick 2\ntick 3\n[exit 0]"
+            job = result.structured_content["job"]
+        assert len(reports) >= 3, reports
+        progress = [value for value, _, _ in reports]
+        assert progress == sorted(set(progress)), "progress grows with every notification"
+        messages = [message or "" for _, _, message in reports]
+        assert all(message.startswith(f"job {job} running for ") for message in messages), messages
+        counted = [re.search(r": (\d+) bytes?, (\d+) lines? of output so far", message) for message in messages]
+        seen = [(int(found.group(1)), int(found.group(2))) for found in counted if found]
+        assert any(count >= (7, 1) for count in seen), messages
+        assert seen == sorted(seen), "the bytes and lines so far never go back"
+        assert all(count <= (21, 3) for count in seen), messages
+
+    run(scenario)
+
+
+def test_mcp_a_cancelled_bash_call_ends_its_whole_process_group(world: DaemonEnv) -> None:
+    pids = world.root / "pids"
+    command = f"echo $$ > {pids}; sleep 300 & echo $! >> {pids}; sleep 301 & echo $! >> {pids}; wait"
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+            async with anyio.create_task_group() as group:
+                scope = anyio.CancelScope()
+
+                async def call() -> None:
+                    with scope:
+                        await server.call("bash", {"command": command})
+                    assert scope.cancelled_caught, "the call ended before it was cancelled"
+
+                group.start_soon(call)
+                members = await eventually(
+                    lambda: pids.exists() and len(found := pids.read_text().split()) == 3 and found, "the pid file"
+                )
+                group_id = os.getpgid(int(members[0]))
+                assert all(os.getpgid(int(pid)) == group_id for pid in members)
+                scope.cancel()  # the client sends notifications/cancelled
+            await eventually(lambda: not group_alive(group_id), "the job's group to end")
+            assert not any(alive(int(pid)) for pid in members)
+            (row,) = (await server.call("jobs_list", {})).structured_content["jobs"]
+            assert (row["status"], row["killed"]) == ("ended", True)
+            await eventually(lambda: "cancelled by the client" in server.stderr, "the server's diagnostic")
+            assert await server.text("bash", {"command": "echo after"}) == "after\n[exit 0]"
+
+    run(scenario)
+
+
+def test_mcp_a_cancelled_ipython_call_interrupts_its_cell(world: DaemonEnv) -> None:
+    started = world.root / "cell-started"
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+            assert await server.text("ipython", {"code": "kept = 'state'"}) == "(no output)"
+            async with anyio.create_task_group() as group:
+                scope = anyio.CancelScope()
+
+                async def call() -> None:
+                    with scope:
+                        code = f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(300)"
+                        await server.call("ipython", {"code": code})
+                    assert scope.cancelled_caught, "the call ended before it was cancelled"
+
+                group.start_soon(call)
+                await eventually(started.exists, "the cell to start")
+                scope.cancel()
+
+            async def cell_ended() -> Any:
+                jobs = (await server.call("jobs_list", {})).structured_content["jobs"]
+                return [job for job in jobs if job["kind"] == "cell" and job["status"] == "ended"]
+
+            (cell,) = await eventually(cell_ended, "the cancelled cell's job to end")
+            assert cell["killed"] is True, "a cancelled job ends killed (S2 jobs 3), its cell interrupted"
+            assert await server.text("ipython", {"code": "kept"}) == "Out: 'state'", "interrupted: the namespace stays"
+
+    run(scenario)
+
+
+def test_mcp_a_server_killed_mid_call_leaves_the_session_its_journal_and_its_job(world: DaemonEnv) -> None:
+    command = "echo start; sleep 2; echo done"
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+            session, pid = server.session, server.pid
+            async with anyio.create_task_group() as group:
+
+                async def call() -> None:
+                    with pytest.raises(MCPError):  # the connection closes under the call
+                        await server.call("bash", {"command": command})
+
+                group.start_soon(call)
+
+                def running() -> Any:
+                    jobs = world.json("jobs", "list", "--session", session)["jobs"]
+                    return [job["id"] for job in jobs if job["status"] == "running"]
+
+                (job,) = await eventually(running, "the job to run")
+                os.kill(pid, signal.SIGKILL)
+        await eventually(lambda: not alive(pid), "the server to be gone")
+
+        sessions = {row["id"]: row for row in world.json("session", "list")["sessions"]}
+        assert sessions[session]["open"] is True
+        waited = world.json("jobs", "wait", "--session", session, job, "--timeout-ms", "20000")
+        assert (waited["status"], waited["exit_code"], waited["output"]["text"]) == ("settled", 0, "start\ndone\n")
+
+        def journaled() -> Any:
+            entries = world.json("session", "show", session)["entries"]
+            return [entry["content"] for entry in entries if isinstance(entry["content"], dict)]
+
+        rows = await eventually(journaled, "the run's row in the journal")
+        assert [(row["job"], row["command"], row["exit_code"]) for row in rows] == [(job, command, 0)]
+
+        async with mcp_server(world, "--session", session) as again:
+            assert again.session == session
+            listed = await again.text("jobs_list", {})
+            assert f"{job}  bash  exit 0 (11 bytes, 2 lines)" in listed
+
+    run(scenario)
+
+
+def test_mcp_a_client_that_leaves_mid_call_leaves_the_job_running(world: DaemonEnv) -> None:
+    """The server's input closes while a call runs, with no cancel: the call and its job go on in the daemon."""
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+            session = server.session
+            async with anyio.create_task_group() as group:
+                scope = anyio.CancelScope()
+
+                async def call() -> None:
+                    with scope:
+                        await server.call("bash", {"command": "echo start; sleep 2; echo done"})
+
+                group.start_soon(call)
+
+                def running() -> Any:
+                    jobs = world.json("jobs", "list", "--session", session)["jobs"]
+                    return [job["id"] for job in jobs if job["status"] == "running"]
+
+                (job,) = await eventually(running, "the job to run")
+                await server.client_write_stream_closed()
+                scope.cancel()  # the client gives up on the call; its courtesy cancel cannot be sent
+        waited = world.json("jobs", "wait", "--session", session, job, "--timeout-ms", "20000")
+        assert (waited["status"], waited["exit_code"], waited["killed"]) == ("settled", 0, False)
+        assert waited["output"]["text"] == "start\ndone\n"
+
+    run(scenario)
+
+
+def test_mcp_a_daemon_stopped_between_calls_is_started_again_and_the_session_reopened(world: DaemonEnv) -> None:
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+            assert await server.text("bash", {"command": "echo one"}) == "one\n[exit 0]"
+            first = world.daemon_pid()
+            world.cli("daemon", "stop")
+            assert await server.text("bash", {"command": "echo two"}) == "two\n[exit 0]"
+            assert world.daemon_pid() not in (None, first)
+            sessions = {row["id"]: row for row in world.json("session", "list")["sessions"]}
+            assert sessions[server.session]["open"] is True
+            await eventually(lambda: "starting one" in server.stderr, "the server's diagnostic")
+
+    run(scenario)
+
+
+def test_mcp_twenty_concurrent_tool_calls_on_one_server(world: DaemonEnv) -> None:
+    """Each call waits (at most 10 s) until all twenty have started: calls run one after another would not see 20."""
+    barrier = world.root / "barrier"
+    barrier.mkdir()
+    results: dict[int, types.CallToolResult] = {}
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+
+            async def call(index: int) -> None:
+                command = (
+                    f"touch {barrier}/{index}; "
+                    f"for k in $(seq 1 200); do [ $(ls {barrier} | wc -l) -ge 20 ] && break; sleep 0.05; done; "
+                    f"echo call {index} saw $(ls {barrier} | wc -l)"
+                )
+                results[index] = await server.call("bash", {"command": command})
+
+            with anyio.fail_after(60):  # twenty calls one after another would take 200 s
+                async with anyio.create_task_group() as group:
+                    for index in range(20):
+                        group.start_soon(call, index)
+            jobs = (await server.call("jobs_list", {})).structured_content["jobs"]
+        for index, result in results.items():
+            assert text_of(result) == f"call {index} saw 20\n[exit 0]"
+        assert len({result.structured_content["job"] for result in results.values()}) == 20
+        assert len(jobs) == 20
+
+    run(scenario)
+
+
+def test_mcp_serves_a_stdin_that_is_a_regular_file(world: DaemonEnv) -> None:
+    """A stdin the event loop cannot watch (a file) is served by the SDK's own transport. The file ends at once, so
+    only `initialize` (answered before the next line is read) is sure to be answered; then the server leaves."""
+    init = types.InitializeRequestParams(
+        protocol_version="2025-11-25",
+        capabilities=types.ClientCapabilities(),
+        client_info=types.Implementation(name="test", version="1"),
+    )
+    request = types.JSONRPCRequest(jsonrpc="2.0", id=1, method="initialize", params=init.model_dump(by_alias=True))
+    requests = world.root / "requests.jsonl"
+    requests.write_text(request.model_dump_json(by_alias=True, exclude_none=True) + "\n")
+    with requests.open() as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "eukhe.cli.main", "mcp", "--cwd", str(workdir(world))],
+            stdin=stdin,
+            capture_output=True,
+            env=world.env,
+            timeout=60,
+            check=True,
+        )
+    (reply,) = [types.jsonrpc_message_adapter.validate_json(line) for line in done.stdout.splitlines()]
+    assert isinstance(reply, types.JSONRPCResponse)
+    assert reply.id == 1
+    assert types.InitializeResult.model_validate(reply.result).server_info.name == "eukhe"
+    only_diagnostics(done.stderr.decode())

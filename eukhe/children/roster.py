@@ -41,9 +41,16 @@ from eukhe.records.children import (
     SpawnRequest,
 )
 from eukhe.records.journal import DocPut, DocRetire, JournalRecord
-from eukhe.records.workspace import HandbackOutcome
+from eukhe.records.workspace import HandbackOutcome, HandbackReport
 from eukhe.session.session import SessionClosedError
-from eukhe.workspace import MAX_WORKSPACE_FILES, HandbackError, WorkspaceLayout, create_workspace, hand_back
+from eukhe.workspace import (
+    MAX_WORKSPACE_FILES,
+    HandbackError,
+    WorkspaceLayout,
+    create_workspace,
+    hand_back,
+    remove_retired,
+)
 from eukhe.workspace.durable import CrashHook, no_hook, remove_tree
 
 log = logging.getLogger("eukhe.children")
@@ -189,11 +196,11 @@ class Children:
         except EukheError as error:  # e.g. its worker is gone already: nothing of it runs
             log.warning("child %s: stopping its session %s: %s", state.name, state.session, error)
         handback: HandbackOutcome | None = None
+        layout = self._layout(state.name)
         if state.workspace == "isolated":
-            layout = self._layout(state.name)
             async with self._handing_back:
                 try:
-                    handback = await asyncio.to_thread(hand_back, layout, hook=self.handback_hook)
+                    handback = await asyncio.to_thread(hand_back, layout, hook=self.handback_hook, remove_now=False)
                 except HandbackError as error:
                     handback = error.failure()
                     log.error("child %s: hand-back failed at %s: %s", state.name, error.path, error.reason)
@@ -201,6 +208,11 @@ class Children:
         ended = self._ended.get(state.name)
         if ended is not None and not ended.done():
             ended.set_result(None)
+        if isinstance(handback, HandbackReport):  # the retired base and copy go after the waiters woke
+            try:
+                await asyncio.to_thread(remove_retired, layout)
+            except OSError as error:
+                log.warning("child %s: removing its retired base and copy: %s", state.name, error)
 
     # --- collect, delete ------------------------------------------------------------------------------------------
 

@@ -208,13 +208,17 @@ class _Run:
             now = None
         if (now is None) != (self.seen.get(path) is None) or (now is not None and not _same(now, self.seen[path])):
             raise self.fail(path, "the parent changed it during the hand-back")
-        replace_from_beside(target, lambda temp: self.write_version(path, child, temp), self.hook, f"take:{path}")
+        replace_from_beside(
+            target, lambda temp: self.write_version(path, child, temp), self.hook, f"take:{path}", fsync_file=False
+        )
 
     def save_conflict(self, path: str, child: Leaf) -> None:
         """The child's version goes to conflicts/<path>; the parent's stays."""
         target = self.layout.conflicts / path
         make_private_dirs(target.parent)
-        replace_from_beside(target, lambda temp: self.write_version(path, child, temp), self.hook, f"conflict:{path}")
+        replace_from_beside(
+            target, lambda temp: self.write_version(path, child, temp), self.hook, f"conflict:{path}", fsync_file=False
+        )
 
     def make_parent_dirs(self, path: str) -> None:
         """The directories `path` needs in the parent, made with the child's modes; never through a file or symlink."""
@@ -231,7 +235,8 @@ class _Run:
                 raise self.fail(path, f"{above} in the parent is not a directory")
 
     def write_version(self, path: str, child: Leaf, temp: Path) -> None:
-        """The child's file (bytes, mode, mtime; fsynced) or symlink at `temp`."""
+        """The child's file (bytes, mode, mtime; fsynced here, so the replace does not fsync it again) or symlink
+        at `temp`."""
         if isinstance(child, Link):
             os.symlink(child.target, temp)
             return

@@ -15,7 +15,7 @@ import pytest
 from eukhe.api import ChildExistsError, InputError, Session, Settled, UnknownChildError, UsageError
 from eukhe.children import CHILD_DOC
 from eukhe.records.children import ChildState
-from eukhe.records.workspace import HandbackReport
+from eukhe.records.workspace import HandbackFailure, HandbackReport
 from eukhe.workspace import WorkspaceLayout, WorkspaceTooLargeError
 from tests.real.kernel_support import process_gone, run, until
 
@@ -331,6 +331,36 @@ def test_a_spawn_over_the_file_limit_is_refused_naming_shared_and_leaves_nothing
             assert session.children.list() == []
             assert not (tmp_path / "workspaces" / session.id / "big").exists()
             await session.children.spawn("big", "1")  # the name was not taken
+        finally:
+            await session.close()
+
+    run(scenario())
+
+
+def test_a_failed_hand_back_is_reported_on_the_row_and_the_report_and_the_copy_stays(tmp_path: Path) -> None:
+    work = git_tree(tmp_path / "work", {"a.txt": "a\n", "b.txt": "b\n"})
+
+    async def scenario() -> None:
+        session = await Session.create(work, root=tmp_path / "sessions")
+
+        def parent_edits_b_while_a_is_taken(point: str) -> None:
+            if point == "take:a.txt":
+                (work / "b.txt").write_text("b by the parent, during the hand-back\n")
+
+        session.roster.handback_hook = parent_edits_b_while_a_is_taken
+        try:
+            code = "open('a.txt', 'w').write('a by the child\\n')\nopen('b.txt', 'w').write('b by the child\\n')"
+            row = await session.children.spawn("late", code, workspace="isolated")
+            (report,) = await session.children.collect(timeout_ms=30_000)
+            assert report.status == "answered"
+            assert isinstance(report.handback, HandbackFailure)
+            assert report.handback.path == "b.txt"
+            assert "changed" in report.handback.reason
+            assert report.handback.copy == row.cwd
+            (listed,) = session.children.list()
+            assert listed.handback == report.handback
+            assert (Path(row.cwd) / "b.txt").read_text() == "b by the child\n"  # the copy stays
+            assert (work / "b.txt").read_text() == "b by the parent, during the hand-back\n"
         finally:
             await session.close()
 

@@ -187,7 +187,8 @@ def test_mcp_bash_detaches_at_its_budget_then_jobs_wait_settles_it(world: Daemon
             answer = result.structured_content
             assert answer["status"] == "detached"
             job = answer["job"]
-            assert text_of(result).splitlines() == ["start", job_line(job, 300)]
+            # "start" is there unless the machine was too loaded to run echo within the 300 ms budget.
+            assert text_of(result).splitlines() in (["start", job_line(job, 300)], [job_line(job, 300)])
             assert f"{job}  bash  running" in await server.text("jobs_list", {})
 
             reports: list[str | None] = []

@@ -120,10 +120,7 @@ FILE_BOUNDED = (
     "session's defaults) you get the first part, then a notice with the exact counts of what was dropped and the "
     "path of a file holding all of it."
 )
-REFUSAL = (
-    " A refusal is an error naming its reason (not_found, not_a_file, permission_denied, patch_failed, "
-    "invalid_pattern, ...) and the path."
-)
+REFUSAL = " A refusal is an error naming its reason (not_found, permission_denied, ...) and the path."
 
 BLOCKS = (
     f"It blocks at most its budget_ms (the session's budget, {DEFAULT_BLOCKING_BUDGET_MS // 1000} s by default, "
@@ -246,7 +243,7 @@ TOOLS: dict[str, Tool] = {
             "Search files for lines matching a regular expression (no look-around or backreferences) under path, "
             "optionally only in files matching glob; .gitignore'd, hidden and binary files are skipped. Matches "
             "come as PATH:LINE:TEXT lines, sorted by path then line; the answer ends with how many matches in how "
-            "many files. " + FILES + FILE_BOUNDED + REFUSAL,
+            "many files. A regex that does not compile is refused (invalid_pattern). " + FILES + FILE_BOUNDED + REFUSAL,
             LOOK,
         ),
         Tool(

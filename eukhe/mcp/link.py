@@ -108,8 +108,12 @@ class DaemonConnection:
             if reply.get("ok") is True:
                 return reply.get("result")
             error = reply.get("error") or {}
+            details = error.get("details")
             raise DaemonError(
-                str(error.get("code", "internal")), str(error.get("message", "error")), error.get("field")
+                str(error.get("code", "internal")),
+                str(error.get("message", "error")),
+                error.get("field"),
+                details if isinstance(details, dict) else None,
             )
 
     async def _reply(self) -> dict[str, Any]:

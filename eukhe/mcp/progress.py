@@ -11,20 +11,24 @@ counts do not while a command is silent. The bytes and lines are in the message.
 
 A cell's output before it detaches is not on the board (the kernel holds it until the cell ends or detaches), so an
 `ipython` call reports its time only, until it would have detached anyway.
+
+A `collect` reports how many of the children it waits for still run: every HEARTBEAT_S it reads the session's
+roster (`children.list`, a request that answers at once, on a pooled connection).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
 
 from eukhe.errors import EukheError
 from eukhe.mcp.link import DaemonLink
-from eukhe.mcp.results import progress_message
+from eukhe.mcp.results import collect_progress_message, progress_message
 from eukhe.records.base import convert
+from eukhe.records.children import Roster
 from eukhe.records.jobs import JobRow
 
 log = logging.getLogger("eukhe.mcp")
@@ -83,3 +87,33 @@ class CallProgress:
             await link.call("watch", {"session": session}, on_event=self.on_watch_event)
         except (EukheError, OSError) as error:
             log.warning("progress: the watch stream ended: %s", error)
+
+
+class ChildrenProgress:
+    """The reports of a running `collect`: every HEARTBEAT_S, how many of its children still run."""
+
+    def __init__(self, report: Report, names: Sequence[str] | None) -> None:
+        self._report = report
+        self.names = names
+
+    async def run(self, link: DaemonLink, session: str) -> None:
+        """Read the roster and report, every HEARTBEAT_S, until cancelled (the call ended)."""
+        start = anyio.current_time()
+        last = 0.0
+        while True:
+            await anyio.sleep(HEARTBEAT_S)
+            roster: Roster | None = None
+            try:
+                answer = await link.call("children.list", {"session": session})
+                roster = convert(answer, Roster, code="daemon_protocol", what="the daemon's answer to children.list")
+            except (EukheError, OSError) as error:  # best effort: the report then gives the time only
+                log.warning("progress: the roster could not be read: %s", error)
+            elapsed = anyio.current_time() - start
+            last = max(last + 1, float(round(elapsed * 1000)))
+            try:
+                await self._report(last, collect_progress_message(elapsed, roster, self.names))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return  # the client is gone; the call goes on
+            except Exception:  # progress is best effort: a failed report stops the reports, never the call
+                log.exception("progress: a report failed; no more reports for this call")
+                return

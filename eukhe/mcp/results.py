@@ -5,15 +5,29 @@ collapsed, invalid UTF-8 as U+FFFD); the counts are not touched, they stay those
 structured result (the record itself) carries them. The truncation notice stands where the output was cut: before
 the text when the start was dropped (a tail window), after it when the end was. A detached call ends with one line
 naming its job and how to wait for it or cancel it.
+
+The file tools' answers carry their own bounded window (the head of a file or a listing, the notice after it), shown
+the same way, then one line that says what was read or found. Texts that are not an output window (a patch's
+changes, children's reports and roster) are built here and `clip`ped to the default limits, the head kept, with a
+line that says the structured result holds all of it.
 """
 
 from __future__ import annotations
 
 import base64
+import json
+from collections.abc import Sequence
+from typing import Any
 
+from eukhe.core.bound import measure, window
+from eukhe.core.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Keep, OutputLimits
 from eukhe.core.render import render
+from eukhe.records.children import ChildReport, ChildRow, Reports, Roster
+from eukhe.records.fs import EditAnswer, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
 from eukhe.records.jobs import Detached, JobList, JobRow, Settled
 from eukhe.records.output import OutputWindow
+from eukhe.records.workspace import HandbackOutcome, HandbackReport
+from eukhe.text_facts import read_facts
 
 NO_OUTPUT = "(no output)"
 CUT_AT_START = "dropped from the start"
@@ -111,9 +125,10 @@ def job_list_text(answer: JobList) -> str:
     return "\n".join(job_row_text(row) for row in answer.jobs)
 
 
-def error_text(code: str, message: str) -> str:
-    """A refused call (isError): its catalogue code and the message, which names the field at fault."""
-    return f"{code}: {message}"
+def error_text(code: str, message: str, reason: str | None = None) -> str:
+    """A refused call (isError): its catalogue code (with the refusal's reason, as a file tool's `fs_error` gives
+    one) and the message, which names the field or the path at fault."""
+    return f"{code} ({reason}): {message}" if reason else f"{code}: {message}"
 
 
 def progress_message(elapsed_s: float, job: str | None, row: JobRow | None) -> str:
@@ -123,3 +138,179 @@ def progress_message(elapsed_s: float, job: str | None, row: JobRow | None) -> s
     if row is None:
         return f"{who}running for {elapsed_s:.1f} s"
     return f"{who}running for {elapsed_s:.1f} s: {written(row)} of output so far"
+
+
+# --- texts that are not an output window ----------------------------------------------------------------------------
+
+CLIP = OutputLimits(DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Keep.HEAD)
+"""How much of a text that is not an output window a model is shown: the default limits, from the head."""
+ANSWER_CLIP = OutputLimits(DEFAULT_MAX_BYTES // 2, DEFAULT_MAX_LINES // 2, Keep.HEAD)
+"""How much of one child's answer (JSON, one line) a report shows: half the text's limits, so that a report with a
+huge answer still shows the head of it (a window keeps whole lines, and cuts a line only when none fits)."""
+
+
+def clip(text: str, limits: OutputLimits = CLIP, what: str = "text") -> str:
+    """`text` if it fits `limits`; else its head (whole lines, or the first line cut at a character boundary) and
+    one line that says what was dropped (the structured result holds all of it). Counts are of UTF-8 bytes."""
+    raw = text.encode("utf-8", "surrogatepass")
+    facts = read_facts(raw, limits)
+    kept = window(limits, facts)
+    if kept.size == len(raw):
+        return text
+    counts = measure(kept, len(raw), len(facts.line_lengths))
+    head = raw[kept.start : kept.end].decode("utf-8", "replace")
+    if head and not head.endswith("\n"):
+        head += "\n"
+    dropped = f"{count(counts.bytes_dropped, 'byte')} ({count(counts.lines_dropped, 'line')})"
+    return head + f"[{what} cut: {dropped} dropped from the end; the structured result holds all of it]"
+
+
+# --- the file tools --------------------------------------------------------------------------------------------------
+
+
+def _read_on(answer: ReadAnswer) -> str:
+    """Where a cut read goes on: the line after the last whole line shown (a line longer than the limit is only in
+    the artifact, so then nothing)."""
+    raw = raw_bytes(answer.output)
+    whole = raw.count(b"\n") if isinstance(raw, bytes) else raw.count("\n")
+    return f"; read on with offset {answer.offset + whole}" if whole else ""
+
+
+def read_text(answer: ReadAnswer) -> str:
+    """The lines read (rendered; the notice after them when the range did not fit), then which lines of how many."""
+    if answer.lines == 0:
+        return (
+            f"[{answer.absolute}: no lines from line {answer.offset}; the file has {count(answer.total_lines, 'line')}]"
+        )
+    last = answer.offset + answer.lines - 1
+    cut = _read_on(answer) if answer.output.notice is not None else ""
+    return (
+        output_text(answer.output) + f"[{answer.absolute}: lines {answer.offset}-{last} of {answer.total_lines}{cut}]"
+    )
+
+
+def write_text(answer: WriteAnswer) -> str:
+    """The file written: created or replaced, and its size."""
+    verb = "created" if answer.created else "replaced"
+    return f"{verb} {answer.absolute} ({count(answer.bytes_written, 'byte')})"
+
+
+def edit_text(answer: EditAnswer) -> str:
+    """One line per section of the patch, in its order: what it did to which file."""
+    lines = [
+        f"{change.action} {change.path}" + (f" -> {change.destination}" if change.destination is not None else "")
+        for change in answer.changes
+    ]
+    return clip(render("\n".join(lines)) if lines else "(the patch changed nothing)")
+
+
+def grep_text(answer: GrepAnswer) -> str:
+    """The matching lines as PATH:LINE:TEXT (the notice after them when they did not fit), then the counts."""
+    if answer.matches == 0:
+        return f"[no matches under {answer.absolute}]"
+    matches = "1 match" if answer.matches == 1 else f"{answer.matches} matches"
+    return output_text(answer.output) + f"[{matches} in {count(answer.files, 'file')} under {answer.absolute}]"
+
+
+def glob_text(answer: GlobAnswer) -> str:
+    """The matching files, one relative path a line (the notice after them when they did not fit), then the count."""
+    if answer.count == 0:
+        return f"[no files match under {answer.absolute}]"
+    return output_text(answer.output) + f"[{count(answer.count, 'file')} under {answer.absolute}]"
+
+
+# --- children --------------------------------------------------------------------------------------------------------
+
+
+def collect_line(names: Sequence[str]) -> str:
+    """How to wait for these children's reports."""
+    return f"collect {json.dumps({'names': list(names)})} waits for its report; subagents lists the children"
+
+
+def spawn_text(row: ChildRow) -> str:
+    """The child started: its name, status, workspace and session, then how to collect it."""
+    return f"{child_row_text(row)}\n[{collect_line([row.name])}]"
+
+
+def handback_text(handback: HandbackOutcome | None) -> str:
+    """An isolated child's hand-back: the paths taken and each conflict, or where it failed."""
+    if handback is None:
+        return ""
+    if not isinstance(handback, HandbackReport):
+        return f"  hand-back failed at {handback.path}: {handback.reason} (the child's copy is kept at {handback.copy})"
+    lines = [
+        f"  handed back: {count(len(handback.paths_taken), 'path')} taken, {count(len(handback.conflicts), 'conflict')}"
+    ]
+    removed = set(handback.paths_removed)
+    lines += [f"    {'removed' if path in removed else 'took'} {path}" for path in handback.paths_taken]
+    for conflict in handback.conflicts:
+        where = conflict.child_version or "a removal"
+        lines.append(
+            f"    conflict {conflict.path} ({conflict.reason}): the session's content stayed; the child's version: "
+            f"{where}"
+        )
+    return "\n".join(lines)
+
+
+def child_row_text(row: ChildRow) -> str:
+    """One child as the roster shows it."""
+    timeout = f", timeout {row.timeout_ms} ms" if row.timeout_ms is not None else ""
+    return f"{row.name}: {row.status} (session {row.session}, {row.workspace} workspace {row.cwd}{timeout})"
+
+
+def roster_text(answer: Roster) -> str:
+    """The text of a `subagents` answer: each child, in spawn order, with its hand-back once it ran."""
+    if not answer.children:
+        return "no children"
+    lines: list[str] = []
+    for row in answer.children:
+        lines.append(child_row_text(row))
+        handed = handback_text(row.handback)
+        if handed:
+            lines.append(handed)
+    return clip(render("\n".join(lines)))
+
+
+def answer_json(value: Any) -> str:
+    """A child's answer as JSON (it is a JSON value; C0 controls come out escaped, the rest is rendered)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def report_text(report: ChildReport) -> str:
+    """One child's report: its status, its answer or its error (and traceback), its hand-back."""
+    lines = [f"{report.name}: {report.status}"]
+    if report.status != "running" and report.error is None:
+        lines.append(f"  answer: {clip(render(answer_json(report.answer)), ANSWER_CLIP, 'answer')}")
+    if report.error is not None:
+        lines.append(f"  error ({report.error.reason}): {render(report.error.message)}")
+        trace = render("".join(report.error.traceback)).rstrip("\n")
+        if trace:
+            lines.append(trace)
+    handed = render(handback_text(report.handback))
+    if handed:
+        lines.append(handed)
+    return "\n".join(lines)
+
+
+def reports_text(answer: Reports) -> str:
+    """The text of a `collect` answer: each child's report (a child still running says so, and how to wait on)."""
+    if not answer.reports:
+        return "no children"
+    text = clip("\n".join(report_text(report) for report in answer.reports))
+    running = [report.name for report in answer.reports if report.status == "running"]
+    if running:
+        text += f"\n[still running: {', '.join(running)}; collect again to wait on]"
+    return text
+
+
+def collect_progress_message(elapsed_s: float, roster: Roster | None, names: Sequence[str] | None) -> str:
+    """What a `collect` progress notification says: the time so far and how many of the awaited children still
+    run (from the roster, when it was read)."""
+    if roster is None:
+        return f"waiting for children for {elapsed_s:.1f} s"
+    rows = [row for row in roster.children if names is None or row.name in names]
+    running = [row.name for row in rows if row.status == "running"]
+    ended = len(rows) - len(running)
+    if not running:
+        return f"waiting for children for {elapsed_s:.1f} s: all {len(rows)} ended"
+    return f"waiting for children for {elapsed_s:.1f} s: {ended} of {len(rows)} ended; running: {', '.join(running)}"

@@ -34,9 +34,9 @@ from mcp.shared.exceptions import MCPError
 
 from eukhe import __version__
 from eukhe.daemon.client import DaemonClient, connect
-from eukhe.errors import EukheError, InputError, error_code
+from eukhe.errors import EukheError, InputError, error_code, error_details
 from eukhe.mcp.link import DaemonLink
-from eukhe.mcp.progress import CallProgress
+from eukhe.mcp.progress import CallProgress, ChildrenProgress
 from eukhe.mcp.results import error_text
 from eukhe.mcp.stdio import stdio_streams
 from eukhe.mcp.tools import TOOLS, Tool
@@ -70,7 +70,10 @@ def instructions(target: Target) -> str:
         f"directory {target.cwd}. Every output is bounded: past the limits you get one end of it, a notice with "
         "the exact counts of what was dropped, and the path of a file holding all of it. A call blocks at most its "
         "budget; past it, it goes on as a job: jobs_wait waits for it, jobs_cancel ends it (its whole process "
-        "group), jobs_list shows them all. The Python kernel keeps its state between ipython calls."
+        "group), jobs_list shows them all. The Python kernel keeps its state between ipython calls. read, write, "
+        "edit (one patch, all or nothing), grep and glob work on files; relative paths start from the working "
+        "directory. spawn starts a child (Python code in a session of its own, in this directory or an isolated "
+        "copy handed back at its end), collect waits for children's reports, subagents lists them."
     )
 
 
@@ -126,7 +129,7 @@ class EukheServer:
         except InputError as error:
             return refused(error.code, str(error))
         except EukheError as error:
-            return refused(error_code(error), str(error))
+            return refused(error_code(error), str(error), error_details(error))
         except OSError as error:
             return refused("daemon_unavailable", f"the daemon connection failed: {error}")
         return types.CallToolResult(
@@ -145,17 +148,21 @@ class EukheServer:
         async def report(progress: float, message: str) -> None:
             await ctx.session.report_progress(progress, None, message)
 
-        job = payload.get("job")
-        progress = CallProgress(report, job if isinstance(job, str) else None)
+        on_event = None
         failure: Exception | None = None
         answer: Any = None
         async with anyio.create_task_group() as group:  # the reports live exactly as long as the call
-            group.start_soon(progress.follow, self.link, self.target.session)
-            group.start_soon(progress.run)
+            if tool.progress == "children":
+                names = payload.get("names")
+                group.start_soon(ChildrenProgress(report, names).run, self.link, self.target.session)
+            else:
+                job = payload.get("job")
+                progress = CallProgress(report, job if isinstance(job, str) else None)
+                on_event = progress.on_call_event
+                group.start_soon(progress.follow, self.link, self.target.session)
+                group.start_soon(progress.run)
             try:
-                answer = await self.link.call(
-                    tool.op, payload, on_event=progress.on_call_event, cancel_in_daemon=cancel_in_daemon
-                )
+                answer = await self.link.call(tool.op, payload, on_event=on_event, cancel_in_daemon=cancel_in_daemon)
             except Exception as error:  # raised from here, not as a task group's ExceptionGroup
                 failure = error
             finally:
@@ -165,11 +172,13 @@ class EukheServer:
         return answer
 
 
-def refused(code: str, message: str) -> types.CallToolResult:
-    """A tool error the model can read and correct (`isError`): the catalogue code and the message naming the
-    field. No `structuredContent`: it would not be the tool's answer record, and clients check that only on
-    success."""
-    return types.CallToolResult(content=[types.TextContent(text=error_text(code, message))], is_error=True)
+def refused(code: str, message: str, details: dict[str, object] | None = None) -> types.CallToolResult:
+    """A tool error the model can read and correct (`isError`): the catalogue code, the refusal's reason when it
+    has one (a file tool's: `not_found`, `patch_failed`, ...) and the message naming the field or the path. No
+    `structuredContent`: it would not be the tool's answer record, and clients check that only on success."""
+    reason = details.get("reason") if details is not None else None
+    text = error_text(code, message, reason if isinstance(reason, str) else None)
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
 async def serve(link: DaemonLink, target: Target) -> None:

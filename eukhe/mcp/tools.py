@@ -2,25 +2,40 @@
 
 A row names the tool, the daemon op it calls, its arguments record (`eukhe.records.mcp`: the op's record without
 `session`), its answer record, the text a model reads of an answer (`eukhe.mcp.results`), a description written for
-a model, hints for the client, and whether a running call reports progress. Input and output schemas are generated
-from the records; nothing here is a hand-written schema. A tool that lands later (the fs tools `read`, `write`,
-`edit`, `grep`, `glob`; children `spawn`, `collect`, `subagents`; `remote_call`) is one more row once its daemon op
-exists: its arguments record beside the others, its answer record, its text.
+a model, hints for the client, and what a running call reports as progress. Input and output schemas are generated
+from the records; nothing here is a hand-written schema. A tool that lands later (`remote_call`) is one more row once
+its daemon op exists: its arguments record beside the others, its answer record, its text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types as types
 
 from eukhe.core.limits import DEFAULT_LIMITS
 from eukhe.mcp import results
 from eukhe.records.base import Record, convert
+from eukhe.records.children import ChildRow, Reports, Roster
+from eukhe.records.fs import EditAnswer, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
 from eukhe.records.jobs import CallAnswer, JobList
-from eukhe.records.mcp import BashTool, IpythonTool, JobsCancelTool, JobsListTool, JobsWaitTool
+from eukhe.records.mcp import (
+    BashTool,
+    CollectTool,
+    EditTool,
+    GlobTool,
+    GrepTool,
+    IpythonTool,
+    JobsCancelTool,
+    JobsListTool,
+    JobsWaitTool,
+    ReadTool,
+    SpawnTool,
+    SubagentsTool,
+    WriteTool,
+)
 from eukhe.records.schema import schema_of
 from eukhe.records.settings import DEFAULT_BLOCKING_BUDGET_MS
 
@@ -36,8 +51,9 @@ class Tool:
     text: Callable[[Any], str]
     description: str
     annotations: types.ToolAnnotations
-    progress: bool = False
-    """A running call reports progress (when the client gives a progressToken): the job's bytes and lines so far."""
+    progress: Literal["job", "children"] | None = None
+    """What a running call reports as progress (when the client gives a progressToken): its job's bytes and lines
+    so far (`job`), or how many of the awaited children still run (`children`)."""
 
     def decode(self, arguments: dict[str, Any]) -> Record:
         """The call's arguments as the tool's record; InputError (`bad_tool_arguments`) naming the field."""
@@ -91,6 +107,20 @@ def _referenced(name: str, value: Any) -> bool:
 
 SHELL = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 LOOK = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+CHANGE_FILES = types.ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
+
+FILES = (
+    "A relative path starts from the session's working directory; an absolute path is taken as it is (~ is the "
+    "home directory). "
+)
+FILE_BOUNDED = (
+    f"The text is bounded: past {DEFAULT_LIMITS.max_lines} lines or {DEFAULT_LIMITS.max_bytes // 1024} KiB (the "
+    "session's defaults) you get the first part, then a notice with the exact counts of what was dropped and the "
+    "path of a file holding all of it."
+)
+REFUSAL = " A refusal is an error naming its reason (not_found, permission_denied, ...) and the path."
 
 BLOCKS = (
     f"It blocks at most its budget_ms (the session's budget, {DEFAULT_BLOCKING_BUDGET_MS // 1000} s by default, "
@@ -117,7 +147,7 @@ TOOLS: dict[str, Tool] = {
             "Run a shell command with bash in the session's working directory. " + BLOCKS + BOUNDED + " "
             "Cancelling the call ends the command's whole process group.",
             SHELL,
-            progress=True,
+            progress="job",
         ),
         Tool(
             "ipython",
@@ -130,7 +160,7 @@ TOOLS: dict[str, Tool] = {
             "last expression (Out:) or its traceback. " + BLOCKS + BOUNDED + " Cancelling the call interrupts the "
             "cell.",
             SHELL,
-            progress=True,
+            progress="job",
         ),
         Tool(
             "jobs_list",
@@ -152,7 +182,7 @@ TOOLS: dict[str, Tool] = {
             "if it ended, else its output so far and it goes on. Cancelling the wait leaves the job running. "
             + BOUNDED,
             LOOK,
-            progress=True,
+            progress="job",
         ),
         Tool(
             "jobs_cancel",
@@ -163,6 +193,110 @@ TOOLS: dict[str, Tool] = {
             "Cancel a job: a command's whole process group is killed, a cell is interrupted (its kernel killed if "
             "it does not stop). Answers once the job ended (or is still stopping), with its output.",
             types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True),
+        ),
+        Tool(
+            "read",
+            "fs.read",
+            ReadTool,
+            ReadAnswer,
+            results.read_text,
+            "Read a text file's lines, from line offset (1-based) for limit lines (default: the whole file). "
+            + FILES
+            + FILE_BOUNDED
+            + " The answer ends with the range read and the file's line count, and where to read on when the text "
+            "was cut. Bytes that are not UTF-8 show as U+FFFD." + REFUSAL,
+            LOOK,
+        ),
+        Tool(
+            "write",
+            "fs.write",
+            WriteTool,
+            WriteAnswer,
+            results.write_text,
+            "Create a file, or replace its whole content, atomically (a reader sees the old file or the new one); "
+            "missing parent directories are made. " + FILES + "Prefer edit to change part of a file." + REFUSAL,
+            types.ToolAnnotations(
+                read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+            ),
+        ),
+        Tool(
+            "edit",
+            "fs.edit",
+            EditTool,
+            EditAnswer,
+            results.edit_text,
+            "Change files with one patch: add, delete, update (with hunks of context, removed and added lines) or "
+            "move any number of files. The patch applies completely or not at all: if any hunk is not found, "
+            "nothing changes and the error (patch_failed) names the file and the hunk. Hunks match exactly, else "
+            "ignoring trailing, then surrounding whitespace. "
+            + FILES
+            + "The answer lists what each section did."
+            + REFUSAL,
+            CHANGE_FILES,
+        ),
+        Tool(
+            "grep",
+            "fs.grep",
+            GrepTool,
+            GrepAnswer,
+            results.grep_text,
+            "Search files for lines matching a regular expression (no look-around or backreferences) under path, "
+            "optionally only in files matching glob; .gitignore'd, hidden and binary files are skipped. Matches "
+            "come as PATH:LINE:TEXT lines, sorted by path then line; the answer ends with how many matches in how "
+            "many files. A regex that does not compile is refused (invalid_pattern). " + FILES + FILE_BOUNDED + REFUSAL,
+            LOOK,
+        ),
+        Tool(
+            "glob",
+            "fs.glob",
+            GlobTool,
+            GlobAnswer,
+            results.glob_text,
+            "List the files under path whose relative path matches a glob pattern, sorted, one a line (regular "
+            "files only; .gitignore'd files and, unless the pattern names them, hidden ones are left out). "
+            + FILES
+            + FILE_BOUNDED
+            + REFUSAL,
+            LOOK,
+        ),
+        Tool(
+            "spawn",
+            "children.spawn",
+            SpawnTool,
+            ChildRow,
+            results.spawn_text,
+            "Start a child (a subagent): its Python code runs as one cell on a kernel of its own, in a session of "
+            "its own, in the background; this call answers once it started. The child works in this session's "
+            "directory (workspace shared) or in a copy of it (workspace isolated), whose changes are handed back "
+            "file by file when it ends. Its answer is what its code passes to rlm.answer(value), else its last "
+            "expression's value. Then call collect to wait for its report, subagents to list the children.",
+            types.ToolAnnotations(
+                read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
+            ),
+        ),
+        Tool(
+            "collect",
+            "children.collect",
+            CollectTool,
+            Reports,
+            results.reports_text,
+            "Wait for children's ends (the named ones, or all), at most timeout_ms (and the session's budget, "
+            f"{DEFAULT_BLOCKING_BUDGET_MS // 1000} s by default), and give each one's report: its status "
+            "(answered, failed, stalled, cancelled, or still running), its answer (JSON) or its error, and for an "
+            "isolated child what was handed back (paths taken, conflicts). Cancelling the call stops the wait, "
+            "never the children.",
+            LOOK,
+            progress="children",
+        ),
+        Tool(
+            "subagents",
+            "children.list",
+            SubagentsTool,
+            Roster,
+            results.roster_text,
+            "List this session's children, in spawn order: name, status, workspace, working directory, and for an "
+            "isolated child that ended what was handed back.",
+            LOOK,
         ),
     )
 }

@@ -5,6 +5,9 @@ session, so the server adds it. The field descriptions are written for a model; 
 generated from these records (`eukhe.mcp.tools`), and decoding is the records' strict decoding, so an unknown or
 mistyped argument is refused naming its field. tests/unit/test_mcp_tools.py checks that each record plus `session`
 is its op's record.
+
+Paths the file tools take are the daemon's `fs.*` paths: a relative one starts from the session's working directory
+(the server's `--cwd`), an absolute one is taken as it is, `~` is the user's home (docs/fs.md, the Local transport).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Annotated
 import msgspec
 
 from eukhe.records.base import Record
+from eukhe.records.children import WorkspaceMode
 from eukhe.records.settings import DEFAULT_BLOCKING_BUDGET_MS, NonNegative
 
 BudgetMs = Annotated[
@@ -67,3 +71,140 @@ class JobsCancelTool(Record):
     """Cancel a job."""
 
     job: JobId
+
+
+# --- the file tools (`fs.*`, docs/fs.md) ------------------------------------------------------------------------------
+
+FilePath = Annotated[
+    str,
+    msgspec.Meta(
+        description="A file's path: relative to the session's working directory, or absolute (~ is the home)."
+    ),
+]
+
+
+class ReadTool(Record):
+    """Read a text file's lines."""
+
+    path: FilePath
+    offset: Annotated[
+        int | None, msgspec.Meta(description="The first line to read, 1-based (default 1: the start).")
+    ] = None
+    limit: Annotated[
+        int | None, msgspec.Meta(description="How many lines to read from offset (default: to the end).")
+    ] = None
+
+
+class WriteTool(Record):
+    """Create or replace a file."""
+
+    path: FilePath
+    content: Annotated[str, msgspec.Meta(description="The file's whole new content (UTF-8).")]
+
+
+class EditTool(Record):
+    """Apply one patch to one or more files."""
+
+    patch: Annotated[
+        str,
+        msgspec.Meta(
+            description=(
+                "One patch, from '*** Begin Patch' to '*** End Patch'. Its sections are '*** Add File: PATH' "
+                "(then every line starts with '+'), '*** Delete File: PATH', or '*** Update File: PATH' "
+                "(optionally '*** Move to: NEWPATH'), then hunks: '@@' or '@@ CONTEXT_LINE', then lines starting "
+                "with ' ' (context), '-' (removed) or '+' (added). It applies completely or not at all."
+            )
+        ),
+    ]
+
+
+class GrepTool(Record):
+    """Search files for lines matching a regex."""
+
+    pattern: Annotated[str, msgspec.Meta(description="A regular expression, searched in each line.")]
+    path: Annotated[
+        str,
+        msgspec.Meta(
+            description="The directory (or file) to search: relative to the session's working directory, or "
+            "absolute (default: the working directory)."
+        ),
+    ] = "."
+    glob: Annotated[
+        str | None,
+        msgspec.Meta(description="Only files whose path matches this glob, in gitignore syntax ('*.py', '!tests/**')."),
+    ] = None
+
+
+class GlobTool(Record):
+    """List the files whose path matches a glob."""
+
+    pattern: Annotated[
+        str,
+        msgspec.Meta(
+            description="A glob of relative paths: '*' within a name, '?' one character, '[abc]' a class, '**' "
+            "any number of directories ('**/*.py', 'src/**')."
+        ),
+    ]
+    path: Annotated[
+        str,
+        msgspec.Meta(
+            description="The directory to list under: relative to the session's working directory, or absolute "
+            "(default: the working directory)."
+        ),
+    ] = "."
+
+
+# --- children (`children.*`, eukhe/children/roster.py) ---------------------------------------------------------------
+
+ChildNames = Annotated[
+    list[str] | None,
+    msgspec.Meta(description="The children to wait for, by name (default: all of the session's children)."),
+]
+
+
+class SpawnTool(Record):
+    """Start a child: its code runs as one Python cell in a session of its own."""
+
+    name: Annotated[
+        str,
+        msgspec.Meta(
+            description="The child's name, unique in this session: 1 to 64 letters, digits, '_', '.' or '-' "
+            "(not first)."
+        ),
+    ]
+    code: Annotated[
+        str,
+        msgspec.Meta(
+            description="Python code, run as one cell on the child's own kernel in its working directory. Its "
+            "answer is what it passes to rlm.answer(value), else the value of its last expression (JSON)."
+        ),
+    ]
+    workspace: Annotated[
+        WorkspaceMode,
+        msgspec.Meta(
+            description="'shared': the child works in the session's working directory itself. 'isolated': in a "
+            "copy of it (files git ignores are not copied), whose changes are handed back file by file when the "
+            "child ends (a file both changed keeps the session's content; the child's version is kept aside)."
+        ),
+    ] = "shared"
+    timeout_ms: Annotated[
+        NonNegative | None,
+        msgspec.Meta(description="Stop the child if its code runs longer than this (default: never)."),
+    ] = None
+
+
+class CollectTool(Record):
+    """Wait for children's ends; their reports."""
+
+    names: ChildNames = None
+    timeout_ms: Annotated[
+        NonNegative | None,
+        msgspec.Meta(
+            description="Wait at most this many milliseconds (never more than the session's budget); children "
+            "still running then report 'running' and go on."
+        ),
+    ] = None
+
+
+class SubagentsTool(Record):
+    """List the session's children (no arguments)."""

@@ -1,5 +1,6 @@
 """`eukhe mcp` end to end (issue 13, 6): the real MCP client (`mcp.client.stdio`) against `eukhe mcp` as a
-subprocess, each test with a private daemon (the `world` fixture's env; cells run on this interpreter).
+subprocess, each test with a private daemon (the `world` fixture's env; cells run on this interpreter): the jobs
+tools, the file tools and children.
 
 Waits are bounded polls of real events (a pid file written, a job listed, a group gone), never bare sleeps; the
 sleeps inside the commands are the commands' own work.
@@ -8,6 +9,7 @@ sleeps inside the commands are the commands' own work.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import signal
@@ -35,6 +37,8 @@ pytestmark = pytest.mark.real
 
 POLL_S = 0.05
 DEADLINE_S = 30.0
+LOOKING = {"jobs_list", "jobs_wait", "read", "grep", "glob", "collect", "subagents"}
+"""The tools that change nothing: their `readOnlyHint` is true."""
 
 
 class Server:
@@ -128,12 +132,15 @@ def test_mcp_lists_the_tools_with_their_schemas_and_the_session_outlives_the_ser
     async def scenario() -> None:
         async with mcp_server(world, "--cwd", str(cwd)) as server:
             listing = await server.client.list_tools()
-            assert [tool.name for tool in listing.tools] == ["bash", "ipython", "jobs_list", "jobs_wait", "jobs_cancel"]
+            assert [tool.name for tool in listing.tools] == list(TOOLS), "tests/unit/test_mcp_tools.py pins the names"
+            assert len(listing.tools) == 13
             for tool in listing.tools:
                 row = TOOLS[tool.name]
                 assert tool.input_schema == object_schema(row.args)
                 assert tool.output_schema == object_schema(row.answer)
                 assert tool.description == row.description
+                assert tool.annotations is not None
+                assert tool.annotations.read_only_hint is (tool.name in LOOKING), tool.name
             assert server.init.server_info.name == "eukhe"
             assert str(cwd) in (server.init.instructions or "")
             session = server.session
@@ -243,6 +250,22 @@ def test_mcp_an_unknown_or_mistyped_argument_is_a_tool_error_naming_the_field(wo
 
             missing = await server.call("jobs_wait", {"timeout_ms": 5})
             assert text_of(missing) == "bad_tool_arguments: jobs_wait: missing required field job"
+
+            refusals = {
+                "read": ({"path": "a.txt", "offest": 2}, "unknown field offest (did you mean offset?)"),
+                "write": ({"path": "a.txt"}, "missing required field content"),
+                "edit": ({"patch": None}, "patch must be str"),
+                "grep": ({"pattern": "x", "glob": ["*.py"]}, "glob must be str | null"),
+                "glob": ({"pattern": "*", "cwd": "."}, "unknown field cwd"),
+                "spawn": ({"name": "w", "code": "1", "workspace": "copy"}, "workspace: Invalid enum value 'copy'"),
+                "collect": ({"names": "w"}, "names must be array | null"),
+                "subagents": ({"all": True}, "unknown field all"),
+            }
+            for tool, (args, said) in refusals.items():
+                refused = await server.call(tool, args)
+                assert refused.is_error, tool
+                assert text_of(refused).startswith(f"bad_tool_arguments: {tool}: {said}"), text_of(refused)
+            assert not (workdir(world) / "a.txt").exists(), "a refused call does nothing"
 
             no_job = await server.call("jobs_cancel", {"job": "job-00000000"})
             assert no_job.is_error
@@ -484,3 +507,181 @@ def test_mcp_serves_a_stdin_that_is_a_regular_file(world: DaemonEnv) -> None:
     assert reply.id == 1
     assert types.InitializeResult.model_validate(reply.result).server_info.name == "eukhe"
     only_diagnostics(done.stderr.decode())
+
+
+def test_mcp_file_tools_round_trip_in_the_sessions_directory_and_refusals_name_their_reason(world: DaemonEnv) -> None:
+    cwd = workdir(world)
+    here = Path(os.path.realpath(cwd))
+    flood = "".join(f"{i}\n" for i in range(1, 100_001))
+    (cwd / "flood.txt").write_text(flood)
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(cwd)) as server:
+            wrote = await server.call("write", {"path": "src/app.py", "content": "def main():\n    run()\n"})
+            assert text_of(wrote) == f"created {here / 'src' / 'app.py'} (22 bytes)", "relative to the session's cwd"
+            assert wrote.structured_content == {
+                "absolute": str(here / "src" / "app.py"),
+                "bytes_written": 22,
+                "created": True,
+            }
+            assert (cwd / "src" / "app.py").read_text() == "def main():\n    run()\n"
+
+            patch = (
+                "*** Begin Patch\n*** Update File: src/app.py\n-    run()\n+    run(fast=True)\n"
+                "*** Add File: notes.md\n+\x1b[1mbold\x1b[0m note\n*** End Patch"
+            )
+            edited = await server.call("edit", {"patch": patch})
+            assert not edited.is_error, text_of(edited)
+            changes = edited.structured_content["changes"]
+            assert [(change["action"], Path(change["path"]).name) for change in changes] == [
+                ("updated", "app.py"),
+                ("added", "notes.md"),
+            ]
+            assert text_of(edited).splitlines() == [f"{c['action']} {c['path']}" for c in changes]
+            assert (cwd / "src" / "app.py").read_text() == "def main():\n    run(fast=True)\n"
+
+            read = await server.call("read", {"path": "src/app.py", "offset": 2})
+            assert text_of(read) == f"    run(fast=True)\n[{here / 'src' / 'app.py'}: lines 2-2 of 2]"
+            assert (read.structured_content["offset"], read.structured_content["lines"]) == (2, 1)
+            assert read.structured_content["total_lines"] == 2
+            notes = await server.call("read", {"path": str(here / "notes.md")})
+            assert text_of(notes) == f"bold note\n[{here / 'notes.md'}: lines 1-1 of 1]", "rendered for the model"
+            assert notes.structured_content["output"]["text"] == "\x1b[1mbold\x1b[0m note\n", "the record is exact"
+
+            grep = await server.call("grep", {"pattern": r"run\(", "glob": "*.py"})
+            assert text_of(grep) == f"src/app.py:2:    run(fast=True)\n[1 match in 1 file under {here}]"
+            assert (grep.structured_content["matches"], grep.structured_content["files"]) == (1, 1)
+            assert text_of(await server.call("grep", {"pattern": "nowhere"})) == f"[no matches under {here}]"
+            glob = await server.call("glob", {"pattern": "**/*.py"})
+            assert text_of(glob) == f"src/app.py\n[1 file under {here}]"
+            assert glob.structured_content["count"] == 1
+
+            missing = await server.call("read", {"path": "nope.txt"})
+            assert missing.is_error
+            assert missing.structured_content is None
+            assert text_of(missing).startswith("fs_error (not_found): ")
+            assert "nope.txt" in text_of(missing)
+            unfound = "*** Begin Patch\n*** Update File: src/app.py\n-    walk()\n+    fly()\n*** End Patch"
+            failed = await server.call("edit", {"patch": unfound})
+            assert failed.is_error
+            assert text_of(failed).startswith("fs_error (patch_failed): ")
+            assert "src/app.py" in text_of(failed)
+            assert (cwd / "src" / "app.py").read_text() == "def main():\n    run(fast=True)\n", "nothing changed"
+            onto_dir = await server.call("write", {"path": "src", "content": "x"})
+            assert text_of(onto_dir).startswith("fs_error (is_a_directory): ")
+
+            whole = await server.call("read", {"path": "flood.txt"})
+            output = whole.structured_content["output"]
+            assert (output["lines_kept"], output["lines_dropped"]) == (2000, 98_000)
+            assert output["bytes_kept"] + output["bytes_dropped"] == len(flood)
+            assert Path(output["artifact"]).read_text() == flood, "the artifact holds every line read"
+            lines = text_of(whole).splitlines()
+            assert lines[:2] == ["1", "2"]
+            assert lines[1999] == "2000"
+            assert lines[2000] == output["notice"], "a head window: the notice comes after the text, where it was cut"
+            assert "dropped from the end" in lines[2000]
+            assert output["artifact"] in lines[2000]
+            assert lines[2001:] == [f"[{here / 'flood.txt'}: lines 1-100000 of 100000; read on with offset 2001]"]
+            zeros = await server.call("grep", {"pattern": "0$", "path": "flood.txt"})
+            assert zeros.structured_content["matches"] == 10_000
+            assert zeros.structured_content["output"]["lines_kept"] == 2000
+            assert text_of(zeros).endswith(f"[10000 matches in 1 file under {here / 'flood.txt'}]")
+            assert zeros.structured_content["output"]["notice"] in text_of(zeros)
+            only_diagnostics(server.stderr)
+
+    run(scenario)
+
+
+def test_mcp_spawn_an_isolated_child_that_edits_a_file_collect_its_report_and_a_cancelled_collect_spares_it(
+    world: DaemonEnv,
+) -> None:
+    """The child edits a.txt in its copy, then waits for `go`: a collect cancelled meanwhile stops its wait, never
+    the child; the next collect reports progress (on which the test writes `go`), then the child's report."""
+    cwd = workdir(world)
+    subprocess.run(["git", "init", "-q", str(cwd)], check=True)
+    (cwd / "a.txt").write_text("a\n")
+    go = world.root / "go"
+    code = (
+        "import os, time\n"
+        "rlm.fs.edit('*** Begin Patch\\n*** Update File: a.txt\\n-a\\n+a by the child\\n*** End Patch')\n"
+        f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.01)\n"
+        "rlm.answer({'edited': ['a.txt'], 'pid': os.getpid()})"
+    )
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(cwd)) as server:
+            spawned = await server.call("spawn", {"name": "worker", "code": code, "workspace": "isolated"})
+            assert not spawned.is_error, text_of(spawned)
+            row = spawned.structured_content
+            assert (row["name"], row["status"], row["workspace"]) == ("worker", "running", "isolated")
+            assert row["cwd"] != str(cwd), "an isolated child works in a copy"
+            assert text_of(spawned).splitlines() == [
+                f"worker: running (session {row['session']}, isolated workspace {row['cwd']})",
+                '[collect {"names": ["worker"]} waits for its report; subagents lists the children]',
+            ]
+            await eventually(lambda: (Path(row["cwd"]) / "a.txt").read_text() == "a by the child\n", "the edit")
+            assert (cwd / "a.txt").read_text() == "a\n", "the session's file is untouched until the hand-back"
+
+            listed = await server.call("subagents", {})
+            assert [child["name"] for child in listed.structured_content["children"]] == ["worker"]
+            assert text_of(listed) == text_of(spawned).splitlines()[0]
+
+            waiting = anyio.Event()
+            said: list[str | None] = []
+
+            async def on_wait(progress: float, total: float | None, message: str | None) -> None:
+                said.append(message)
+                waiting.set()
+
+            async with anyio.create_task_group() as group:
+                scope = anyio.CancelScope()
+
+                async def collect() -> None:
+                    with scope:
+                        await server.call("collect", {"timeout_ms": 60_000}, progress_callback=on_wait)
+                    assert scope.cancelled_caught, "the collect ended before it was cancelled"
+
+                group.start_soon(collect)
+                with anyio.fail_after(DEADLINE_S):
+                    await waiting.wait()
+                scope.cancel()  # the client sends notifications/cancelled
+            running = r"waiting for children for \d+\.\d s: 0 of 1 ended; running: worker"
+            assert re.fullmatch(running, said[0] or ""), said
+            await eventually(lambda: "children.collect: cancelled by the client" in server.stderr, "the cancel")
+            (still,) = (await server.call("subagents", {})).structured_content["children"]
+            assert still["status"] == "running", "cancelling a collect never ends a child"
+
+            reports: list[str | None] = []
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                reports.append(message)
+                go.touch()
+
+            collected = await server.call("collect", {"names": ["worker"]}, progress_callback=on_progress)
+            assert reports, "a collect that lasts reports its progress"
+            (report,) = collected.structured_content["reports"]
+            assert (report["name"], report["status"], report["error"]) == ("worker", "answered", None)
+            assert report["answer"]["edited"] == ["a.txt"]
+            handback = report["handback"]
+            assert (handback["status"], handback["paths_taken"], handback["conflicts"]) == ("done", ["a.txt"], [])
+            assert (cwd / "a.txt").read_text() == "a by the child\n", "the child's change was handed back"
+            answer = json.dumps(report["answer"])
+            assert text_of(collected).splitlines() == [
+                "worker: answered",
+                f"  answer: {answer}",
+                "  handed back: 1 path taken, 0 conflicts",
+                "    took a.txt",
+            ]
+
+            (ended,) = (await server.call("subagents", {})).structured_content["children"]
+            assert (ended["status"], ended["handback"]) == ("answered", handback)
+            assert text_of(await server.call("subagents", {})).splitlines()[1:] == [
+                "  handed back: 1 path taken, 0 conflicts",
+                "    took a.txt",
+            ]
+            again = await server.call("spawn", {"name": "worker", "code": "1"})
+            assert again.is_error
+            assert text_of(again).startswith("child_exists: ")
+            only_diagnostics(server.stderr)
+
+    run(scenario)

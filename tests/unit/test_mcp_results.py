@@ -1,5 +1,6 @@
 """What a model reads of each MCP tool answer (issue 13, 3-4): rendered output, the notice where the output was cut,
-one line for a detached call, a cell's result or traceback, the jobs, progress messages."""
+one line for a detached call, a cell's result or traceback, the jobs, progress messages; the file tools' lines and
+counts, refusals with their reason; children's rows, roster and reports, clipped when they would flood."""
 
 from __future__ import annotations
 
@@ -10,15 +11,33 @@ import pytest
 from eukhe.core.bound import Slice, notice
 from eukhe.core.limits import Keep
 from eukhe.mcp.results import (
+    ANSWER_CLIP,
+    CLIP,
     CUT_AT_START,
+    answer_json,
     answer_text,
+    clip,
+    collect_progress_message,
+    edit_text,
+    error_text,
+    glob_text,
+    grep_text,
     job_line,
     job_list_text,
     output_text,
     progress_message,
+    read_text,
+    report_text,
+    reports_text,
+    roster_text,
+    spawn_text,
+    write_text,
 )
+from eukhe.records.children import ChildError, ChildReport, ChildRow, Reports, Roster
+from eukhe.records.fs import EditAnswer, EditChange, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
 from eukhe.records.jobs import CellError, Detached, JobList, JobRow, Settled
 from eukhe.records.output import OutputWindow
+from eukhe.records.workspace import HandbackConflict, HandbackFailure, HandbackReport
 
 
 def window(text: str = "", **fields: object) -> OutputWindow:
@@ -128,3 +147,192 @@ def test_progress_says_the_bytes_and_lines_so_far() -> None:
     assert progress_message(1.25, None, None) == "running for 1.2 s"
     message = progress_message(2.0, "job-1", row(bytes_kept=1, bytes_dropped=0, lines_kept=1, lines_dropped=0))
     assert message == "job job-1 running for 2.0 s: 1 byte, 1 line of output so far"
+
+
+# --- the file tools ---------------------------------------------------------------------------------------------------
+
+
+def read_answer(text: str, *, offset: int = 1, lines: int, total: int, **output: object) -> ReadAnswer:
+    return ReadAnswer(absolute="/w/a.txt", offset=offset, lines=lines, total_lines=total, output=window(text, **output))
+
+
+def test_a_read_shows_its_lines_then_which_lines_of_how_many() -> None:
+    assert read_text(read_answer("one\ntwo\n", lines=2, total=2)) == "one\ntwo\n[/w/a.txt: lines 1-2 of 2]"
+    assert read_text(read_answer("two", offset=2, lines=1, total=2)) == "two\n[/w/a.txt: lines 2-2 of 2]"
+    assert read_text(read_answer("\x1b[31mred\x1b[0m\n", lines=1, total=1)) == "red\n[/w/a.txt: lines 1-1 of 1]"
+    assert (
+        read_text(read_answer("", offset=9, lines=0, total=2))
+        == "[/w/a.txt: no lines from line 9; the file has 2 lines]"
+    )
+    assert read_text(read_answer("", lines=0, total=0)) == "[/w/a.txt: no lines from line 1; the file has 0 lines]"
+
+
+def test_a_cut_read_shows_the_notice_after_its_lines_and_where_to_read_on() -> None:
+    said = notice(Keep.HEAD, Slice(bytes_kept=4, bytes_dropped=6, lines_kept=2, lines_dropped=3), "/a/fs-read.log")
+    cut = read_answer("3\n4\n", offset=3, lines=5, total=9, notice=said, artifact="/a/fs-read.log", lines_dropped=3)
+    assert read_text(cut).splitlines() == ["3", "4", said, "[/w/a.txt: lines 3-7 of 9; read on with offset 5]"]
+    long_line = read_answer("xxxx", lines=1, total=1, notice=said, artifact="/a/fs-read.log")
+    assert read_text(long_line).splitlines() == ["xxxx", said, "[/w/a.txt: lines 1-1 of 1]"], "only in the artifact"
+
+
+def test_write_edit_grep_and_glob_say_what_they_did_or_found() -> None:
+    assert write_text(WriteAnswer(absolute="/w/a", bytes_written=1, created=True)) == "created /w/a (1 byte)"
+    assert write_text(WriteAnswer(absolute="/w/a", bytes_written=0, created=False)) == "replaced /w/a (0 bytes)"
+    changes = (
+        EditChange(action="updated", path="/w/a"),
+        EditChange(action="moved", path="/w/b", destination="/w/c"),
+        EditChange(action="deleted", path="/w/d"),
+    )
+    assert edit_text(EditAnswer(changes=changes)) == "updated /w/a\nmoved /w/b -> /w/c\ndeleted /w/d"
+    one = GrepAnswer(absolute="/w", matches=1, files=1, output=window("a.py:2:x\n"))
+    assert grep_text(one) == "a.py:2:x\n[1 match in 1 file under /w]"
+    many = GrepAnswer(absolute="/w", matches=3, files=2, output=window("a:1:x\na:2:x\nb:1:x\n"))
+    assert grep_text(many).endswith("\n[3 matches in 2 files under /w]")
+    assert grep_text(GrepAnswer(absolute="/w", matches=0, files=0, output=window())) == "[no matches under /w]"
+    assert (
+        glob_text(GlobAnswer(absolute="/w", count=2, output=window("a.py\nb.py\n"))) == "a.py\nb.py\n[2 files under /w]"
+    )
+    assert glob_text(GlobAnswer(absolute="/w", count=0, output=window())) == "[no files match under /w]"
+
+
+def test_a_refusal_names_its_code_and_its_reason() -> None:
+    assert error_text("fs_error", "cannot read x: no such file", "not_found") == (
+        "fs_error (not_found): cannot read x: no such file"
+    )
+    assert error_text("unknown_job", "no job job-1") == "unknown_job: no job job-1"
+
+
+# --- children ---------------------------------------------------------------------------------------------------------
+
+
+def child(**fields: object) -> ChildRow:
+    base: dict[str, object] = {
+        "name": "w",
+        "session": "s1",
+        "status": "running",
+        "workspace": "isolated",
+        "cwd": "/ws/w/copy",
+        "timeout_ms": None,
+        "handback": None,
+    }
+    return ChildRow(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def report(**fields: object) -> ChildReport:
+    base: dict[str, object] = {
+        "name": "w",
+        "session": "s1",
+        "status": "answered",
+        "answer": None,
+        "error": None,
+        "handback": None,
+    }
+    return ChildReport(**{**base, **fields})  # type: ignore[arg-type]
+
+
+HANDED = HandbackReport(
+    parent_dir="/p",
+    paths_taken=("a.txt", "gone.txt"),
+    paths_removed=("gone.txt",),
+    conflicts=(
+        HandbackConflict(path="both.txt", reason="both_changed", child_version="/ws/w/conflicts/both.txt"),
+        HandbackConflict(path="x", reason="parent_holds_directory", child_version=None),
+    ),
+    conflicts_dir="/ws/w/conflicts",
+)
+
+
+def test_a_spawn_shows_the_child_and_how_to_collect_it() -> None:
+    assert spawn_text(child(timeout_ms=500)).splitlines() == [
+        "w: running (session s1, isolated workspace /ws/w/copy, timeout 500 ms)",
+        '[collect {"names": ["w"]} waits for its report; subagents lists the children]',
+    ]
+
+
+def test_the_roster_shows_each_child_and_its_hand_back() -> None:
+    assert roster_text(Roster(children=[])) == "no children"
+    failed = HandbackFailure(path="a.txt", reason="EACCES", copy="/ws/v/copy")
+    roster = Roster(children=[child(status="answered", handback=HANDED), child(name="v", handback=failed)])
+    assert roster_text(roster).splitlines() == [
+        "w: answered (session s1, isolated workspace /ws/w/copy)",
+        "  handed back: 2 paths taken, 2 conflicts",
+        "    took a.txt",
+        "    removed gone.txt",
+        "    conflict both.txt (both_changed): the session's content stayed; the child's version: "
+        "/ws/w/conflicts/both.txt",
+        "    conflict x (parent_holds_directory): the session's content stayed; the child's version: a removal",
+        "v: running (session s1, isolated workspace /ws/w/copy)",
+        "  hand-back failed at a.txt: EACCES (the child's copy is kept at /ws/v/copy)",
+    ]
+
+
+def test_the_reports_show_answers_as_json_errors_with_their_traceback_and_who_still_runs() -> None:
+    error = ChildError(
+        reason="exception", message="ZeroDivisionError: division by zero", traceback=["\x1b[31mT\x1b[0m\n"]
+    )
+    reports = Reports(
+        reports=[
+            report(answer={"n": 1, "s": "é\n"}),
+            report(name="f", status="failed", error=error),
+            report(name="r", status="running"),
+        ]
+    )
+    assert reports_text(reports).splitlines() == [
+        "w: answered",
+        '  answer: {"n": 1, "s": "é\\n"}',
+        "f: failed",
+        "  error (exception): ZeroDivisionError: division by zero",
+        "T",
+        "r: running",
+        "[still running: r; collect again to wait on]",
+    ]
+    assert reports_text(Reports(reports=[])) == "no children"
+    raw = reports_text(Reports(reports=[report(answer="\x9b31mred\x7f")]))
+    assert raw.splitlines()[1] == '  answer: "red"', "the answer's JSON is rendered: no control character is left"
+
+
+def test_a_huge_answer_shows_its_head_and_says_the_structured_result_holds_it() -> None:
+    big = report(answer=["x" * 100] * 1000)
+    whole = answer_json(big.answer)
+    first, answer, said = reports_text(Reports(reports=[big])).splitlines()
+    assert first == "w: answered"
+    assert answer.startswith("  answer: ")
+    head = answer.removeprefix("  answer: ")
+    assert whole.startswith(head)
+    assert len(head.encode()) == ANSWER_CLIP.max_bytes
+    dropped = f"{len(whole.encode()) - ANSWER_CLIP.max_bytes} bytes (0 lines)"
+    assert said == f"[answer cut: {dropped} dropped from the end; the structured result holds all of it]"
+
+
+def test_many_reports_are_clipped_to_the_default_limits() -> None:
+    many = Reports(reports=[report(name=f"c{i}", answer=i) for i in range(1500)])
+    whole = "\n".join(report_text(r) for r in many.reports)
+    text = reports_text(many)
+    kept, said = text.rsplit("\n", 1)
+    assert kept.split("\n") == whole.split("\n")[: CLIP.max_lines]
+    assert said.startswith("[text cut: ")
+    assert f"({3000 - CLIP.max_lines} lines) dropped from the end" in said
+    running = Reports(reports=[*many.reports, report(name="late", status="running")])
+    assert reports_text(running).splitlines()[-1] == "[still running: late; collect again to wait on]", "never cut"
+
+
+@pytest.mark.parametrize("end", ["", "\n"])
+@pytest.mark.parametrize("lines", [1, 2, 1999, 2000, 2001, 5000])
+def test_clip_keeps_what_fits_and_counts_the_rest_exactly(lines: int, end: str) -> None:
+    text = "\n".join(f"line {i}" for i in range(lines)) + end
+    clipped = clip(text)
+    if lines <= CLIP.max_lines:
+        assert clipped == text
+        return
+    kept, said = clipped.rsplit("\n", 1)
+    assert kept.split("\n") == text.split("\n")[: CLIP.max_lines]
+    assert said.startswith(f"[text cut: {len(text.encode()) - len(kept.encode()) - 1} bytes ("), "exact bytes"
+    dropped = lines - CLIP.max_lines
+    assert f"({dropped} line{'s' if dropped > 1 else ''}) dropped" in said
+
+
+def test_collect_progress_says_who_still_runs() -> None:
+    assert collect_progress_message(1.0, None, None) == "waiting for children for 1.0 s"
+    roster = Roster(children=[child(), child(name="v", status="answered"), child(name="u")])
+    assert collect_progress_message(2.0, roster, None) == "waiting for children for 2.0 s: 1 of 3 ended; running: w, u"
+    assert collect_progress_message(2.0, roster, ["v"]) == "waiting for children for 2.0 s: all 1 ended"

@@ -14,9 +14,12 @@ from hypothesis import strategies as st
 
 from eukhe.errors import InputError
 from eukhe.mcp.tools import TOOLS, object_schema
+from eukhe.records.children import ChildError, ChildReport, ChildRow, Reports, Roster
 from eukhe.records.daemon import OPS
+from eukhe.records.fs import EditAnswer, EditChange, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
 from eukhe.records.jobs import Detached, JobList, JobRow, Settled
 from eukhe.records.output import OutputWindow
+from eukhe.records.workspace import HandbackConflict, HandbackFailure, HandbackReport
 
 VALID: dict[str, dict[str, Any]] = {
     "bash": {"command": "true", "budget_ms": 5},
@@ -24,6 +27,14 @@ VALID: dict[str, dict[str, Any]] = {
     "jobs_list": {},
     "jobs_wait": {"job": "job-1", "timeout_ms": 0},
     "jobs_cancel": {"job": "job-1"},
+    "read": {"path": "a.txt", "offset": 2, "limit": 10},
+    "write": {"path": "a.txt", "content": "hi\n"},
+    "edit": {"patch": "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch"},
+    "grep": {"pattern": "def main", "path": "src", "glob": "*.py"},
+    "glob": {"pattern": "**/*.py", "path": "."},
+    "spawn": {"name": "worker", "code": "1 + 1", "workspace": "isolated", "timeout_ms": 1000},
+    "collect": {"names": ["worker"], "timeout_ms": 0},
+    "subagents": {},
 }
 
 WINDOW = OutputWindow(
@@ -37,16 +48,30 @@ ANSWERS: list[Any] = [
 
 
 def fields(record: Any) -> dict[str, Any]:
-    """A record type's fields: name -> (type info without its description, required)."""
+    """A record type's fields: name -> (type info without its description, required, default)."""
     found = {}
     for field in msgspec.inspect.type_info(record).fields:
         kind = field.type.type if isinstance(field.type, msgspec.inspect.Metadata) else field.type
-        found[field.name] = (kind, field.required)
+        found[field.name] = (kind, field.required, field.default)
     return found
 
 
 def test_the_tools_are_exactly_those_that_exist_now() -> None:
-    assert list(TOOLS) == ["bash", "ipython", "jobs_list", "jobs_wait", "jobs_cancel"]
+    assert list(TOOLS) == [
+        "bash",
+        "ipython",
+        "jobs_list",
+        "jobs_wait",
+        "jobs_cancel",
+        "read",
+        "write",
+        "edit",
+        "grep",
+        "glob",
+        "spawn",
+        "collect",
+        "subagents",
+    ]
     assert set(VALID) == set(TOOLS)
 
 
@@ -54,7 +79,8 @@ def test_the_tools_are_exactly_those_that_exist_now() -> None:
 def test_each_tool_is_its_daemon_op_without_session(name: str) -> None:
     tool = TOOLS[name]
     op = OPS[tool.op]
-    assert fields(op.args) == {"session": (msgspec.inspect.StrType(), True), **fields(tool.args)}
+    session = (msgspec.inspect.StrType(), True, msgspec.NODEFAULT)
+    assert fields(op.args) == {"session": session, **fields(tool.args)}
     assert tool.answer is op.answer
 
 
@@ -100,6 +126,53 @@ def test_the_output_schema_accepts_the_answer_record_and_nothing_else(answer: An
     jsonschema.validate(JobList(jobs=[row]).to_json(), listing)
 
 
+HANDED = HandbackReport(
+    parent_dir="/p",
+    paths_taken=("a.txt",),
+    paths_removed=(),
+    conflicts=(HandbackConflict(path="b", reason="both_changed", child_version="/c/b"),),
+    conflicts_dir="/c",
+)
+CHILD = ChildRow(
+    name="w", session="s", status="answered", workspace="isolated", cwd="/c", timeout_ms=None, handback=HANDED
+)
+NEW_ANSWERS: dict[str, Any] = {
+    "read": ReadAnswer(absolute="/w/a", offset=1, lines=1, total_lines=1, output=WINDOW),
+    "write": WriteAnswer(absolute="/w/a", bytes_written=3, created=True),
+    "edit": EditAnswer(changes=(EditChange(action="moved", path="/w/a", destination="/w/b"),)),
+    "grep": GrepAnswer(absolute="/w", matches=1, files=1, output=WINDOW),
+    "glob": GlobAnswer(absolute="/w", count=1, output=WINDOW),
+    "spawn": CHILD,
+    "collect": Reports(
+        reports=[
+            ChildReport(name="w", session="s", status="answered", answer={"any": [1]}, error=None, handback=HANDED),
+            ChildReport(
+                name="v",
+                session="t",
+                status="failed",
+                answer=None,
+                error=ChildError(reason="exception", message="boom", traceback=["t\n"]),
+                handback=HandbackFailure(path="a", reason="EACCES", copy="/c"),
+            ),
+        ]
+    ),
+    "subagents": Roster(children=[CHILD]),
+}
+"""An answer of each new tool (the file tools, children), to check against its output schema."""
+
+
+@pytest.mark.parametrize("name", list(NEW_ANSWERS))
+def test_the_output_schema_of_each_new_tool_accepts_its_answer_and_refuses_a_drift(name: str) -> None:
+    schema = TOOLS[name].listing().output_schema
+    assert schema is not None
+    answer = NEW_ANSWERS[name].to_json()
+    jsonschema.validate(answer, schema)
+    assert TOOLS[name].read_answer(answer) == NEW_ANSWERS[name]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**answer, "unknown": 1}, schema)
+    TOOLS[name].text(NEW_ANSWERS[name])  # every answer has a text
+
+
 def test_a_bad_argument_is_refused_naming_its_field() -> None:
     bash = TOOLS["bash"]
     with pytest.raises(InputError) as unknown:
@@ -116,6 +189,15 @@ def test_a_bad_argument_is_refused_naming_its_field() -> None:
     with pytest.raises(InputError) as negative:
         bash.decode({"command": "true", "budget_ms": -1})
     assert negative.value.field == "budget_ms"
+    with pytest.raises(InputError) as workspace:
+        TOOLS["spawn"].decode({"name": "w", "code": "1", "workspace": "copy"})
+    assert workspace.value.field == "workspace"
+    with pytest.raises(InputError) as names:
+        TOOLS["collect"].decode({"names": ["a", 1]})
+    assert names.value.field == "names[1]"
+    with pytest.raises(InputError) as offset:
+        TOOLS["read"].decode({"path": "a", "ofset": 1})
+    assert (offset.value.field, offset.value.hint) == ("ofset", "offset")
 
 
 json_values = st.one_of(

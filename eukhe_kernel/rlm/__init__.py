@@ -2,13 +2,17 @@
 
 - `rlm.fs`: the five file tools (`read`, `write`, `edit`, `grep`, `glob`), served by the host in the session's working
   directory, answers bounded by the session's output limits; a refusal raises `rlm.FsError`.
+- `@rlm.remote` (or `@rlm.remote(name=...)`): offer a function to the host as tool `remote/<name>`, with the JSON
+  Schema of its keyword arguments (docs/remote.md).
 
-Standard library only: this package runs in any sandbox's Python (docs/kernel-protocol.md).
+Standard library only: this package runs in any sandbox's Python (docs/kernel-protocol.md); `rlm.remote` imports
+msgspec when it is used, and says so when the kernel's Python has none.
 """
 
 from __future__ import annotations
 
 from eukhe_kernel.rlm import fs
 from eukhe_kernel.rlm.answers import Answer, FsError
+from eukhe_kernel.rlm.remote import remote
 
-__all__ = ["Answer", "FsError", "fs"]
+__all__ = ["Answer", "FsError", "fs", "remote"]

@@ -37,6 +37,8 @@ VALID: dict[str, dict[str, Any]] = {
     "fs.edit": {"session": "s", "patch": "*** Begin Patch\n*** End Patch"},
     "fs.grep": {"session": "s", "pattern": "x", "path": ".", "glob": "*.py"},
     "fs.glob": {"session": "s", "pattern": "*.py"},
+    "remote.list": {"session": "s"},
+    "remote.call": {"session": "s", "name": "add", "args": {"a": 2, "b": 3}, "budget_ms": 1000},
     "cancel": {"request": 3},
 }
 """A valid request's arguments for every op (the test checks they cover OPS)."""

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from eukhe.errors import EukheError, InputError, UsageError
 from eukhe.jobs.wait import CallCancelledError
+from eukhe.kernel.errors import RemoteCallError
 from eukhe.kernel.session import KernelSession as Session
 from eukhe.records.jobs import Detached, JobRow, Rewound, Settled
+from eukhe.records.remote import RemoteCallAnswer, RemoteCallFailure, RemoteFunction
 from eukhe.records.settings import Limits, SessionSettings
 from eukhe.session.session import SessionClosedError, UnknownJobError
 from eukhe.store.tree import UnknownEntryError
@@ -22,6 +24,10 @@ __all__ = [
     "InputError",
     "JobRow",
     "Limits",
+    "RemoteCallAnswer",
+    "RemoteCallError",
+    "RemoteCallFailure",
+    "RemoteFunction",
     "Rewound",
     "Session",
     "SessionClosedError",

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "watch": "eukhe.cli.watch",
     "tree": "eukhe.cli.tree",
     "fs": "eukhe.cli.fs",
+    "remote": "eukhe.cli.remote",
     "schema": "eukhe.cli.schema",
 }
 """Each command's module has `register(subparsers)`, which adds the command and sets `handler` on it."""

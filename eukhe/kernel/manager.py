@@ -338,6 +338,12 @@ class KernelManager:
         kernel = self._kernel
         return kernel.process.pid if kernel is not None and not kernel.gone else None
 
+    @property
+    def takes_calls(self) -> bool:
+        """Whether a kernel runs that takes remote calls (started, not ending: a call never starts one)."""
+        kernel = self._kernel
+        return kernel is not None and not kernel.gone and kernel.end_reason is None and kernel.ready.done()
+
     async def start(self) -> None:
         """Start a kernel now (else the first cell starts it)."""
         await self._ensure()
@@ -368,7 +374,8 @@ class KernelManager:
         if self._closed:
             raise KernelClosedError("the kernel manager is closed")
         async with self._start_lock:
-            if self._kernel is None or self._kernel.gone:
+            # A kernel whose end began (its stdout closed, a kill) takes no new cell: the next one starts afresh.
+            if self._kernel is None or self._kernel.gone or self._kernel.end_reason is not None:
                 self._kernel = await self._spawn()
             return self._kernel
 
@@ -553,7 +560,7 @@ class KernelManager:
         future settles with the function's result or a `RemoteCallError` (`unknown`, `failed`; `unreachable` as
         soon as the kernel stops). No kernel running: `not_running` (a call never starts one)."""
         kernel = self._kernel
-        if kernel is None or kernel.gone or not kernel.ready.done():
+        if kernel is None or not self.takes_calls:
             raise RemoteCallError("not_running", "the session's Python kernel is not running: a cell starts it")
         try:
             strict_json(dict(args), "the arguments")

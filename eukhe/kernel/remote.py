@@ -81,7 +81,7 @@ class SessionRemote:
 
     def _manager(self) -> KernelManager | None:
         manager = self._session.kernel
-        return manager if manager is not None and manager.pid is not None else None
+        return manager if manager is not None and manager.takes_calls else None
 
     def _live(self) -> dict[str, RemoteRegistration]:
         """The registrations of the running kernel (none when no kernel runs)."""

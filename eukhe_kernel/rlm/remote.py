@@ -107,8 +107,11 @@ class Remote:
 REMOTES: dict[str, Remote] = {}
 """The functions this kernel offers, by name."""
 
-_TASKS: dict[str, asyncio.Task[None]] = {}
-"""The `async def` calls in flight, by call id (an interrupt naming one cancels it)."""
+_TASKS: dict[str, asyncio.Task[None] | None] = {}
+"""The `async def` calls in flight, by call id (None: its task is not made yet); an interrupt naming one cancels it."""
+_CANCELLED: set[str] = set()
+"""`async def` calls an interrupt named before their task was made: they answer `cancelled` without running."""
+_TASKS_LOCK = threading.Lock()
 
 
 # ---- the decorator ------------------------------------------------------------------------------------------------
@@ -272,6 +275,8 @@ def serve_call(kernel: Kernel, message: dict[str, Any]) -> None:
     context = contextvars.copy_context()
     context.run(CELL_ID.set, call_id)  # what the function prints is the call's, not the running cell's
     if entry.is_async:
+        with _TASKS_LOCK:
+            _TASKS[call_id] = None  # an interrupt that comes before the task is made still finds the call
         kernel.loop.call_soon_threadsafe(_start_task, kernel, entry, call_id, args, context)
     else:
         threading.Thread(
@@ -284,9 +289,13 @@ def serve_call(kernel: Kernel, message: dict[str, Any]) -> None:
 
 def cancel(kernel: Kernel, call_id: str) -> bool:
     """Cancel an `async def` call in flight (an interrupt naming it); a sync call's thread cannot be stopped."""
-    task = _TASKS.get(call_id)
-    if task is None:
-        return False
+    with _TASKS_LOCK:
+        if call_id not in _TASKS:
+            return False
+        task = _TASKS[call_id]
+        if task is None:
+            _CANCELLED.add(call_id)
+            return True
     kernel.loop.call_soon_threadsafe(task.cancel)
     return True
 
@@ -303,9 +312,26 @@ def _run_sync(kernel: Kernel, entry: Remote, call_id: str, args: dict[str, Any])
 def _start_task(
     kernel: Kernel, entry: Remote, call_id: str, args: dict[str, Any], context: contextvars.Context
 ) -> None:
-    task = kernel.loop.create_task(_run_async(kernel, entry, call_id, args), context=context)
-    _TASKS[call_id] = task
-    task.add_done_callback(lambda _task: _TASKS.pop(call_id, None))
+    with _TASKS_LOCK:
+        cancelled = call_id in _CANCELLED
+        _CANCELLED.discard(call_id)
+        if cancelled:
+            del _TASKS[call_id]
+        else:
+            task = kernel.loop.create_task(_run_async(kernel, entry, call_id, args), context=context)
+            _TASKS[call_id] = task
+    if cancelled:
+        _fail(kernel, call_id, "cancelled", "the call was cancelled before it started")
+        return
+    task.add_done_callback(lambda ended: _forget(kernel, call_id, ended))
+
+
+def _forget(kernel: Kernel, call_id: str, task: asyncio.Task[None]) -> None:
+    """The call's task ended. One cancelled before its first step never ran `_run_async`: its `done` is sent here."""
+    with _TASKS_LOCK:
+        _TASKS.pop(call_id, None)
+    if task.cancelled():
+        _fail(kernel, call_id, "cancelled", "the call was cancelled before it started")
 
 
 async def _run_async(kernel: Kernel, entry: Remote, call_id: str, args: dict[str, Any]) -> None:

@@ -223,6 +223,7 @@ def test_a_kernel_exiting_or_restarting_mid_call_answers_unreachable_at_once(tmp
         # A fresh kernel (the next cell starts it) knows none of the old functions until they are defined again.
         await cell(session, "1")
         assert manager.pid not in (None, first)
+        assert remote.list() == []
         await refused(remote.call("add", {"a": 1, "b": 1}), "unknown")
         await cell(session, DEFINITIONS)
         assert await remote.call("add", {"a": 1, "b": 1}) == RemoteCallAnswer(result=2)

@@ -113,7 +113,7 @@ def test_the_schema_of_the_keyword_arguments_comes_from_the_type_hints() -> None
         at: Point,
         small: Annotated[int, msgspec.Meta(ge=0, le=9)] = 3,
         odd: float = float("nan"),
-        free=None,  # no hint: any JSON
+        free: Any = None,  # Any: any JSON (as no hint)
         **extra: bool,
     ) -> None:
         """Shapes.
@@ -182,6 +182,8 @@ def test_a_parameter_that_cannot_be_given_by_keyword_is_refused_at_decoration() 
     with pytest.raises(TypeError, match="needs a function"):
         describe(42)  # type: ignore[arg-type]
     assert describe(lambda **anything: None, "free").schema["additionalProperties"] == {}
+    bare = describe(lambda x, y=1: None, "bare").schema  # no hints: any JSON
+    assert (bare["properties"], bare["required"]) == ({"x": {}, "y": {"default": 1}}, ["x"])
 
 
 # ---- register and call --------------------------------------------------------------------------------------------
@@ -295,11 +297,12 @@ def test_a_nan_result_and_bad_async_arguments_answer_typed_errors() -> None:
             assert "result" not in failed, text
         deep = await host.answer("nested", {})
         assert (deep["status"], deep["reason"]) == ("error", "unencodable")
-        for args, message in (
+        wrong_arguments: list[tuple[dict[str, Any], str]] = [
             ({"n": 2, "m": 1}, "TypeError: later() got an unexpected keyword argument 'm'"),
             ({}, "TypeError: later() missing 1 required positional argument: 'n'"),
             ({"n": 1.5}, "TypeError: later() argument 'n': Expected `int`, got `float`"),
-        ):
+        ]
+        for args, message in wrong_arguments:
             wrong = await host.answer("later", args)
             assert (wrong["status"], wrong["reason"], wrong["message"]) == ("error", "bad_arguments", message)
         # The kernel keeps working: a cell, then calls of both kinds.

@@ -59,13 +59,16 @@ class KernelSession(Session):
 
     _remote: SessionRemote | None = None
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.harness.add_dynamic(self.remote)  # `dyn` reaches `remote/<name>` from the start (not_running, unknown)
+
     @property
     def remote(self) -> SessionRemote:
         """The kernel's `@rlm.remote` functions: `list()`, `await call(name, args, budget_ms)`; each is tool
         `remote/<name>` behind the harness's `dyn` entry."""
         if self._remote is None:
             self._remote = SessionRemote(self)
-            self.harness.add_dynamic(self._remote)
         return self._remote
 
     async def _serve_files(self, admission: Admission) -> Any:

@@ -327,6 +327,9 @@ def test_remote_functions_are_reached_through_dyn_and_never_in_the_roster(tmp_pa
     async def body(session: KernelSession, clock: VirtualClock) -> None:
         harness = session.harness
         remote = session.remote
+        early = await harness.call("dyn", {"tool": "remote/add", "args": {"a": 2, "b": 3}})  # before any kernel
+        assert (early.status, early.details["error"]["kind"]) == ("failed", "not_running")
+        assert harness.dynamic_tools() == []
         await cell(session, DEFINITIONS)
         assert [tool.name for tool in harness.tools()] == ["dyn"]  # the roster: the entry, not what it reaches
         assert [tool.name for tool in harness.dynamic_tools()] == [

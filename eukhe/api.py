@@ -11,8 +11,10 @@ from eukhe.children import ChildExistsError, UnknownChildError
 from eukhe.children.session import AgentSession as Session
 from eukhe.errors import EukheError, InputError, UsageError
 from eukhe.jobs.wait import CallCancelledError
+from eukhe.kernel.errors import RemoteCallError
 from eukhe.records.children import ChildError, ChildReport, ChildRow
 from eukhe.records.jobs import Detached, JobRow, Rewound, Settled
+from eukhe.records.remote import RemoteCallAnswer, RemoteCallFailure, RemoteFunction
 from eukhe.records.settings import Limits, SessionSettings
 from eukhe.session.session import SessionClosedError, UnknownJobError
 from eukhe.store.tree import UnknownEntryError
@@ -28,6 +30,10 @@ __all__ = [
     "InputError",
     "JobRow",
     "Limits",
+    "RemoteCallAnswer",
+    "RemoteCallError",
+    "RemoteCallFailure",
+    "RemoteFunction",
     "Rewound",
     "Session",
     "SessionClosedError",

@@ -69,6 +69,10 @@ CATALOGUE: dict[str, str] = {
     "uv_not_found": "no uv was found, and this caller may not install one",
     "kernel_user_python_missing": "EUKHE_KERNEL_PYTHON names a file that is not an executable",
     "kernel_bootstrap_lock_timeout": "another process held the kernel's bootstrap lock longer than this caller waits",
+    # @remote: kernel functions the host offers as tools
+    "remote_call_error": "a call of a kernel's `@rlm.remote` function failed: `kind` says how (not_running, "
+    "unreachable, unknown, timeout, failed)",
+    "bad_remote": "a kernel's `remote.register` does not fit its record (name, module, qualname, doc, schema)",
     # the kernel's host requests (the `code` of an error host_reply)
     "over_limit": "a host request frame is over the frame size limit",
     "missing_type": "a host request has no string `type`",

@@ -6,7 +6,8 @@ Theory of operation:
   (untagged). Python-level `sys.stdout`/`sys.stderr` writes are tagged with the cell id (a context variable, so
   background tasks a cell starts keep its tag).
 - A reader thread reads requests; `interrupt` and `shutdown` are served on that thread, so they work while a
-  synchronous cell holds the loop. Host replies resolve thread-safe futures on that thread too.
+  synchronous cell holds the loop. Host replies resolve thread-safe futures on that thread too. A `call` of an
+  `@rlm.remote` function starts there too, on its own lane (`eukhe_kernel.rlm.remote`): never behind a cell.
 - One worker task runs cells in order, each as its own task in one persistent namespace; compiled with top-level
   await. Background tasks keep running between cells.
 - SIGINT: our own handler. If the running cell's code is on the stack, it raises KeyboardInterrupt there; else
@@ -398,13 +399,18 @@ class Kernel:
             self._resolve_host_reply(message)
         elif kind == "shutdown":
             self.shutdown(request_id if isinstance(request_id, str) else None)
+        elif kind == "call":
+            from eukhe_kernel.rlm.remote import serve_call  # noqa: PLC0415 - rlm imports this module
+
+            serve_call(self, message)  # on its own lane at once: never behind a cell (S3 @remote 3)
         else:
             self.diag(f"unknown request {kind!r}")
             if isinstance(request_id, str):
                 self.writer.frame(encode_frame("done", request_id, {"status": "error", "reason": "unknown request"}))
 
     def interrupt(self, target: str | None) -> bool:
-        """Interrupt the running cell (target None or its id) or a queued one before it starts."""
+        """Interrupt the running cell (target None or its id), a queued one before it starts, or an `async def`
+        remote call in flight (its task is cancelled)."""
         with self.state_lock:
             running = self.running
             if running is not None and (target is None or target == running.id):
@@ -414,6 +420,10 @@ class Kernel:
             if target is not None and target in self.queued:
                 self.cancelled.add(target)
                 return True
+        if target is not None:
+            from eukhe_kernel.rlm.remote import cancel  # noqa: PLC0415 - rlm imports this module
+
+            return cancel(self, target)  # an `async def` remote call the host stopped waiting for
         return False
 
     def _resolve_host_reply(self, message: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "fs": "eukhe.cli.fs",
     "spawn": "eukhe.cli.children",
     "children": "eukhe.cli.children",
+    "remote": "eukhe.cli.remote",
     "schema": "eukhe.cli.schema",
     "mcp": "eukhe.cli.mcp",
 }

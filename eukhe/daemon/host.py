@@ -46,6 +46,7 @@ from eukhe.records.daemon import (
     JobUpdate,
     JobWaitArgs,
     Pong,
+    RemoteCallArgs,
     RewindArgs,
     SessionArgs,
     SessionPong,
@@ -53,6 +54,7 @@ from eukhe.records.daemon import (
     WatchEnded,
 )
 from eukhe.records.jobs import CallAnswer, JobList, Rewound
+from eukhe.records.remote import RemoteCallAnswer, RemoteList
 from eukhe.store import dirs
 
 LOCK_NAME = "worker.lock"
@@ -235,6 +237,13 @@ class SessionHost:
             await stream.aclose()
         return WatchEnded(ended=True)
 
+    async def remote_list(self, args: SessionArgs, emit: EventSink) -> RemoteList:
+        return RemoteList(functions=self.session.remote.list())
+
+    async def remote_call(self, args: RemoteCallArgs, emit: EventSink) -> RemoteCallAnswer:
+        """A kernel function's result, or its typed error as the answer's `error` (not a protocol error)."""
+        return await self.session.remote.answer(args.name, args.args, args.budget_ms)
+
     async def close(self) -> None:
         """Close the session: its running jobs end (killed), the writer commits what it holds; release the lock."""
         try:
@@ -274,6 +283,8 @@ HANDLERS: dict[str, Handler] = {
     "children.collect": SessionHost.children_collect,
     "children.delete": SessionHost.children_delete,
     "child.run": SessionHost.child_run,
+    "remote.list": SessionHost.remote_list,
+    "remote.call": SessionHost.remote_call,
     **dict.fromkeys(_FS_OPS.values(), _files),
 }
 """The requests a worker answers, each with its handler."""

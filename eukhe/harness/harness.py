@@ -22,7 +22,15 @@ from eukhe.core import job as model
 from eukhe.core.limits import Off, Truncation
 from eukhe.errors import EukheError, UsageError
 from eukhe.harness.board import EventStream, ProgressBoard
-from eukhe.harness.tool import ToolExecutionApi, ToolRegistration, ToolResult, reporting_for, usage_totals
+from eukhe.harness.dyn import DYN, DynamicSource, DynamicTool, DynArgs
+from eukhe.harness.tool import (
+    ToolExecutionApi,
+    ToolRegistration,
+    ToolResult,
+    ToolReturn,
+    reporting_for,
+    usage_totals,
+)
 from eukhe.output import BoundedOutput, BoundedResult
 from eukhe.records.base import convert
 from eukhe.records.daemon import Progress
@@ -41,6 +49,7 @@ from eukhe.store.journal import JournalError
 from eukhe.store.tree import Slot
 
 JSON = Any
+DYN_DESCRIPTION = "call a dynamic tool (a kernel's @rlm.remote function, `remote/<name>`) by name with its arguments"
 INTERRUPTED_WARNING = "the call was interrupted by a crash; its live progress was lost"
 
 
@@ -155,7 +164,9 @@ class Harness:
         self._artifact_dir = artifact_dir
         self._tools: dict[str, ToolRegistration] = {}
         self._running: dict[str, _Running] = {}
+        self._dynamic: list[DynamicSource] = []
         self.board = ProgressBoard()
+        self.register(ToolRegistration(DYN, DynArgs, self._dyn, description=DYN_DESCRIPTION))
 
     def retarget(self, artifact_dir: Path) -> None:
         """Later calls spill their artifacts here (the session continues in a fork)."""
@@ -166,8 +177,31 @@ class Harness:
         self._tools[registration.name] = registration
 
     def tools(self) -> list[ToolRegistration]:
-        """The registered tools."""
+        """The registered tools: the roster (with the `dyn` entry; never the dynamic tools it reaches)."""
         return list(self._tools.values())
+
+    def add_dynamic(self, source: DynamicSource) -> None:
+        """Reach `source`'s tools through the `dyn` entry (a session's kernel functions, `remote/<name>`)."""
+        self._dynamic.append(source)
+
+    def dynamic_tool(self, name: str) -> DynamicTool | None:
+        """The dynamic tool of that name, from the first source that has it."""
+        for source in self._dynamic:
+            tool = source.dynamic_tool(name)
+            if tool is not None:
+                return tool
+        return None
+
+    def dynamic_tools(self) -> list[DynamicTool]:
+        """The dynamic tools there are now (what `dyn` reaches)."""
+        return [tool for source in self._dynamic for tool in source.dynamic_tools()]
+
+    async def _dyn(self, args: DynArgs, api: ToolExecutionApi) -> ToolReturn:
+        """The `dyn` entry: run the named dynamic tool with its arguments (an unknown one fails the call)."""
+        tool = self.dynamic_tool(args.tool)
+        if tool is None:
+            raise UnknownToolError(args.tool)
+        return await tool.execute(dict(args.args), api)
 
     def watch_events(self) -> EventStream:
         """Live observer: a snapshot of each running call's last published progress, then one event per change."""

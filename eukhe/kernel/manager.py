@@ -41,13 +41,21 @@ from eukhe.core.gate import (
 )
 from eukhe.core.limits import DEFAULT_TRUNCATION, Truncation
 from eukhe.errors import EukheError, InputError, error_code, error_details
-from eukhe.kernel.errors import KernelClosedError, KernelDiedError, KernelError, KernelProtocolError, KernelStartError
+from eukhe.kernel.errors import (
+    KernelClosedError,
+    KernelDiedError,
+    KernelError,
+    KernelProtocolError,
+    KernelStartError,
+    RemoteCallError,
+)
 from eukhe.kernel.launch import KernelLaunch, kernel_launch
 from eukhe.kernel.splitter import FrameReader
 from eukhe.output import BoundedOutput, BoundedResult
 from eukhe.records.base import Record, convert, encode, strict_json
 from eukhe.records.jobs import CellError, CellOutcomeName
 from eukhe.records.kernel import (
+    CallRequest,
     DiagnosticFrame,
     DisplayFrame,
     DoneFrame,
@@ -235,6 +243,7 @@ class _Kernel:
     ready: asyncio.Future[ReadyFrame]
     cells: dict[str, CellRun] = field(default_factory=dict)
     controls: dict[str, asyncio.Future[DoneFrame]] = field(default_factory=dict)
+    calls: dict[str, asyncio.Future[Any]] = field(default_factory=dict)  # remote calls awaiting their `done`
     host_tasks: set[asyncio.Task[None]] = field(default_factory=set)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     stderr_tail: bytearray = field(default_factory=bytearray)
@@ -261,6 +270,19 @@ _OUTCOMES: dict[str, CellOutcomeName] = {
 def _outcome_name(status: str) -> CellOutcomeName:
     """A cell's outcome; a status the kernel should not send counts as an error."""
     return _OUTCOMES.get(status, "error")
+
+
+def _settle_call(future: asyncio.Future[Any], frame: DoneFrame) -> None:
+    """A remote call's `done`: its result, or the kernel's reason as a RemoteCallError (`unknown`, else `failed`)."""
+    if future.done():
+        return
+    if frame.status == "ok":
+        future.set_result(frame.result)
+    elif frame.reason == "unknown":
+        future.set_exception(RemoteCallError("unknown", frame.message or "no such remote function in the kernel"))
+    else:
+        message = frame.message or f"the remote call failed ({frame.reason})"
+        future.set_exception(RemoteCallError("failed", message, reason=frame.reason))
 
 
 def _text_bytes(text: str) -> bytes:
@@ -316,6 +338,12 @@ class KernelManager:
         kernel = self._kernel
         return kernel.process.pid if kernel is not None and not kernel.gone else None
 
+    @property
+    def takes_calls(self) -> bool:
+        """Whether a kernel runs that takes remote calls (started, not ending: a call never starts one)."""
+        kernel = self._kernel
+        return kernel is not None and not kernel.gone and kernel.end_reason is None and kernel.ready.done()
+
     async def start(self) -> None:
         """Start a kernel now (else the first cell starts it)."""
         await self._ensure()
@@ -346,7 +374,8 @@ class KernelManager:
         if self._closed:
             raise KernelClosedError("the kernel manager is closed")
         async with self._start_lock:
-            if self._kernel is None or self._kernel.gone:
+            # A kernel whose end began (its stdout closed, a kill) takes no new cell: the next one starts afresh.
+            if self._kernel is None or self._kernel.gone or self._kernel.end_reason is not None:
                 self._kernel = await self._spawn()
             return self._kernel
 
@@ -401,6 +430,7 @@ class KernelManager:
         """Close stdin, give the stub a grace to reap its `bash()` groups, then kill its group; end its requests."""
         if kernel.end_reason is None:
             kernel.end_reason = reason
+        self._fail_calls(kernel)  # at once: a remote call does not wait for the kill's grace (S3 @remote 3)
         process = kernel.process
         stdin = process.stdin
         if stdin is not None and not stdin.is_closing():
@@ -438,6 +468,19 @@ class KernelManager:
         kernel.gone = True
         if self._kernel is kernel:
             self._kernel = None
+        self._fail_calls(kernel)
+
+    @staticmethod
+    def _fail_calls(kernel: _Kernel) -> None:
+        """The kernel stopped before replying to its remote calls: each answers `unreachable` now."""
+        reason = kernel.end_reason
+        why = f": {reason}" if reason is not None else ""
+        for future in kernel.calls.values():
+            if not future.done():
+                future.set_exception(
+                    RemoteCallError("unreachable", f"the Python kernel stopped before the call's reply{why}")
+                )
+        kernel.calls.clear()
 
     def _gone(self, kernel: _Kernel, died: KernelError) -> None:
         """The kernel is gone: retire it and fail what is in flight (once)."""
@@ -509,6 +552,41 @@ class KernelManager:
     async def run(self, code: str) -> CellOutcome:
         """Run a cell to its end."""
         return await (await self.execute(code)).wait()
+
+    async def start_call(
+        self, name: str, module: str, function: str, args: Mapping[str, Any]
+    ) -> tuple[str, asyncio.Future[Any]]:
+        """Send a remote call (request `call`) to the running kernel, on its call lane: it waits for no cell. Its
+        future settles with the function's result or a `RemoteCallError` (`unknown`, `failed`; `unreachable` as
+        soon as the kernel stops). No kernel running: `not_running` (a call never starts one)."""
+        kernel = self._kernel
+        if kernel is None or not self.takes_calls:
+            raise RemoteCallError("not_running", "the session's Python kernel is not running: a cell starts it")
+        try:
+            strict_json(dict(args), "the arguments")
+            request = CallRequest(
+                id=f"r{next(self._ids)}", name=name, module=module, function=function, args=dict(args)
+            )
+            line = encode(request) + b"\n"
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:
+            raise RemoteCallError("failed", f"the arguments are not JSON: {exc}", reason="bad_arguments") from None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        stdin = kernel.process.stdin
+        if stdin is None or stdin.is_closing():
+            raise RemoteCallError("unreachable", "the Python kernel is stopping: it takes no call")
+        kernel.calls[request.id] = future
+        stdin.write(line)
+        with contextlib.suppress(ConnectionError):
+            await stdin.drain()
+        return request.id, future
+
+    def abandon_call(self, call_id: str) -> None:
+        """The caller stopped waiting for a remote call (its bound passed, or it was cancelled): forget it, and
+        interrupt it in the kernel (an `async def` call is cancelled; a sync function's thread goes on)."""
+        kernel = self._kernel
+        if kernel is None or kernel.calls.pop(call_id, None) is None:
+            return
+        self._send(kernel, InterruptRequest(id=f"i{next(self._ids)}", target=call_id))
 
     async def interrupt(self, cell_id: str | None = None, timeout: float = 5.0) -> bool:
         """Interrupt the running cell (or `cell_id`, also one not started yet); True if the kernel found it."""
@@ -655,6 +733,8 @@ class KernelManager:
             run.finish(frame.status)
         elif frame.id is not None and frame.id in kernel.controls:
             kernel.controls.pop(frame.id).set_result(frame)
+        elif frame.id is not None and frame.id in kernel.calls:
+            _settle_call(kernel.calls.pop(frame.id), frame)
 
     def _on_result(self, kernel: _Kernel, frame: ResultFrame) -> None:
         run = self._cell_for(kernel, frame.id) if frame.id is not None else None

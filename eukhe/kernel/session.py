@@ -20,6 +20,8 @@ from eukhe.fs import REQUESTS as FS_REQUESTS
 from eukhe.kernel.cells import CellJobs
 from eukhe.kernel.launch import KernelLaunch, installed_kernel_launch
 from eukhe.kernel.manager import HostHandler, KernelManager
+from eukhe.kernel.remote import REGISTER as REMOTE_REGISTER
+from eukhe.kernel.remote import SessionRemote
 from eukhe.kernel.transport import path_map_of, wrapped_launch
 from eukhe.procs import kill_group, start_ticks
 from eukhe.records.jobs import Detached, Settled
@@ -49,8 +51,25 @@ class KernelSession(Session):
     _cells: CellJobs | None = None
 
     def host_handlers(self) -> dict[str, HostHandler]:
-        """The host requests the kernel's cells may make, by type: the file tools (`fs.read` ... `fs.glob`)."""
-        return dict.fromkeys(FS_REQUESTS, self._serve_files)
+        """The host requests the kernel's cells may make, by type: the file tools (`fs.read` ... `fs.glob`) and
+        `remote.register` (`@rlm.remote`)."""
+        handlers: dict[str, HostHandler] = dict.fromkeys(FS_REQUESTS, self._serve_files)
+        handlers[REMOTE_REGISTER] = self.remote.serve_register
+        return handlers
+
+    _remote: SessionRemote | None = None
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.harness.add_dynamic(self.remote)  # `dyn` reaches `remote/<name>` from the start (not_running, unknown)
+
+    @property
+    def remote(self) -> SessionRemote:
+        """The kernel's `@rlm.remote` functions: `list()`, `await call(name, args, budget_ms)`; each is tool
+        `remote/<name>` behind the harness's `dyn` entry."""
+        if self._remote is None:
+            self._remote = SessionRemote(self)
+        return self._remote
 
     async def _serve_files(self, admission: Admission) -> Any:
         """An `fs.*` request from a cell, served in the session's working dir (relative paths start at the

@@ -38,6 +38,7 @@ from eukhe.records.fs import (
 from eukhe.records.jobs import CallAnswer, JobList, JobRow, Rewound
 from eukhe.records.journal import ForkOrigin
 from eukhe.records.output import OutputWindow
+from eukhe.records.remote import RemoteCallAnswer, RemoteList
 from eukhe.records.settings import KernelTransport, NonNegative, SessionSettings
 
 PROTOCOL_VERSION = 1
@@ -208,6 +209,16 @@ class FsGlobArgs(GlobArgs, kw_only=True):
     """`fs.glob` on a session's working directory."""
 
     session: str
+
+
+class RemoteCallArgs(Record):
+    """`remote.call`: call the kernel's `@rlm.remote` function `name` with keyword arguments `args`; block at most
+    `budget_ms` (within the session's budget)."""
+
+    session: str
+    name: str
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+    budget_ms: NonNegative | None = None
 
 
 class CancelArgs(Record):
@@ -455,6 +466,8 @@ OPS: dict[str, Op] = {
     "children.collect": Op(ChildrenCollectArgs, Reports, "session", "wait for children's ends; their reports"),
     "children.delete": Op(ChildrenDeleteArgs, ChildReport, "session", "end a child, hand it back, forget it"),
     "child.run": Op(ChildRunArgs, RunEnd, "session", "run the session's code as a child's run (its parent asks)"),
+    "remote.list": Op(SessionArgs, RemoteList, "session", "the kernel's @rlm.remote functions and their schemas"),
+    "remote.call": Op(RemoteCallArgs, RemoteCallAnswer, "session", "call a kernel's @rlm.remote function"),
     "cancel": Op(CancelArgs, CancelAccepted, "connection", "cancel a request in flight on this connection"),
 }
 """Every daemon operation."""

@@ -61,12 +61,15 @@ class ErrorFrame(Record, tag="error", tag_field="event"):
 
 
 class DoneFrame(Record, tag="done", tag_field="event"):
-    """A host request to the kernel ended: a cell (`status` ok, error, interrupted) or an interrupt (`found`)."""
+    """A host request to the kernel ended: a cell (`status` ok, error, interrupted), an interrupt (`found`) or a
+    remote call (`result`, or `reason` and `message`)."""
 
     id: str | None
     status: str
     found: bool | None = None
     reason: str | None = None
+    result: Any = None
+    message: str | None = None
 
 
 class DiagnosticFrame(Record, tag="diagnostic", tag_field="event"):
@@ -109,6 +112,17 @@ class InterruptRequest(Record, tag="interrupt", tag_field="request"):
 
     id: str
     target: str | None
+
+
+class CallRequest(Record, tag="call", tag_field="request"):
+    """Call the `@rlm.remote` function `name` (registered from `module`.`function`) with keyword arguments `args`,
+    on the kernel's call lane (never behind a cell)."""
+
+    id: str
+    name: str
+    module: str
+    function: str
+    args: dict[str, Any]
 
 
 class HostReplyError(Record):

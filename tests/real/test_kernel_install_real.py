@@ -103,9 +103,9 @@ def test_a_real_install_builds_a_checked_venv_that_runs_the_kernel(home: Path) -
     assert stamp is not None
     assert stamp.build == build_id()
     assert not_private(home) == []  # what uv and venv made under the agent dir is the user's alone too
-    # The venv's Python imports the installed stub (not the repo's: no PYTHONPATH) and the locked package.
+    # The venv's Python imports the installed stub (not the repo's: no PYTHONPATH) and the locked packages.
     probe = subprocess.run(
-        [str(paths.python), "-I", "-c", "import eukhe_kernel, tabulate; print(eukhe_kernel.__file__)"],
+        [str(paths.python), "-I", "-c", "import eukhe_kernel, tabulate, msgspec; print(eukhe_kernel.__file__)"],
         capture_output=True,
         text=True,
         check=True,

@@ -62,6 +62,8 @@ CLIENT_COMMANDS = [
     ["tree", "navigate", "--session", "s1", "none"],
     ["ipython", "--session", "s1", "-c", "1"],
     ["daemon", "status", "--json"],
+    ["remote", "list", "--session", "s1", "--json"],
+    ["remote", "call", "--session", "s1", "add", "--args", '{"a": 2, "b": 3}', "--budget-ms", "5"],
 ]
 
 PARSE_ONLY = """

@@ -43,6 +43,8 @@ VALID: dict[str, dict[str, Any]] = {
     "children.collect": {"session": "s", "names": ["c1"], "timeout_ms": None},
     "children.delete": {"session": "s", "name": "c1"},
     "child.run": {"session": "s", "code": "1", "timeout_ms": None},
+    "remote.list": {"session": "s"},
+    "remote.call": {"session": "s", "name": "add", "args": {"a": 2, "b": 3}, "budget_ms": 1000},
     "cancel": {"request": 3},
 }
 """A valid request's arguments for every op (the test checks they cover OPS)."""

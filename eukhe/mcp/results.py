@@ -19,6 +19,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from msgspec import UnsetType
+
 from eukhe.core.bound import measure, window
 from eukhe.core.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Keep, OutputLimits
 from eukhe.core.render import render
@@ -26,6 +28,7 @@ from eukhe.records.children import ChildReport, ChildRow, Reports, Roster
 from eukhe.records.fs import EditAnswer, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
 from eukhe.records.jobs import Detached, JobList, JobRow, Settled
 from eukhe.records.output import OutputWindow
+from eukhe.records.remote import RemoteCallAnswer
 from eukhe.records.workspace import HandbackOutcome, HandbackReport
 from eukhe.text_facts import read_facts
 
@@ -314,3 +317,13 @@ def collect_progress_message(elapsed_s: float, roster: Roster | None, names: Seq
     if not running:
         return f"waiting for children for {elapsed_s:.1f} s: all {len(rows)} ended"
     return f"waiting for children for {elapsed_s:.1f} s: {ended} of {len(rows)} ended; running: {', '.join(running)}"
+
+
+def remote_text(answer: RemoteCallAnswer) -> str:
+    """The text of a `remote_call` answer: the result as JSON, its bounded window, or the typed error."""
+    if not isinstance(answer.error, UnsetType):
+        failure = answer.error
+        return error_text(f"remote {failure.kind}", render(failure.message), failure.reason)
+    if not isinstance(answer.output, UnsetType):
+        return output_text(answer.output)
+    return clip(render(answer_json(answer.result)), ANSWER_CLIP, "result")

@@ -32,10 +32,12 @@ from eukhe.records.mcp import (
     JobsListTool,
     JobsWaitTool,
     ReadTool,
+    RemoteCallTool,
     SpawnTool,
     SubagentsTool,
     WriteTool,
 )
+from eukhe.records.remote import RemoteCallAnswer
 from eukhe.records.schema import schema_of
 from eukhe.records.settings import DEFAULT_BLOCKING_BUDGET_MS
 
@@ -297,6 +299,19 @@ TOOLS: dict[str, Tool] = {
             "List this session's children, in spawn order: name, status, workspace, working directory, and for an "
             "isolated child that ended what was handed back.",
             LOOK,
+        ),
+        Tool(
+            "remote_call",
+            "remote.call",
+            RemoteCallTool,
+            RemoteCallAnswer,
+            results.remote_text,
+            "Call a function the session's kernel offers with @rlm.remote (define one in an ipython cell: "
+            "`@rlm.remote` over a def with type hints). It runs beside the cells, never behind a busy one, within "
+            "budget_ms (the session's budget caps it). The answer is the function's result as JSON (bounded like "
+            "every output), or a typed error: not_running (no kernel), unreachable (the kernel stopped), unknown "
+            "(no such function), timeout, failed (wrong arguments, an exception, or a result JSON cannot carry).",
+            SHELL,
         ),
     )
 }

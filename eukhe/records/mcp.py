@@ -12,7 +12,7 @@ Paths the file tools take are the daemon's `fs.*` paths: a relative one starts f
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 
@@ -208,3 +208,16 @@ class CollectTool(Record):
 
 class SubagentsTool(Record):
     """List the session's children (no arguments)."""
+
+
+class RemoteCallTool(Record):
+    """Call a function the session's kernel offers with `@rlm.remote` (the `dyn` entry of the remote tools)."""
+
+    name: Annotated[
+        str, msgspec.Meta(description="The function's name, as `@rlm.remote` registered it (remote/<name>).")
+    ]
+    args: Annotated[
+        dict[str, Any],
+        msgspec.Meta(description="Its keyword arguments, as a JSON object matching the function's schema."),
+    ] = msgspec.field(default_factory=dict)
+    budget_ms: BudgetMs = None

@@ -685,3 +685,39 @@ def test_mcp_spawn_an_isolated_child_that_edits_a_file_collect_its_report_and_a_
             only_diagnostics(server.stderr)
 
     run(scenario)
+
+
+def test_mcp_remote_call_calls_a_kernel_function_and_answers_its_typed_errors(world: DaemonEnv) -> None:
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+            nothing = await server.call("remote_call", {"name": "add", "args": {"a": 2, "b": 3}})
+            assert nothing.structured_content == {"error": {"kind": "not_running", "message": ANY_TEXT, "reason": None}}
+            defined = "@rlm.remote\ndef add(a: int, b: int) -> int:\n    'Add two integers.'\n    return a + b"
+            await server.text("ipython", {"code": defined})
+            added = await server.call("remote_call", {"name": "add", "args": {"a": 2, "b": 3}})
+            assert not added.is_error
+            assert added.structured_content == {"result": 5}
+            assert text_of(added) == "5"
+            wrong = await server.call("remote_call", {"name": "add", "args": {"a": "two"}})
+            assert not wrong.is_error, "a failed call is an answer the model reads"
+            assert wrong.structured_content["error"]["kind"] == "failed"
+            assert text_of(wrong).startswith("remote failed (bad_arguments): ")
+            unknown = await server.call("remote_call", {"name": "nope"})
+            assert unknown.structured_content["error"]["kind"] == "unknown"
+            refused = await server.call("remote_call", {"name": "add", "arguments": {}})
+            assert refused.is_error
+            assert "arguments" in text_of(refused)
+
+    run(scenario)
+
+
+class _AnyText(str):
+    """Equal to any string (a message whose words are not what the test checks)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str)
+
+    __hash__ = str.__hash__
+
+
+ANY_TEXT = _AnyText()

@@ -19,6 +19,7 @@ from eukhe.records.daemon import OPS
 from eukhe.records.fs import EditAnswer, EditChange, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
 from eukhe.records.jobs import Detached, JobList, JobRow, Settled
 from eukhe.records.output import OutputWindow
+from eukhe.records.remote import RemoteCallAnswer
 from eukhe.records.workspace import HandbackConflict, HandbackFailure, HandbackReport
 
 VALID: dict[str, dict[str, Any]] = {
@@ -35,6 +36,7 @@ VALID: dict[str, dict[str, Any]] = {
     "spawn": {"name": "worker", "code": "1 + 1", "workspace": "isolated", "timeout_ms": 1000},
     "collect": {"names": ["worker"], "timeout_ms": 0},
     "subagents": {},
+    "remote_call": {"name": "add", "args": {"a": 2, "b": 3}, "budget_ms": 1000},
 }
 
 WINDOW = OutputWindow(
@@ -71,6 +73,7 @@ def test_the_tools_are_exactly_those_that_exist_now() -> None:
         "spawn",
         "collect",
         "subagents",
+        "remote_call",
     ]
     assert set(VALID) == set(TOOLS)
 
@@ -157,6 +160,7 @@ NEW_ANSWERS: dict[str, Any] = {
         ]
     ),
     "subagents": Roster(children=[CHILD]),
+    "remote_call": RemoteCallAnswer(result={"sum": 5}),
 }
 """An answer of each new tool (the file tools, children), to check against its output schema."""
 

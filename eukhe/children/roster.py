@@ -90,7 +90,7 @@ class Children:
         self._states: dict[str, ChildState] = {}
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._ended: dict[str, asyncio.Future[None]] = {}
-        self._deleting: set[str] = set()
+        self._cancelling: dict[str, str] = {}  # a child whose run is cancelled on purpose: why
         self._handing_back = asyncio.Lock()
         self._closed = False
 
@@ -111,7 +111,15 @@ class Children:
             raise UnknownChildError(name) from None
 
     def _layout(self, name: str) -> WorkspaceLayout:
+        """Where a new child's workspace goes."""
         return WorkspaceLayout.at(self._parent.workspaces, self._parent.session_id, name)
+
+    def _layout_of(self, state: ChildState) -> WorkspaceLayout:
+        """Where a child's workspace is: as its spawn recorded it (a fork of the parent keeps its children's)."""
+        if state.copy is None:
+            return self._layout(state.name)
+        directory = Path(state.copy.workspace_dir)
+        return WorkspaceLayout.at(directory.parent.parent, directory.parent.name, directory.name)
 
     def _record(self, state: ChildState) -> None:
         """Keep the child's state, in memory and in the parent's journal."""
@@ -169,9 +177,10 @@ class Children:
         try:
             end = await self._host.run(state.session, RunRequest(code=state.code, timeout_ms=state.timeout_ms))
         except asyncio.CancelledError:
-            if state.name not in self._deleting:
+            why = self._cancelling.get(state.name)
+            if why is None:
                 raise  # the parent closes: the child's end is decided when the parent reopens
-            end = None
+            end = RunEnd(status="failed", error=ChildError(reason="cancelled", message=why))
         except EukheError as error:
             if await self._host.stopping():
                 return  # the host goes away: the child's end is decided when the parent reopens
@@ -181,12 +190,9 @@ class Children:
             end = RunEnd(
                 status="failed", error=ChildError(reason="internal", message=f"{type(error).__name__}: {error}")
             )
-        if end is None:
-            status: ChildStatus = "cancelled"
-            ended = RunEnd(status="failed", error=ChildError(reason="cancelled", message="the parent deleted it"))
-        else:
-            status, ended = end.status, end
-        await self._end(msgspec.structs.replace(state, status=status, answer=ended.answer, error=ended.error))
+        cancelled = end.error is not None and end.error.reason == "cancelled"
+        status: ChildStatus = "cancelled" if cancelled else end.status
+        await self._end(msgspec.structs.replace(state, status=status, answer=end.answer, error=end.error))
 
     async def _end(self, state: ChildState) -> None:
         """Record the status, stop the child, hand an isolated child back, record the outcome, wake the waiters."""
@@ -196,7 +202,7 @@ class Children:
         except EukheError as error:  # e.g. its worker is gone already: nothing of it runs
             log.warning("child %s: stopping its session %s: %s", state.name, state.session, error)
         handback: HandbackOutcome | None = None
-        layout = self._layout(state.name)
+        layout = self._layout_of(state)
         if state.workspace == "isolated":
             async with self._handing_back:
                 try:
@@ -238,18 +244,31 @@ class Children:
         """End the child (its run is cancelled if it still runs), hand it back, and take it off the roster; its
         last report. Its session stays on disk; an isolated child's workspace keeps `conflicts/` and its record."""
         self._state(name)
-        run = self._runs.get(name)
-        if run is not None and not run.done():
-            self._deleting.add(name)
-            run.cancel()
+        self.cancel([name], "the parent deleted it")
         await asyncio.shield(self._ended[name])
         report = self._states[name].report()
         del self._states[name]
         del self._ended[name]
         self._runs.pop(name, None)
-        self._deleting.discard(name)
+        self._cancelling.pop(name, None)
         self._commit([DocRetire(type=CHILD_DOC, key=name)])
         return report
+
+    def cancel(self, names: list[str], why: str) -> list[str]:
+        """Cancel the runs of these children that still run (each then ends `cancelled`, is stopped and handed
+        back, in the background); the names cancelled."""
+        cancelled = []
+        for name in names:
+            run = self._runs.get(name)
+            if run is not None and not run.done() and self._states[name].status == "running":
+                self._cancelling[name] = why
+                run.cancel()
+                cancelled.append(name)
+        return cancelled
+
+    def spawned_after(self, kept: dict[str, Any]) -> list[str]:
+        """The children not among the documents of a state (the state a rewind goes back to): spawned after it."""
+        return [name for name in self._states if name not in kept]
 
     # --- the parent's life ----------------------------------------------------------------------------------------
 

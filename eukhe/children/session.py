@@ -32,6 +32,7 @@ from eukhe.records.children import (
     RunRequest,
     SpawnRequest,
 )
+from eukhe.records.jobs import Rewound
 
 
 class SessionChildren:
@@ -132,6 +133,32 @@ class AgentSession(KernelSession):
         request = convert(admission.params, AnswerRequest, code="bad_args", what="rlm.answer's arguments")
         self.answer_slot.take(request.value)
         return AnswerTaken(answered=True).to_json()
+
+    async def navigate_tree(self, entry_id: str | None) -> Rewound:
+        """A rewind: as the session's, and the children spawned after `entry_id` that still run are cancelled
+        (each then ends `cancelled`, is stopped and handed back, as a deleted child is), as its jobs are stopped."""
+        orphans = self._children_after(entry_id)
+        rewound = await super().navigate_tree(entry_id)
+        self._cancel_orphans(orphans)
+        return rewound
+
+    async def fork(self, entry_id: str | None, *, session_id: str | None = None) -> Rewound:
+        """A fork: as the session's; the children spawned after `entry_id` that still run are cancelled, the others
+        go on and belong to the fork."""
+        orphans = self._children_after(entry_id)
+        rewound = await super().fork(entry_id, session_id=session_id)
+        self._cancel_orphans(orphans)
+        return rewound
+
+    def _children_after(self, entry_id: str | None) -> list[str]:
+        if self._roster is None:
+            return []
+        self._check_target(entry_id)
+        return self._roster.spawned_after(self.state_after(entry_id).of_type(CHILD_DOC))
+
+    def _cancel_orphans(self, names: list[str]) -> None:
+        if self._roster is not None and names:
+            self._roster.cancel(names, "a rewind of the parent's conversation orphaned it")
 
     def _after_reopen(self) -> None:
         super()._after_reopen()

@@ -365,3 +365,31 @@ def test_a_failed_hand_back_is_reported_on_the_row_and_the_report_and_the_copy_s
             await session.close()
 
     run(scenario())
+
+
+def test_a_rewind_cancels_the_children_spawned_after_its_target_and_hands_them_back(tmp_path: Path) -> None:
+    work = git_tree(tmp_path / "work", {"a.txt": "a\n"})
+
+    async def scenario() -> None:
+        session = await Session.create(work, root=tmp_path / "sessions")
+        try:
+            await session.children.spawn("early", "import time\ntime.sleep(600)")
+            target = session.append("user", "go on")
+            code = "open('a.txt', 'w').write('a by late\\n')\nimport time\ntime.sleep(600)"
+            late = await session.children.spawn("late", code, workspace="isolated")
+            await until(lambda: (Path(late.cwd) / "a.txt").read_text() == "a by late\n", 30, "the late child's write")
+            rewound = await session.navigate_tree(target.id)
+            assert rewound.leaf == target.id
+            (report,) = await session.children.collect(["late"], timeout_ms=30_000)
+            assert report.status == "cancelled"
+            assert report.error is not None
+            assert "rewind" in report.error.message
+            assert isinstance(report.handback, HandbackReport)
+            assert (work / "a.txt").read_text() == "a by late\n"  # nothing is lost: its change came back
+            (early,) = await session.children.collect(["early"], timeout_ms=0)
+            assert early.status == "running"  # spawned before the target: untouched
+            assert (await session.children.delete("early")).status == "cancelled"
+        finally:
+            await session.close()
+
+    run(scenario(), timeout=120)

@@ -129,6 +129,31 @@ def test_a_clean_close_kills_the_running_jobs_and_their_rows_say_session_closed(
     asyncio.run(scenario())
 
 
+def test_a_stop_recorded_before_the_host_died_is_the_reason_of_the_jobs_it_had_not_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(BOOT_ID_ENV, "boot-same")
+    pidfile = tmp_path / "job.pid"
+    root = tmp_path / "s"
+
+    async def scenario() -> None:
+        work = tmp_path / "work"
+        work.mkdir()
+        session = await Session.create(work, root=root, session_id="d", settings=SETTINGS, bash_options=FAST)
+        detached = await session.execute_bash_and_wait(f"echo $$ > {pidfile}; exec sleep 300", budget_ms=0)
+        assert isinstance(detached, Detached)
+        await poll_until(lambda: pidfile.exists() and pidfile.read_text().strip())
+        await session.begin_stop("daemon_stopped")  # recorded on the job's node; then the host dies before its kills
+        crash(session)
+        os.killpg(int(pidfile.read_text()), signal.SIGKILL)
+        reopened = await Session.open("d", root=root)
+        (row,) = reopened.jobs.list()
+        assert (row.id, row.killed, row.reason) == (detached.job, True, "daemon_stopped")
+        await reopened.close()
+
+    asyncio.run(scenario())
+
+
 HOST = textwrap.dedent(
     """
     import asyncio, sys

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from eukhe.core.jobdocs import JOB_DOC_TYPE
 from eukhe.core.limits import On, OutputLimits
 from eukhe.jobs.bash import BashOptions
 from eukhe.procs import BOOT_ID_ENV, group_alive
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.real
 FAST = BashOptions(kill_grace_ms=500, drain_ms=50)
 SETTINGS = SessionSettings.bounded_by(On(OutputLimits(200, 1000)), tool_blocking_budget_ms=10_000)
 LONG = "seq 1 400; echo $$ > {pidfile}; exec sleep 300"  # past the 200-byte cap: its output goes to an artifact
+SEQ_BYTES = len("".join(f"{n}\n" for n in range(1, 401)))
 
 
 async def poll_until(check: object, timeout_s: float = 10.0) -> None:
@@ -75,7 +77,11 @@ def test_a_session_that_crashed_in_this_process_reopens_with_its_old_jobs_ended_
         assert isinstance(done, Settled)
         detached = await session.execute_bash_and_wait(LONG.format(pidfile=pidfile), budget_ms=0)
         assert isinstance(detached, Detached)
+        assert detached.job in session.view_state().of_type(JOB_DOC_TYPE)  # answered once its node is durable
         await poll_until(lambda: pidfile.exists() and pidfile.read_text().strip())
+        live = session.job_table.get(detached.job)
+        assert live is not None
+        await poll_until(lambda: live.kept + live.dropped == SEQ_BYTES)  # its output is in its artifact: then the crash
         await session.writer.idle()
         crash(session)
         pid = int(pidfile.read_text())

@@ -86,7 +86,7 @@ def test_a_session_that_crashed_in_this_process_reopens_with_its_old_jobs_ended_
         crash(session)
         pid = int(pidfile.read_text())
         os.killpg(pid, signal.SIGKILL)  # what the dead host's daemon does to its jobs' groups
-        await poll_until(lambda: not group_alive(pid))
+        await poll_until(lambda: not group_alive(pid) and not live.running)  # reaped by this process's owner
 
         reopened = await Session.open("c", root=root, bash_options=FAST)
         rows = {row.id: row for row in reopened.jobs.list()}
@@ -152,6 +152,9 @@ def test_a_stop_recorded_before_the_host_died_is_the_reason_of_the_jobs_it_had_n
         await session.begin_stop("daemon_stopped")  # recorded on the job's node; then the host dies before its kills
         crash(session)
         os.killpg(int(pidfile.read_text()), signal.SIGKILL)
+        live = session.job_table.get(detached.job)
+        assert live is not None
+        await poll_until(lambda: not live.running)  # reaped by this process's owner
         reopened = await Session.open("d", root=root)
         (row,) = reopened.jobs.list()
         assert (row.id, row.killed, row.reason) == (detached.job, True, "daemon_stopped")

@@ -161,3 +161,29 @@ def test_a_new_job_never_takes_the_id_of_a_job_of_an_earlier_life() -> None:
 
     job = table.start(JobSpec("bash", "true", On(OutputLimits(10, 10))), Owner(), job_id="job-x")
     assert job.id == "job-y"
+
+
+def test_a_fork_lists_the_past_jobs_whose_rows_its_branch_holds_as_its_reopen_does(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        work = tmp_path / "work"
+        work.mkdir()
+        session = await Session.create(work, root=tmp_path / "s", session_id="p", settings=SETTINGS)
+        before = session.append("user", "before")
+        window = OutputWindow(
+            text="", bytes_kept=0, bytes_dropped=0, lines_kept=0, lines_dropped=0, notice=None, artifact=None
+        )
+        row = {"notice": "eukhe.bash", "job": "job-a", "command": "true", "exit_code": 0, "killed": False}
+        session.append("notice", {**row, "output": msgspec.to_builtins(window)})
+        after = session.append("user", "after")
+        await session.close()
+        for target, listed in ((before.id, []), (after.id, ["job-a"])):
+            parent = await Session.open("p", root=tmp_path / "s")
+            assert [r.id for r in parent.jobs.list()] == ["job-a"]
+            rewound = await parent.fork(target)
+            assert [r.id for r in parent.jobs.list()] == listed  # the object goes on in the fork
+            await parent.close()
+            fork = await Session.open(rewound.session, root=tmp_path / "s")
+            assert [r.id for r in fork.jobs.list()] == listed
+            await fork.close()
+
+    asyncio.run(scenario())

@@ -51,6 +51,23 @@ def crash(session: Session) -> None:
     session.journal.close()
 
 
+async def new_session(tmp_path: Path, session_id: str) -> Session:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return await Session.create(work, root=tmp_path / "s", session_id=session_id, settings=SETTINGS, bash_options=FAST)
+
+
+async def crash_and_end(session: Session, job_id: str, pidfile: Path) -> None:
+    """The host dies (`crash`); its job's group is killed, as the daemon does for a dead worker's jobs; this process
+    reaps it through the dead session's owner, so nothing of the crash outlives the test."""
+    crash(session)
+    pid = int(pidfile.read_text())
+    os.killpg(pid, signal.SIGKILL)
+    live = session.job_table.get(job_id)
+    assert live is not None
+    await poll_until(lambda: not group_alive(pid) and not live.running)
+
+
 def end_rows(root: Path, session_id: str) -> list[dict[str, object]]:
     records = [r for c in read_journal(root / session_id / "main.jsonl").commits for r in c.records]
     return [
@@ -70,9 +87,7 @@ def test_a_session_that_crashed_in_this_process_reopens_with_its_old_jobs_ended_
     root = tmp_path / "s"
 
     async def scenario() -> None:
-        work = tmp_path / "work"
-        work.mkdir()
-        session = await Session.create(work, root=root, session_id="c", settings=SETTINGS, bash_options=FAST)
+        session = await new_session(tmp_path, "c")
         done = await session.execute_bash_and_wait("echo one")
         assert isinstance(done, Settled)
         detached = await session.execute_bash_and_wait(LONG.format(pidfile=pidfile), budget_ms=0)
@@ -83,10 +98,7 @@ def test_a_session_that_crashed_in_this_process_reopens_with_its_old_jobs_ended_
         assert live is not None
         await poll_until(lambda: live.kept + live.dropped == SEQ_BYTES)  # its output is in its artifact: then the crash
         await session.writer.idle()
-        crash(session)
-        pid = int(pidfile.read_text())
-        os.killpg(pid, signal.SIGKILL)  # what the dead host's daemon does to its jobs' groups
-        await poll_until(lambda: not group_alive(pid) and not live.running)  # reaped by this process's owner
+        await crash_and_end(session, detached.job, pidfile)
 
         reopened = await Session.open("c", root=root, bash_options=FAST)
         rows = {row.id: row for row in reopened.jobs.list()}
@@ -113,9 +125,7 @@ def test_a_clean_close_kills_the_running_jobs_and_their_rows_say_session_closed(
     root = tmp_path / "s"
 
     async def scenario() -> None:
-        work = tmp_path / "work"
-        work.mkdir()
-        session = await Session.create(work, root=root, session_id="k", settings=SETTINGS, bash_options=FAST)
+        session = await new_session(tmp_path, "k")
         detached = await session.execute_bash_and_wait("sleep 300", budget_ms=0)
         assert isinstance(detached, Detached)
         exited = await session.execute_bash_and_wait("exit 3")
@@ -143,18 +153,12 @@ def test_a_stop_recorded_before_the_host_died_is_the_reason_of_the_jobs_it_had_n
     root = tmp_path / "s"
 
     async def scenario() -> None:
-        work = tmp_path / "work"
-        work.mkdir()
-        session = await Session.create(work, root=root, session_id="d", settings=SETTINGS, bash_options=FAST)
+        session = await new_session(tmp_path, "d")
         detached = await session.execute_bash_and_wait(f"echo $$ > {pidfile}; exec sleep 300", budget_ms=0)
         assert isinstance(detached, Detached)
         await poll_until(lambda: pidfile.exists() and pidfile.read_text().strip())
         await session.begin_stop("daemon_stopped")  # recorded on the job's node; then the host dies before its kills
-        crash(session)
-        os.killpg(int(pidfile.read_text()), signal.SIGKILL)
-        live = session.job_table.get(detached.job)
-        assert live is not None
-        await poll_until(lambda: not live.running)  # reaped by this process's owner
+        await crash_and_end(session, detached.job, pidfile)
         reopened = await Session.open("d", root=root)
         (row,) = reopened.jobs.list()
         assert (row.id, row.killed, row.reason) == (detached.job, True, "daemon_stopped")

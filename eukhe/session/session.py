@@ -569,3 +569,4 @@ class Session:
         old, self._ledger, self.dir = self._ledger, ledger, directory
         self.harness.retarget(self.artifact_dir)
         old.close()
+        self._read_past_jobs()  # the fork's history: the rows on its branch (this life's jobs stay in the table)

@@ -86,3 +86,21 @@ def signal_group(pgid: int, signum: int) -> None:
 def kill_group(pgid: int) -> None:
     """SIGKILL to process group `pgid`, if it is still there."""
     signal_group(pgid, signal.SIGKILL)
+
+
+BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+BOOT_ID_ENV = "EUKHE_BOOT_ID"
+"""Overrides the boot id (tests simulate a restart of the machine with it); empty or unset: the kernel's."""
+
+
+def boot_id() -> str | None:
+    """This boot of the machine: `$EUKHE_BOOT_ID` if set, else the kernel's random boot id (None if unreadable). A
+    job node records it, so a reopen after a restart of the machine can say so."""
+    override = os.environ.get(BOOT_ID_ENV)
+    if override:
+        return override
+    try:
+        with open(BOOT_ID_FILE, encoding="ascii") as handle:
+            return handle.read().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -1,7 +1,11 @@
 """`eukhe jobs list|wait|cancel --session ID`: the jobs of a daemon-hosted session (S2 "Jobs" 4).
 
+`list` answers every job the session ever ran, those of its earlier worker or daemon lives too; `wait` and `cancel`
+on a job of an earlier life answer its recorded end at once.
+
 --json: `list` -> `{"jobs": [...]}`, each row `id`, `kind`, `command`, `status` (running or ended), the output counts
-and, once ended, `exit_code` or `killed: true`; `wait` and `cancel` -> the call answer, `status` settled or
+and, once ended, `exit_code` or `killed: true` with its `reason` when it ended with its host (`worker_died`,
+`daemon_stopped`, `host_restart`, `session_closed`); `wait` and `cancel` -> the call answer, `status` settled or
 detached, with `output` (docs/daemon-protocol.md).
 """
 
@@ -20,15 +24,23 @@ if TYPE_CHECKING:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """List the session's jobs (since it opened)."""
+    """List every job the session ever ran."""
     answer = call(args, "jobs.list", {"session": args.session})
     if args.json:
         emit_json(answer)
         return 0
     for job in answer["jobs"]:
-        end = "" if job["status"] == "running" else ("killed" if job.get("killed") else f"exit {job.get('exit_code')}")
-        print(f"{job['id']}  {job['status']:7}  {end:8}  {job['command']}")
+        print(f"{job['id']}  {job['status']:7}  {end_text(job):8}  {job['command']}")
     return 0
+
+
+def end_text(job: dict[str, Any]) -> str:
+    """How a job ended, in a word or two: `exit 0`, `killed`, `killed (worker_died)`; empty while it runs."""
+    if job["status"] == "running":
+        return ""
+    if job.get("killed"):
+        return f"killed ({job['reason']})" if job.get("reason") else "killed"
+    return f"exit {job.get('exit_code')}"
 
 
 def _report(args: argparse.Namespace, result: dict[str, Any]) -> int:
@@ -39,7 +51,8 @@ def _report(args: argparse.Namespace, result: dict[str, Any]) -> int:
     if result["status"] == "detached":
         sys.stderr.write(f"eukhe: job {result['job']} is still running\n")
     elif result.get("killed"):
-        sys.stderr.write(f"eukhe: job {result['job']} was killed\n")
+        why = f" ({result['reason']})" if result.get("reason") else ""
+        sys.stderr.write(f"eukhe: job {result['job']} was killed{why}\n")
     else:
         sys.stderr.write(f"eukhe: job {result['job']} exited with {result.get('exit_code')}\n")
     return 0

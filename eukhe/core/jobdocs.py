@@ -5,8 +5,8 @@ records it has in order, a batch per commit, and asks here what the batch writes
   - a job that starts and ends in the same batch writes nothing;
   - an end whose node is absent (not committed before, not started in the batch) retires nothing;
   - a conversation entry in the batch (a `eukhe.bash` row, a notice) is written where it stands.
-On open, every job node the history holds belongs to a job of an old process, which ended with it: the writer
-retires them all first (`leftovers`).
+On open, every job node the history holds belongs to a job of an old process, which ended with it: the reopen
+retires them all first and records their rows (`core.jobends`).
 """
 
 from __future__ import annotations
@@ -97,8 +97,3 @@ def nodes_after(present: frozenset[str], writes: Iterable[Write]) -> frozenset[s
         elif isinstance(write, RetireNode):
             nodes.discard(write.job)
     return frozenset(nodes)
-
-
-def leftovers(present: Iterable[str]) -> tuple[Write, ...]:
-    """On open: retire every job node the history left (their jobs ended with the old process)."""
-    return tuple(RetireNode(job) for job in sorted(present))

@@ -215,7 +215,7 @@ class SessionHost:
 
         async def jobs_progress() -> None:
             while True:
-                for row in self.session.jobs.list():
+                for row in [job.row() for job in self.session.job_table.jobs()]:  # this life's: past ones never move
                     key = (row.bytes_kept, row.bytes_dropped, row.lines_kept, row.status)
                     if seen.get(row.id) != key:
                         seen[row.id] = key

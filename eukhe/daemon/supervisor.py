@@ -178,9 +178,13 @@ class Supervisor:
         log.info("daemon %d stopped", os.getpid())
 
     @staticmethod
-    async def _stop_worker(worker: Worker) -> None:
-        """Close the worker's stdin (it closes its session and exits); kill it if it lingers past the grace."""
+    async def _stop_worker(worker: Worker, why: bytes = b"") -> None:
+        """Close the worker's stdin (it closes its session and exits); kill it if it lingers past the grace. `why`
+        (`session_closed`) goes first on stdin: the reason its running jobs' rows give (else `daemon_stopped`)."""
         if worker.process.stdin is not None:
+            if why:
+                with contextlib.suppress(OSError):  # a worker already gone: nothing to tell
+                    worker.process.stdin.write(why + b"\n")
             worker.process.stdin.close()
         try:
             await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
@@ -266,7 +270,7 @@ class Supervisor:
                         details={"jobs": running},
                     )
             worker.closing = True
-            await self._stop_worker(worker)
+            await self._stop_worker(worker, b"session_closed")
         log.info("session %s closed (worker %d)", args.session, worker.process.pid)
         return SessionClosed(session=args.session, was_open=True)
 

@@ -3,8 +3,10 @@
 Started by the supervisor (`python -m eukhe.daemon.worker --socket PATH (--session ID | --create)`), it opens the
 session, checks its socket dir and binds (eukhe.daemon.local_access), announces one JSON line on stdout
 (`{"ready": true, "session": ID, "pid": N}` or `{"ready": false, "error": CODE, "message": TEXT}`), then serves
-requests until its stdin closes (the supervisor stopped or died) or it gets SIGTERM. On the way out it closes the
-session (its jobs end) and kills whatever is left of its children's process groups.
+requests until its stdin closes (the supervisor stopped or died, or closed the session) or it gets SIGTERM. On the
+way out it records the stop on its running jobs' nodes (`daemon_stopped`; `session_closed` when the supervisor said
+so on stdin before closing it), closes the session (its jobs end) and kills whatever is left of its children's
+process groups.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 from pathlib import Path
 
 from eukhe.children import AgentSession
+from eukhe.core.jobends import StopReason
 from eukhe.daemon.children import daemon_children
 from eukhe.daemon.host import SessionHost, open_host
 from eukhe.daemon.local_access import bind_private_socket, serve_private
@@ -39,16 +42,19 @@ def _announce(ready: WorkerReady) -> None:
     os.dup2(2, 1)
 
 
-async def _stdin_closed() -> None:
-    """Return when stdin (the pipe from the supervisor) reaches EOF."""
+async def _stdin_closed() -> StopReason:
+    """Return when stdin (the pipe from the supervisor) reaches EOF: why the worker stops. The supervisor writes
+    `session_closed` on it before closing it for a `session.close`; a bare EOF is the daemon stopping (or dying)."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    said = b""
     try:
-        while await reader.read(4096):
-            pass
+        while chunk := await reader.read(4096):
+            said = (said + chunk)[-64:]
     finally:
         transport.close()
+    return "session_closed" if said.strip() == b"session_closed" else "daemon_stopped"
 
 
 async def run_worker(socket_path: Path, session_id: str | None, daemon_socket: Path | None = None) -> int:
@@ -94,6 +100,9 @@ async def _serve_until_stopped(host: SessionHost, listener: socket.socket) -> No
     watcher = asyncio.create_task(_stdin_closed())
     stopper = asyncio.create_task(stop.wait())
     await asyncio.wait({server, watcher, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    closed = watcher.done() and not watcher.cancelled() and watcher.exception() is None
+    # The stop is recorded on the running jobs before anything (a cancelled call, the close) kills them.
+    await host.session.begin_stop(watcher.result() if closed else "daemon_stopped")
     for task in (server, watcher, stopper):
         task.cancel()
     await asyncio.gather(server, watcher, stopper, return_exceptions=True)

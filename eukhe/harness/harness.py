@@ -371,8 +371,9 @@ def _content(
     )
 
 
-def durable_output(checkpoint: Checkpoint) -> BoundedResult:
-    """The output a crashed call left on disk: its artifact's bytes, bounded again under the call's Truncation."""
+def durable_output(checkpoint: Checkpoint, what: str = "interrupted call") -> BoundedResult:
+    """The output a crashed call (or job: `what`) left on disk: its artifact's bytes, bounded again under its
+    Truncation; empty when it had none."""
     truncation = truncation_of(checkpoint.truncation)
     root = Path(checkpoint.artifact_dir)
     found = (
@@ -393,6 +394,6 @@ def durable_output(checkpoint: Checkpoint) -> BoundedResult:
         window.bytes_dropped,
         window.lines_kept,
         window.lines_dropped,
-        f"[interrupted call: output bounded from its artifact {found[0]}]" if window.bytes_dropped else window.notice,
+        f"[{what}: output bounded from its artifact {found[0]}]" if window.bytes_dropped else window.notice,
         found[0],
     )

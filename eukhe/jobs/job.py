@@ -16,6 +16,7 @@ from typing import Protocol
 
 from eukhe.clock import Clock
 from eukhe.core import job as core
+from eukhe.core.jobends import EndReason, StopReason
 from eukhe.core.limits import Truncation
 from eukhe.output import BoundedOutput, BoundedResult
 from eukhe.records.jobs import CellError, CellOutcomeName, Detached, JobRow, Settled
@@ -70,6 +71,7 @@ class Job:
         self._kill_requested = False
         self._end_waiters: list[Callable[[], None]] = []
         self.cell: CellEnding | None = None  # set by a cell's owner before it reports the end
+        self.stop_reason: StopReason | None = None  # set by its host when a clean stop (which kills it) begins
         if spec.written:
             self.write(spec.written)
 
@@ -147,6 +149,11 @@ class Job:
         """The final window once ended (the output closed), else the window so far."""
         return self.snapshot()
 
+    @property
+    def reason(self) -> EndReason | None:
+        """Why the job ended with its host: the stop its host began, once that killed it; else None."""
+        return self.stop_reason if isinstance(self.end, core.Killed) else None
+
     def row(self) -> JobRow:
         """The job as jobs.list shows it: its counts are its window's (bytes and lines)."""
         window = self.snapshot()
@@ -163,6 +170,7 @@ class Job:
             lines_dropped=window.lines_dropped,
             exit_code=exit_code,
             killed=killed,
+            reason=self.reason,
         )
 
     def answer(self, verdict: core.Settled | core.Detached, waited_ms: int) -> Settled | Detached:
@@ -187,6 +195,7 @@ class Job:
             outcome=None if cell is None else cell.outcome,
             result=None if cell is None else cell.result,
             error=None if cell is None else cell.error,
+            reason=self.reason,
         )
 
     def on_end_once(self, wake: Callable[[], None]) -> Callable[[], None]:

@@ -9,7 +9,7 @@ entry the table never saw (committed before the open), or the target "none", com
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,6 +52,11 @@ class JobTable:
         self._order: list[core.Mark] = []
         self._listeners: list[JobListener] = []
         self._closed = False
+        self._reserved: frozenset[str] = frozenset()
+
+    def reserve(self, job_ids: Iterable[str]) -> None:
+        """Ids no new job takes (the jobs of a session's earlier lives)."""
+        self._reserved = self._reserved | frozenset(job_ids)
 
     def subscribe(self, listener: JobListener) -> Callable[[], None]:
         """Hear every later start and end; answers the function that stops it."""
@@ -66,7 +71,7 @@ class JobTable:
     def new_id(self) -> str:
         """A job id no job of this table has (a run that may become a job later reserves its id with this)."""
         job_id = self._new_id()
-        while job_id in self._jobs:
+        while job_id in self._jobs or job_id in self._reserved:
             job_id = self._new_id()
         return job_id
 
@@ -75,7 +80,7 @@ class JobTable:
         this returns."""
         if self._closed:
             raise JobTableClosedError("the host is quitting: no new job starts")
-        if job_id is None or job_id in self._jobs:
+        if job_id is None or job_id in self._jobs or job_id in self._reserved:
             job_id = self.new_id()
         job = Job(job_id, spec, owner, self.clock, on_end=self._ended)
         self._jobs[job_id] = job

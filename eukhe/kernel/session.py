@@ -131,7 +131,8 @@ class KernelSession(Session):
         """Run a Python cell on the session's kernel; settled within the budget, else detached as a cell job.
         Cancelling the call cancels the cell through its owner (it is interrupted), then re-raises."""
         self.check_open()
-        return await self.cells.ipython(code, blocking_span(budget_ms, self.budget_ms), on_start=on_start)
+        answer = await self.cells.ipython(code, blocking_span(budget_ms, self.budget_ms), on_start=on_start)
+        return await self.recorded(answer)
 
     async def _close_hosted(self) -> None:
         if self._cells is not None:

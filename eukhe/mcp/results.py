@@ -22,6 +22,7 @@ from typing import Any
 from msgspec import UnsetType
 
 from eukhe.core.bound import measure, window
+from eukhe.core.jobends import EndReason
 from eukhe.core.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Keep, OutputLimits
 from eukhe.core.render import render
 from eukhe.records.children import ChildReport, ChildRow, Reports, Roster
@@ -81,7 +82,10 @@ def answer_text(answer: Settled | Detached) -> str:
     if answer.kind == "cell" and answer.outcome is not None:
         return _cell_text(answer, body)
     who = f"job {answer.job}: " if answer.job is not None and answer.kind != "bash" else ""
-    end = "killed (its process group was ended)" if answer.killed else f"exit {answer.exit_code}"
+    if answer.reason is not None:
+        end = f"killed ({ENDED_WITH_HOST[answer.reason]})"
+    else:
+        end = "killed (its process group was ended)" if answer.killed else f"exit {answer.exit_code}"
     return (body or NO_OUTPUT + "\n") + f"[{who}{end}]"
 
 
@@ -101,6 +105,15 @@ def _cell_text(answer: Settled, body: str) -> str:
     return (text or NO_OUTPUT + "\n").rstrip("\n")
 
 
+ENDED_WITH_HOST: dict[EndReason, str] = {
+    "worker_died": "it ended with its worker, which died",
+    "daemon_stopped": "it ended with the daemon, which stopped",
+    "host_restart": "it ended with the machine, which restarted",
+    "session_closed": "it ended with its session, which was closed",
+}
+"""Why a job ended with its host, in words (its `reason`)."""
+
+
 def count(number: int, word: str) -> str:
     """`1 line`, `2 lines`."""
     return f"{number} {word}" if number == 1 else f"{number} {word}s"
@@ -116,7 +129,8 @@ def job_row_text(row: JobRow) -> str:
     if row.status == "running":
         state = f"running ({written(row)} so far)"
     else:
-        state = ("killed" if row.killed else f"exit {row.exit_code}") + f" ({written(row)})"
+        why = f", {ENDED_WITH_HOST[row.reason]}" if row.reason is not None else ""
+        state = ("killed" if row.killed else f"exit {row.exit_code}") + f" ({written(row)}{why})"
     command = render(row.command).replace("\n", "\\n")
     return f"{row.id}  {row.kind}  {state}  {command}"
 

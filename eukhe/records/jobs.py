@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from eukhe.core.jobends import EndReason, StopReason
 from eukhe.records.base import Record
 from eukhe.records.output import OutputWindow
 
@@ -25,7 +26,9 @@ class CellError(Record):
 
 
 class Settled(Record, tag="settled", tag_field="status"):
-    """The run ended within the call's budget: exit code (null when killed), output, and for a cell its outcome."""
+    """The run ended within the call's budget: exit code (null when killed), output, and for a cell its outcome.
+    `reason` says why a killed job ended with its host (`worker_died`, `daemon_stopped`, `host_restart`,
+    `session_closed`); null for any other end."""
 
     job: str | None
     kind: str
@@ -36,6 +39,7 @@ class Settled(Record, tag="settled", tag_field="status"):
     outcome: CellOutcomeName | None = None
     result: str | None = None
     error: CellError | None = None
+    reason: EndReason | None = None
 
 
 class Detached(Record, tag="detached", tag_field="status"):
@@ -52,7 +56,9 @@ CallAnswer = Settled | Detached
 
 
 class JobRow(Record):
-    """One job as `jobs.list` shows it: its state, its output counts (equal to its window's) and its end."""
+    """One job as `jobs.list` shows it: its state, its output counts (equal to its window's) and its end. `reason`
+    says why a killed job ended with its host (null for any other end); a job of an earlier life whose end the journal
+    does not hold (an older build's cell job) is `ended` with `exit_code` null and `killed` false."""
 
     id: str
     kind: str
@@ -65,20 +71,24 @@ class JobRow(Record):
     lines_dropped: int
     exit_code: int | None
     killed: bool
+    reason: EndReason | None = None
 
 
 class JobList(Record):
-    """`jobs.list`: every job the session started since it opened, in start order."""
+    """`jobs.list`: every job the session ever ran (those of earlier worker or daemon lives too), in start order."""
 
     jobs: list[JobRow]
 
 
 class JobDocument(Record):
-    """The value of a running job's `eukhe.job` node in the state tree."""
+    """The value of a running job's `eukhe.job` node in the state tree: what it runs, when it started (the host's
+    monotonic ms), the host's boot id at its start, and the clean stop its host recorded before killing it."""
 
     kind: str
     command: str
     started_ms: int
+    boot_id: str | None = None
+    stop_reason: StopReason | None = None
 
 
 class Rewound(Record):

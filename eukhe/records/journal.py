@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from eukhe.core.jobends import EndReason
 from eukhe.records.base import Record
+from eukhe.records.jobs import CellError, CellOutcomeName
 from eukhe.records.output import OutputWindow
 from eukhe.records.settings import KernelTransport, SessionSettings, TruncationSetting
 
@@ -117,13 +119,33 @@ class ToolResultContent(Record):
 
 
 class BashRow(Record, tag="eukhe.bash", tag_field="notice"):
-    """The `eukhe.bash` row a user-bash run records at its end (a `notice` entry)."""
+    """The `eukhe.bash` row a user-bash run records at its end (a `notice` entry); a reopen records it for a run that
+    ended with its host (`killed`, `reason`). `started_ms` and `reason` are null in the rows of older builds."""
 
     job: str
     command: str
     exit_code: int | None
     killed: bool
     output: OutputWindow
+    started_ms: int | None = None
+    reason: EndReason | None = None
+
+
+class JobEndRow(Record, tag="eukhe.job_end", tag_field="notice"):
+    """The row any other job (a cell job) records at its end (a `notice` entry), as the `eukhe.bash` row does for a
+    user bash: its end, its output, a cell's outcome; a reopen records it for a job that ended with its host."""
+
+    job: str
+    kind: str
+    command: str
+    started_ms: int
+    exit_code: int | None
+    killed: bool
+    reason: EndReason | None
+    output: OutputWindow
+    outcome: CellOutcomeName | None = None
+    result: str | None = None
+    error: CellError | None = None
 
 
 class JobRecordFailed(Record, tag="job_record_failed", tag_field="notice"):

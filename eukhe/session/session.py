@@ -12,6 +12,7 @@ public API (`eukhe.api.Session`) is that session: this layer imports nothing of 
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import os
 import sys
@@ -26,16 +27,17 @@ from eukhe.clock import Clock
 from eukhe.core.job import Settled as SettledVerdict
 from eukhe.core.job import blocking_span, deadline_for
 from eukhe.core.jobdocs import JOB_DOC_TYPE, JobEnded, JobStarted, WriterEntry
+from eukhe.core.jobends import PastJob, StopReason, past_jobs, reopened_ends
 from eukhe.errors import EukheError
 from eukhe.harness.board import EventStream
 from eukhe.harness.harness import Harness
 from eukhe.jobs import Job, JobTable, wait_until
 from eukhe.jobs.bash import BashOptions, bash_and_wait
 from eukhe.private_fs import check_working_dir
+from eukhe.procs import boot_id
 from eukhe.records.jobs import Detached, JobDocument, JobRow, Rewound, Settled
 from eukhe.records.journal import (
     JOURNAL_FORMAT,
-    BashRow,
     Commit,
     DocPut,
     EntryRecord,
@@ -46,10 +48,11 @@ from eukhe.records.journal import (
 )
 from eukhe.records.settings import KernelTransport, SessionSettings
 from eukhe.session.files import SessionFiles
+from eukhe.session.history import EndRow, end_row, history_facts, left_node, past_answer, past_row, reopened_row
 from eukhe.session.settings import load_settings
 from eukhe.session.writer import JobWriter
 from eukhe.store import dirs
-from eukhe.store.journal import Journal, JournalRead
+from eukhe.store.journal import Journal, JournalError, JournalRead
 from eukhe.store.ledger import Ledger
 from eukhe.store.tree import Entry, StateView, UnknownEntryError, state_after
 
@@ -86,20 +89,15 @@ class SessionClosedError(EukheError):
     code = "session_closed"
 
 
-def job_document(job: Job) -> JobDocument:
-    """The `eukhe.job` node's value: what the prompt and a reader need to name the job."""
-    return JobDocument(kind=job.spec.kind, command=job.spec.command, started_ms=job.started_ms)
-
-
-def bash_row(job: Job) -> BashRow:
-    """The `eukhe.bash` row a user-bash run records at its end."""
-    row = job.row()
-    return BashRow(
-        job=job.id,
+def job_document(job: Job, boot: str | None = None) -> JobDocument:
+    """The `eukhe.job` node's value: what the prompt and a reader need to name the job, the boot its host runs in,
+    and the clean stop its host began (a reopen reads why the job ended from these)."""
+    return JobDocument(
+        kind=job.spec.kind,
         command=job.spec.command,
-        exit_code=row.exit_code,
-        killed=row.killed,
-        output=job.result().to_record(),
+        started_ms=job.started_ms,
+        boot_id=boot,
+        stop_reason=job.stop_reason,
     )
 
 
@@ -109,27 +107,38 @@ class SessionJobs:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def _job(self, job_id: str) -> Job:
+    def _job(self, job_id: str) -> Job | PastJob[EndRow]:
         job = self._session.job_table.get(job_id)
-        if job is None:
+        if job is not None:
+            return job
+        past = self._session.past_jobs.get(job_id)
+        if past is None:
             raise UnknownJobError(job_id)
-        return job
+        return past
 
     def list(self) -> list[JobRow]:
-        """Every job this session started since it opened, in start order."""
-        return [job.row() for job in self._session.job_table.jobs()]
+        """Every job this session ever ran, in start order: those of its earlier lives (as its journal holds them),
+        then this life's."""
+        table = self._session.job_table
+        past = [past_row(job) for job_id, job in self._session.past_jobs.items() if table.get(job_id) is None]
+        return past + [job.row() for job in table.jobs()]
 
     async def wait(self, job_id: str, timeout_ms: int | None = None) -> Settled | Detached:
         """Wait for the job's end at most `timeout_ms` (and at most the blocking budget). Cancelling the wait leaves
-        the job alone."""
+        the job alone. A job of an earlier life answers its recorded end at once."""
         job = self._job(job_id)
+        if isinstance(job, PastJob):
+            return past_answer(job)
         span = blocking_span(timeout_ms, self._session.budget_ms)
         verdict = await wait_until(job, job.clock.now_ms() + span)
         return job.answer(verdict, span)
 
     async def cancel(self, job_id: str) -> Settled | Detached:
-        """Kill the job through its owner and wait for its end at most the blocking budget."""
+        """Kill the job through its owner and wait for its end at most the blocking budget. A job of an earlier life
+        ended with it: its recorded end, at once."""
         job = self._job(job_id)
+        if isinstance(job, PastJob):
+            return past_answer(job)
         job.kill()
         span = blocking_span(None, self._session.budget_ms)
         verdict = await wait_until(job, job.clock.now_ms() + span)
@@ -165,6 +174,9 @@ class Session:
         self._unsubscribe = self.job_table.subscribe(self)
         self._closed = False
         self.last_read: JournalRead | None = None  # what the reopen read: its commits and skipped lines
+        self.boot_id = boot_id()  # this boot of the machine: each job node records it
+        self.past_jobs: dict[str, PastJob[EndRow]] = {}  # the jobs of earlier lives, by id (read at open)
+        self._stop_reason: StopReason | None = None
 
     # ---- open, create, close -------------------------------------------------------------------------------------
 
@@ -246,21 +258,64 @@ class Session:
         session.last_read = read
         try:
             session.harness.settle_interrupted(ledger.trees.slots)
-            session.writer.retire_leftovers()
+            session._end_leftover_jobs()
             session._after_reopen()
         except BaseException:  # a commit failed (e.g. a full disk): nothing runs yet, so only the journal is open
             session._unsubscribe()
             ledger.close()
             raise
+        session._read_past_jobs()
         session.writer.start()
         return session
 
+    def _end_leftover_jobs(self) -> None:
+        """The jobs whose nodes the history left ended with their host: retire each node and record its row (killed,
+        why, the output its artifact holds), in one commit."""
+        nodes = self.view_state().of_type(JOB_DOC_TYPE)
+        if not nodes:
+            return
+        records: list[JournalRecord] = []
+        for end in reopened_ends([left_node(job, value) for job, value in nodes.items()], self.boot_id):
+            retire, row = reopened_row(end, nodes[end.job], self.artifact_dir, self.settings.truncation)
+            records += [retire, self.entry_record("notice", row)]
+        self.commit(records)
+
+    def _read_past_jobs(self) -> None:
+        """The jobs of earlier lives, from the journal (a new job never takes one of their ids)."""
+        facts = history_facts(record for _, records in self._ledger.commits for record in records)
+        self.past_jobs = {job.job: job for job in past_jobs(facts)}
+        self.job_table.reserve(self.past_jobs)
+
+    async def begin_stop(self, reason: StopReason) -> None:
+        """A clean stop of the host begins (`daemon_stopped`, `session_closed`): record it on every running job's
+        node before anything kills it, so a job still ending when the process ends is recorded with this reason by
+        the next open; the jobs it kills end with it. The first stop's reason stays."""
+        if self._stop_reason is not None:
+            return
+        self._stop_reason = reason
+        for job in self.job_table.running():
+            job.stop_reason = reason
+        await self.writer.idle()  # every started job's node is committed (or its start and end wrote nothing)
+        nodes = self._job_nodes()
+        marks: list[JournalRecord] = [
+            DocPut(type=JOB_DOC_TYPE, key=job.id, value=msgspec.to_builtins(job_document(job, self.boot_id)))
+            for job in self.job_table.running()
+            if job.id in nodes
+        ]
+        if marks:
+            try:
+                self.commit(marks)
+            except JournalError as error:  # a full disk: the stop goes on; a reopen reads worker_died instead
+                sys.stderr.write(f"eukhe: could not record the stop on the running jobs: {error.reason}\n")
+
     async def close(self) -> None:
-        """Abort the running tool calls (each settles), kill every running job (waiting at most the budget), close
-        what the session hosts, commit what the writer holds, close the journal."""
+        """Record the stop on the running jobs (`session_closed`, unless a stop began with another reason), abort
+        the running tool calls (each settles), kill every running job (waiting at most the budget), close what the
+        session hosts, commit what the writer holds, close the journal."""
         if self._closed:
             return
         self._closed = True
+        await self.begin_stop("session_closed")
         await self.harness.abort_all()
         clock = self.job_table.clock
         await self.job_table.quit(deadline_for(clock.now_ms(), None, self.budget_ms))
@@ -398,13 +453,14 @@ class Session:
 
     def job_started(self, job: Job) -> None:
         """JobListener: a start becomes a node (through the writer; nobody waits)."""
-        self.writer.submit(JobStarted(job.id, msgspec.to_builtins(job_document(job))))
+        job.stop_reason = self._stop_reason  # a job started once a stop began is stopped by it too
+        self.writer.submit(JobStarted(job.id, msgspec.to_builtins(job_document(job, self.boot_id))))
 
     def job_ended(self, job: Job, end: object) -> None:
-        """JobListener: an end retires the node; a user-bash run's end records its `eukhe.bash` row."""
+        """JobListener: an end retires the node and records the job's row (`eukhe.bash` for a user-bash run,
+        `eukhe.job_end` for any other job)."""
         self.writer.submit(JobEnded(job.id))
-        if job.spec.kind == "bash":
-            self.writer.submit(WriterEntry("notice", msgspec.to_builtins(bash_row(job))))
+        self.writer.submit(WriterEntry("notice", msgspec.to_builtins(end_row(job))))
 
     # ---- user bash -----------------------------------------------------------------------------------------------
 
@@ -416,7 +472,7 @@ class Session:
         kills the job through its owner (waiting for its end at most the budget), then re-raises."""
         self.check_open()
         budget = blocking_span(budget_ms, self.budget_ms)
-        return await bash_and_wait(
+        answer = await bash_and_wait(
             command,
             self.cwd,
             truncation=self.settings.bound,
@@ -426,6 +482,20 @@ class Session:
             options=self._bash_options,
             on_start=None if on_start is None else (lambda job: on_start(job.id)),
         )
+        return await self.recorded(answer)
+
+    async def recorded(self, answer: Settled | Detached) -> Settled | Detached:
+        """A detached answer goes back once its job's node is committed: a caller who holds the job id finds the job
+        in the journal after any crash. Cancelled meanwhile: the job is killed, as a cancelled call's job is."""
+        if isinstance(answer, Detached):
+            try:
+                await self.writer.idle()
+            except asyncio.CancelledError:
+                job = self.job_table.get(answer.job)
+                if job is not None:
+                    job.kill()
+                raise
+        return answer
 
     # ---- rewind --------------------------------------------------------------------------------------------------
 
@@ -499,3 +569,4 @@ class Session:
         old, self._ledger, self.dir = self._ledger, ledger, directory
         self.harness.retarget(self.artifact_dir)
         old.close()
+        self._read_past_jobs()  # the fork's history: the rows on its branch (this life's jobs stay in the table)

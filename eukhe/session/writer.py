@@ -4,7 +4,7 @@ callers' path.
 Callers `submit` and go on; nobody waits for the writer. The task takes every record queued so far as one batch and
 commits what `core.jobdocs.plan_batch` says (one commit per batch; a batch that writes nothing commits nothing). A
 batch whose commit fails is retried one record at a time; a record that fails alone becomes a `job_record_failed`
-notice in the conversation. On open, `retire_leftovers` retires the nodes an old process left.
+notice in the conversation. (On open, the session ends the jobs whose nodes an old process left: `Session.open`.)
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from eukhe.core.jobdocs import (
     Write,
     WriterEntry,
     WriterRecord,
-    leftovers,
     plan_batch,
 )
 from eukhe.records.journal import Commit, DocPut, DocRetire, EntryRecord, JobRecordFailed, JournalRecord
@@ -88,12 +87,6 @@ class JobWriter:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-
-    def retire_leftovers(self) -> None:
-        """Retire every job node the history holds: their jobs ended with the process that started them."""
-        writes = leftovers(self._nodes())
-        if writes:
-            self._commit(self._records(writes))
 
     async def _run(self) -> None:
         while True:

@@ -1,10 +1,12 @@
 """The session journal `main.jsonl`: an append-only file of commits (S1 store, S2 "A tool call" 1).
 
 One commit is one JSON line `{"seq": n, "records": [...]}` of typed records (`eukhe.records.journal`), written with a
-single `write` on an `O_APPEND` descriptor and then `fdatasync`ed, so a commit is all there or, after a crash, a torn
-last line. The reader decodes every line strictly; a torn line is skipped with a diagnostic, never fatal. A writer
-whose journal ends in a torn line (left by a crash, or by a failed write of its own, e.g. on a full disk) starts its
-next commit with a newline, so the torn bytes stay a line of their own and the commit reads whole.
+single `pwrite` just past the last commit and then `fdatasync`ed, so a commit is all there or, after a crash, a torn
+last line. The writer keeps zeros written ahead of its commits (preallocated space, cut off by a clean close), so a
+commit's fdatasync flushes its own bytes and no metadata; the reader ignores the zeros at the end of the file (JSON
+never holds a NUL byte). The reader decodes every line strictly; a torn line is skipped with a diagnostic, never
+fatal. A writer whose journal ends in a torn line (left by a crash, or by a failed write of its own, e.g. on a full
+disk) starts its next commit with a newline, so the torn bytes stay a line of their own and the commit reads whole.
 
 The first line holds the session header; `read_header` reads only that line (the supervisor's way to learn a
 session's working dir), and a header of another journal format is refused with `JournalFormatError`.
@@ -12,6 +14,8 @@ session's working dir), and a header of another journal format is refused with `
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -21,7 +25,6 @@ from pathlib import Path
 import msgspec
 
 from eukhe.errors import EukheError
-from eukhe.fsio import write_all
 from eukhe.private_fs import open_private_file
 from eukhe.records.base import strict_json
 from eukhe.records.journal import JOURNAL_FORMAT, CallStart, Commit, DocPut, EntryRecord, JournalRecord, SessionHeader
@@ -121,7 +124,7 @@ def parse_journal(data: bytes, path: Path = Path("main.jsonl")) -> JournalRead:
     whose header is of another format raises JournalFormatError."""
     commits: list[Commit] = []
     diagnostics: list[Diagnostic] = []
-    lines = data.split(b"\n")
+    lines = data.rstrip(b"\0").split(b"\n")  # the zeros a writer preallocated are no line
     last = len(lines) - 1  # the piece after the final newline: empty unless the last line is torn
     for index, line in enumerate(lines):
         if not line.strip():
@@ -176,33 +179,69 @@ def read_header(path: Path) -> SessionHeader | None:
 
 CommitObserver = Callable[[Commit], None]
 
+PREALLOCATE_MIN = 64 << 10
+"""The first zeroed stretch a journal gets, and the least it grows by."""
+PREALLOCATE_MAX = 1 << 20
+"""The most a journal grows by at once (it grows by its own size until then)."""
+_SCAN = 64 << 10
+
+
+def content_end(fd: int, size: int) -> int:
+    """Where the commits of the file `fd` (of `size` bytes) end: just past its last byte that is not NUL. The rest is
+    the zeroed space a writer preallocated (JSON text never holds a NUL byte)."""
+    end = size
+    while end > 0:
+        start = max(0, end - _SCAN)
+        kept = len(os.pread(fd, end - start, start).rstrip(b"\0"))
+        if kept:
+            return start + kept
+        end = start
+    return 0
+
 
 class Journal:
-    """The writing end of one `main.jsonl`: each `commit` is one write and one fdatasync, in order."""
+    """The writing end of one `main.jsonl`: each `commit` is one write and one fdatasync, in order.
+
+    The file is kept longer than its commits, by zeros written ahead (`_preallocate`): a commit overwrites zeros
+    already on disk, so its `fdatasync` flushes the commit's data alone, never the file's size or block map (on
+    ext4 an append costs a journal commit of the inode besides). A clean `close` cuts the zeros off; after a crash
+    they stay, and the reader ignores them (`parse_journal`)."""
 
     def __init__(self, path: Path, *, next_seq: int = 1) -> None:
         self.path = path
-        self._fd = open_private_file(path, os.O_RDWR | os.O_APPEND)
+        self._fd = open_private_file(path, os.O_RDWR)
         self._next_seq = next_seq
         self.observers: list[CommitObserver] = []
-        size = os.fstat(self._fd).st_size
-        # A torn last line from a crash: the next commit ends it first, so it stays one skipped line and the commit
-        # reads whole. A failed write in this process may leave one too (a full disk writes part of a line).
-        self._torn = bool(size) and os.pread(self._fd, 1, size - 1) != b"\n"
+        try:
+            self._allocated = os.fstat(self._fd).st_size  # bytes on disk: commits, then zeros up to here
+            self._end = content_end(self._fd, self._allocated)  # where the next commit goes
+            # A torn last line from a crash: the next commit ends it first, so it stays one skipped line and the
+            # commit reads whole. A failed write in this process may leave one too (a full disk writes part of a
+            # line).
+            self._torn = self._end > 0 and os.pread(self._fd, 1, self._end - 1) != b"\n"
+        except BaseException:
+            os.close(self._fd)
+            raise
 
     @property
     def next_seq(self) -> int:
         """The sequence number the next commit gets."""
         return self._next_seq
 
+    @property
+    def end(self) -> int:
+        """The offset where the next commit goes: the bytes before it are commits (and skipped lines); after it, up
+        to the file's size, zeros written ahead."""
+        return self._end
+
     def commit(self, records: Sequence[JournalRecord]) -> Commit:
         """Append `records` as one commit and make it durable; raise JournalError and commit nothing on failure."""
         if self._fd < 0:
             raise JournalError(self.path, "journal is closed")
-        seq = self._next_seq
+        done = Commit(seq=self._next_seq, records=list(records))
         try:
             check_strict(records)
-            data = encode_commit(seq, records)
+            data = _ENCODER.encode(done) + b"\n"
         except (TypeError, ValueError, msgspec.EncodeError) as error:
             raise JournalError(self.path, f"cannot encode: {error}") from error
         self._before_write(records)
@@ -212,8 +251,7 @@ class Journal:
             self._torn = True  # part of the line may be on disk: never let the next commit join it
             raise JournalError(self.path, str(error)) from error
         self._torn = False
-        self._next_seq = seq + 1
-        done = Commit(seq=seq, records=list(records))
+        self._next_seq += 1
         for observer in list(self.observers):
             observer(done)
         return done
@@ -222,14 +260,51 @@ class Journal:
         """A hook for fault-injection in tests (a journal whose disk refuses some records); does nothing here."""
 
     def _write_all(self, data: bytes) -> None:
-        write_all(self._fd, data)  # a short write means the disk is full: the next write raises (ENOSPC, EFBIG)
+        """Write `data` at the end of the commits, then fdatasync. A short write means the disk is full (the next
+        write raises ENOSPC or EFBIG); whatever part reached the file stays before the next commit."""
+        if self._end + len(data) > self._allocated:
+            self._preallocate(self._end + len(data))
+        view = memoryview(data)
+        written = 0
+        try:
+            while written < len(data):
+                written += _pwrite(self._fd, view[written:], self._end + written)
+        finally:
+            self._end += written
+            self._allocated = max(self._allocated, self._end)
         os.fdatasync(self._fd)
 
+    def _preallocate(self, needed: int) -> None:
+        """Zeros on disk up to past `needed`: the file grows by its size (at least PREALLOCATE_MIN, at most
+        PREALLOCATE_MAX) in one write, made durable by the commit's fdatasync. Written zeros, not `fallocate`: a
+        write into an allocated but unwritten extent would change the block map, which fdatasync must flush. If the
+        disk refuses them, the commit is written past the zeros, as an append (and fails on its own if it must)."""
+        step = min(max(self._allocated, PREALLOCATE_MIN), PREALLOCATE_MAX)
+        target = -(-needed // step) * step
+        zeros = memoryview(bytes(target - self._allocated))
+        with contextlib.suppress(OSError):
+            while zeros:
+                wrote = _pwrite(self._fd, zeros, self._allocated)
+                zeros = zeros[wrote:]
+                self._allocated += wrote
+
     def close(self) -> None:
-        """Close the descriptor (idempotent)."""
+        """Cut the zeros written ahead off (a cleanly closed journal ends with its last commit), close the
+        descriptor (idempotent)."""
         if self._fd >= 0:
+            if self._allocated > self._end:
+                with contextlib.suppress(OSError):  # the zeros stay: a reader skips them
+                    os.ftruncate(self._fd, self._end)
             os.close(self._fd)
             self._fd = -1
+
+
+def _pwrite(fd: int, data: memoryview, offset: int) -> int:
+    """One pwrite; a write that takes nothing is a full disk."""
+    wrote = os.pwrite(fd, data, offset)
+    if wrote <= 0:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    return wrote
 
 
 def records_of(commits: Iterable[Commit]) -> list[JournalRecord]:

@@ -20,7 +20,6 @@ from eukhe.core.jobdocs import (
     RetireNode,
     WriterEntry,
     WriterRecord,
-    leftovers,
     nodes_after,
     plan_batch,
 )
@@ -102,8 +101,3 @@ def test_an_end_whose_node_is_absent_retires_nothing() -> None:
     assert plan_batch(frozenset(), [JobEnded("a")]) == ()
     assert plan_batch(frozenset({"a"}), [JobEnded("a")]) == (RetireNode("a"),)
     assert plan_batch(frozenset(), [JobStarted("a", {"x": 1})]) == (PutNode("a", {"x": 1}),)
-
-
-def test_on_open_every_leftover_node_is_retired() -> None:
-    assert leftovers({"b", "a"}) == (RetireNode("a"), RetireNode("b"))
-    assert nodes_after(frozenset({"a", "b"}), leftovers({"a", "b"})) == frozenset()

@@ -125,7 +125,7 @@ def test_a_running_child_is_deleted_and_a_session_close_refuses_while_jobs_run_u
     code, error = world.json_error("spawn", "--session", session, "--name", "x")
     assert (code, error["error"]) == (2, "usage_error")
     # A session with a running job is not closed unless forced.
-    world.json("bash", "--session", session, "--budget-ms", "0", "--", "sleep 600")
+    sleeper = world.json("bash", "--session", session, "--budget-ms", "0", "--", "sleep 600")["job"]
     code, error = world.json_error("session", "close", session)
     assert (code, error["error"]) == (1, "session_has_jobs")
     assert len(error["details"]["jobs"]) == 1
@@ -135,8 +135,9 @@ def test_a_running_child_is_deleted_and_a_session_close_refuses_while_jobs_run_u
     assert status.workers == []
     assert status.reports == []  # a close is not a worker's death
     assert typed(SessionClosed, world.json("session", "close", session)).was_open is False
-    # The session reopens on its next request.
-    assert world.json("jobs", "list", "--session", session)["jobs"] == []
+    # The session reopens on its next request; the job the forced close killed is still listed, with its reason.
+    (row,) = world.json("jobs", "list", "--session", session)["jobs"]
+    assert (row["id"], row["status"], row["killed"], row["reason"]) == (sleeper, "ended", True, "session_closed")
 
 
 def test_a_child_cut_by_a_daemon_stop_keeps_its_copy_and_is_ended_and_handed_back_when_its_parent_reopens(

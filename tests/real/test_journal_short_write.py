@@ -1,7 +1,10 @@
 """A commit torn by a full disk in a live journal: the next commit still reads whole (S1 store; S2 "A tool call" 1).
 
 The disk is filled for real: a child process lowers its own file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored), so the
-kernel writes part of a commit and refuses the rest, exactly as on a full disk.
+kernel writes part of a commit and refuses the rest, exactly as on a full disk. RLIMIT_FSIZE refuses a write past an
+offset whatever the file's size, so it tears a commit inside the zeros the journal wrote ahead (the limit just past
+the commits' end) as well as one that needs more space than the zeros hold (the limit at the file's size: the zeros
+the journal would write ahead are refused too, and the commit is torn past them).
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 journal = Journal(path)
 journal.commit([entry("a")])
 soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(path) + 10, hard))
+inside = sys.argv[2] == "inside"
+resource.setrlimit(resource.RLIMIT_FSIZE, ((journal.end if inside else os.path.getsize(path)) + 10, hard))
 try:
-    journal.commit([entry("b", "x" * 100)])
+    journal.commit([entry("b", "x" * (100 if inside else 3 * os.path.getsize(path)))])
 except JournalError:
     pass
 else:
@@ -43,9 +47,10 @@ journal.close()
 
 
 @pytest.mark.real
-def test_a_commit_after_a_torn_write_reads_whole(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["inside", "past"])
+def test_a_commit_after_a_torn_write_reads_whole(tmp_path: Path, where: str) -> None:
     path = tmp_path / "main.jsonl"
-    subprocess.run([sys.executable, "-c", CHILD, str(path)], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", CHILD, str(path), where], check=True, timeout=60)
     read = read_journal(path)
     assert [r.id for c in read.commits for r in c.records if isinstance(r, EntryRecord)] == ["a", "c"]
     assert [c.seq for c in read.commits] == [1, 2]

@@ -1,4 +1,4 @@
-"""The job writer task on a real journal (S2 jobs 5): batches, one-by-one retry, `job_record_failed`, leftovers."""
+"""The job writer task on a real journal (S2 jobs 5): batches, one-by-one retry, `job_record_failed`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from eukhe.core.jobdocs import JOB_DOC_TYPE, JobEnded, JobStarted, WriterEntry
-from eukhe.records.journal import Commit, DocPut, DocRetire, EntryRecord, JournalRecord
+from eukhe.records.journal import Commit, DocRetire, EntryRecord, JournalRecord
 from eukhe.session.writer import BATCHES_KEPT, JobWriter
 from eukhe.store.journal import Journal, JournalError
 from eukhe.store.ledger import Ledger
@@ -105,18 +105,6 @@ def test_a_failed_batch_is_retried_one_record_at_a_time_and_a_lone_failure_becom
         ledger.close()
 
     asyncio.run(scenario())
-
-
-def test_on_open_the_writer_retires_the_nodes_an_old_process_left(tmp_path: Path) -> None:
-    ledger, writer, commits = make(tmp_path)
-    ledger.commit([DocPut(type=JOB_DOC_TYPE, key=k, value={}) for k in ("x", "y")])
-    ledger.commit([DocPut(type="other", key="keep", value=1)])
-    writer.retire_leftovers()
-    assert set(ledger.trees.documents) == {("other", "keep")}
-    assert [type(r) for r in commits[-1].records] == [DocRetire, DocRetire]
-    writer.retire_leftovers()  # nothing left: no commit
-    assert len(commits) == 3
-    ledger.close()
 
 
 def test_the_writer_keeps_only_its_last_batches(tmp_path: Path) -> None:

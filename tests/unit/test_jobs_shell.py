@@ -91,6 +91,7 @@ def test_listeners_hear_one_start_and_one_end_in_order() -> None:
         "lines_dropped": 0,
         "exit_code": None,
         "killed": True,
+        "reason": None,
     }
 
 

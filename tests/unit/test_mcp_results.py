@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 
+import msgspec
 import pytest
 
 from eukhe.core.bound import Slice, notice
@@ -117,6 +118,8 @@ def test_a_settled_command_shows_its_exit_or_its_kill() -> None:
     assert answer_text(ok) == "(no output)\n[exit 0]"
     killed = Settled(job="job-1", kind="bash", command="x", exit_code=None, killed=True, output=window("a\n"))
     assert answer_text(killed) == "a\n[killed (its process group was ended)]"
+    died = msgspec.structs.replace(killed, reason="worker_died")
+    assert answer_text(died) == "a\n[killed (it ended with its worker, which died)]"
 
 
 def test_a_cell_shows_its_result_or_its_traceback() -> None:
@@ -136,8 +139,10 @@ def test_a_cell_shows_its_result_or_its_traceback() -> None:
 def test_the_jobs_list() -> None:
     assert job_list_text(JobList(jobs=[])) == "no jobs"
     ended = row(id="job-2", status="ended", exit_code=3, command="a\nb")
-    text = job_list_text(JobList(jobs=[row(), ended]))
+    old = row(id="job-0", status="ended", exit_code=None, killed=True, reason="host_restart", command="sleep 9")
+    text = job_list_text(JobList(jobs=[old, row(), ended]))
     assert text.splitlines() == [
+        "job-0  bash  killed (15 bytes, 3 lines, it ended with the machine, which restarted)  sleep 9",
         "job-1  bash  running (15 bytes, 3 lines so far)  make",
         "job-2  bash  exit 3 (15 bytes, 3 lines)  a\\nb",
     ]

@@ -24,6 +24,7 @@ from eukhe.records.journal import (
 )
 from eukhe.records.settings import SessionSettings
 from eukhe.store.journal import (
+    PREALLOCATE_MIN,
     Journal,
     JournalError,
     JournalFormatError,
@@ -166,3 +167,74 @@ def test_the_state_just_after_any_entry_is_the_fold_up_to_its_commit() -> None:
     assert trees.leaf == "e1"
     assert dict(trees.documents) == {}
     assert [e.id for e in trees.path_to("e2")] == ["e1", "e2"]
+
+
+# ---- zeros written ahead (preallocated space) ----------------------------------------------------------------------
+
+
+def test_commits_overwrite_zeros_written_ahead_and_a_clean_close_cuts_them_off(tmp_path: Path) -> None:
+    path = tmp_path / "main.jsonl"
+    journal = Journal(path)
+    journal.commit([HEADER])
+    size = os.path.getsize(path)
+    assert size == PREALLOCATE_MIN > journal.end  # zeros past the commits, on disk
+    assert path.read_bytes()[journal.end :] == bytes(size - journal.end)
+    journal.commit([entry("a")])
+    assert os.path.getsize(path) == size  # a commit that fits changes no size: its fdatasync flushes data alone
+    expected = encode_commit(1, [HEADER]) + encode_commit(2, [entry("a")])
+    assert path.read_bytes()[: journal.end] == expected
+    assert read_journal(path).diagnostics == ()  # a reader of the open journal ignores the zeros
+    journal.close()
+    assert path.read_bytes() == expected
+
+
+def test_the_zeros_grow_ahead_of_long_commits_and_every_commit_reads_back(tmp_path: Path) -> None:
+    path = tmp_path / "main.jsonl"
+    journal = Journal(path)
+    sizes = set()
+    for index in range(40):
+        journal.commit([entry(f"e{index}", content="x" * (index * 500))])
+        sizes.add(os.path.getsize(path))
+        assert os.path.getsize(path) >= journal.end
+    assert len(sizes) > 2  # it grew several times, each time ahead of the commit
+    read = read_journal(path)
+    assert [c.seq for c in read.commits] == list(range(1, 41))
+    assert read.diagnostics == ()
+    journal.close()
+    assert [c.seq for c in read_journal(path).commits] == list(range(1, 41))
+
+
+def test_a_journal_left_with_its_zeros_reopens_past_its_last_commit(tmp_path: Path) -> None:
+    path = tmp_path / "main.jsonl"
+    first = encode_commit(1, [entry("a")])
+    path.write_bytes(first + bytes(100_000))  # as a crash leaves it: the commits, then the zeros written ahead
+    journal = Journal(path, next_seq=2)
+    assert journal.end == len(first)
+    journal.commit([entry("b")])
+    journal.close()
+    assert path.read_bytes() == first + encode_commit(2, [entry("b")])
+
+
+def test_a_torn_commit_followed_by_zeros_is_the_torn_last_line_and_the_next_commit_reads_whole(tmp_path: Path) -> None:
+    path = tmp_path / "main.jsonl"
+    first = encode_commit(1, [entry("a")])
+    path.write_bytes(first + b'{"seq":2,"records":[{"t":"en' + bytes(5000))
+    read = read_journal(path)
+    assert [c.seq for c in read.commits] == [1]
+    assert [d.reason for d in read.diagnostics] == ["torn last line (no newline): ignored"]
+    journal = Journal(path, next_seq=2)
+    journal.commit([entry("b")])
+    read = read_journal(path)  # open: the zeros are still there, after the new commit
+    assert [c.seq for c in read.commits] == [1, 2]
+    assert len(read.diagnostics) == 1
+    assert "unreadable" in read.diagnostics[0].reason
+    journal.close()
+
+
+@given(st.lists(records, max_size=6), st.integers(min_value=0, max_value=200), st.integers(0, 3000))
+def test_zeros_after_any_cut_change_nothing_the_reader_says(
+    batches: list[list[JournalRecord]], cut: int, zeros: int
+) -> None:
+    data = b"".join(encode_commit(seq, batch) for seq, batch in enumerate(batches, start=1))
+    torn = data[: max(0, len(data) - cut)]
+    assert parse_journal(torn + bytes(zeros)) == parse_journal(torn)

@@ -111,6 +111,15 @@ class Children:
         self._states[state.name] = state
         self._commit([DocPut(type=CHILD_DOC, key=state.name, value=msgspec.to_builtins(state))])
 
+    def _record_end(self, state: ChildState) -> None:
+        """`_record` on the way to an end: a commit that fails (a full disk) does not stop the end. The state is
+        kept in memory; the journal keeps the last state it took, so a reopen ends the child again (a hand-back
+        reruns to the same result)."""
+        try:
+            self._record(state)
+        except EukheError as error:
+            log.error("child %s: its state could not be recorded: %s", state.name, error)
+
     # --- spawn ----------------------------------------------------------------------------------------------------
 
     async def spawn(self, request: SpawnRequest) -> ChildRow:
@@ -182,8 +191,17 @@ class Children:
         await self._end(msgspec.structs.replace(state, status=status, answer=ended.answer, error=ended.error))
 
     async def _end(self, state: ChildState) -> None:
-        """Record the status, stop the child, hand an isolated child back, record the outcome, wake the waiters."""
-        self._record(state)
+        """Record the status, stop the child, hand an isolated child back, record the outcome, wake the waiters.
+        Invariant: the waiters wake whatever fails on the way (a collect or delete never waits for an end forever)."""
+        try:
+            await self._stop_and_hand_back(state)
+        finally:
+            ended = self._ended.get(state.name)
+            if ended is not None and not ended.done():
+                ended.set_result(None)
+
+    async def _stop_and_hand_back(self, state: ChildState) -> None:
+        self._record_end(state)
         try:
             await self._host.stop(state.session)
         except EukheError as error:  # e.g. its worker is gone already: nothing of it runs
@@ -197,10 +215,7 @@ class Children:
                 except HandbackError as error:
                     handback = error.failure()
                     log.error("child %s: hand-back failed at %s: %s", state.name, error.path, error.reason)
-        self._record(msgspec.structs.replace(state, handback=handback, ended=True))
-        ended = self._ended.get(state.name)
-        if ended is not None and not ended.done():
-            ended.set_result(None)
+        self._record_end(msgspec.structs.replace(state, handback=handback, ended=True))
 
     # --- collect, delete ------------------------------------------------------------------------------------------
 

@@ -111,7 +111,7 @@ def saved_header(root: Path, session_id: str) -> SessionHeader:
     path = root / check_session_id(session_id, root) / JOURNAL_NAME
     try:
         header = read_header(path)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):  # no such session; any other OSError (EMFILE...) is raised
         header = None
     if header is None:
         raise UnknownSessionError(session_id, root)

@@ -55,6 +55,8 @@ REPLY_TIMEOUT_S = 120.0
 PROC_GRACE_S = 5.0
 """How long a process of an ended job may still be seen (it is being reaped)."""
 FD_SETTLE_S = 10.0
+SLOW_CLOSE_S = 9.5
+"""A session.close this slow met the supervisor's 10 s stop grace: its worker was killed."""
 TMPFS_SIZE = "256m"
 SEQ_CHUNK = 200
 
@@ -885,7 +887,15 @@ class Soak:
             self.check_output(job, row, f"jobs.list row of {job.id}", killed=row["killed"])
 
     def close_session(self, conn: Connection, session: str) -> None:
+        started = time.monotonic()
         reply = conn.request("session.close", {"session": session, "force": True})
+        took = time.monotonic() - started
+        if took >= SLOW_CLOSE_S:
+            # The supervisor kills a worker whose close passes its grace (10 s): what it had not written yet (the
+            # rows of the jobs it was ending) is lost. Known; reported as such (docs/testing.md), not a violation.
+            self.stats.faults["slow_close_killed"] += 1
+            with self.registry.lock:
+                self.registry.faults.append(Fault("slow_close_killed", started, time.monotonic(), session))
         if reply.ok:
             with self.registry.lock:
                 if session in self.registry.sessions:
@@ -954,14 +964,17 @@ class Soak:
                 self.stats.violation("daemon_answers", f"ping: {reply.error}")
         with self.registry.lock:
             sessions = list(self.registry.sessions)
-        for session in sessions:
+        # Every session a worker hosts: also one the pool let go that a late request reopened, and children.
+        hosted = sorted(set(self.worker_pids(conn)) | set(sessions))
+        for session in hosted:
             self.end_everything(conn, session)
         self.check_procs(all_ended=False)
         if kind in ("measure", "compare"):
             self.check_worker_fds(conn, sessions, compare=kind == "compare")
         else:
-            for session in sessions:
+            for session in hosted:
                 self.close_session(conn, session)
+            for session in sessions:
                 self.registry.add_session(session)  # still in play: the next request reopens it
             self.check_procs(all_ended=True)
             conn.drop()
@@ -1207,6 +1220,7 @@ class Soak:
         rows += [(f"op {name}", str(n)) for name, n in sorted(stats.ops.items())]
         rows.append(("operations", str(sum(stats.ops.values()))))
         rows += [(f"fault {name}", str(stats.faults.get(name, 0))) for name in Injector.KINDS]
+        rows.append(("worker killed at its close grace", str(stats.faults.get("slow_close_killed", 0))))
         rows += [(f"error reply {code}", str(n)) for code, n in sorted(stats.errors.items())]
         rows += [(f"checked {name}", str(n)) for name, n in sorted(stats.checks.items())]
         rows += [(f"excused {name}", str(n)) for name, n in sorted(stats.excused.items())]

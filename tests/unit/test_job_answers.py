@@ -179,3 +179,61 @@ def test_a_cancelled_calls_error_says_how_its_job_ended() -> None:
     ]
     assert {error.code for error in texts} == {"cancelled"}
     assert texts[0].answer.job == "a"
+
+
+def test_a_new_id_that_collides_is_drawn_again() -> None:
+    table = JobTable(VirtualClock(), new_id=iter(["job-a", "job-a", "job-b"]).__next__)
+    table.start(JobSpec("bash", "true", Off()), Owner())
+    assert table.new_id() == "job-b"
+
+
+def test_a_closed_table_gives_its_exact_reason() -> None:
+    async def scenario() -> None:
+        table = JobTable(VirtualClock())
+        await table.quit(0)
+        with pytest.raises(JobTableClosedError) as refused:
+            table.start(JobSpec("bash", "true", Off()), Owner())
+        assert str(refused.value) == "the host is quitting: no new job starts"
+
+    asyncio.run(scenario())
+
+
+class LateOwner:
+    """Ends a killed job `after_ms` later on the table's clock (a kill takes time)."""
+
+    def __init__(self, clock: VirtualClock, after_ms: int) -> None:
+        self.clock = clock
+        self.after_ms = after_ms
+
+    def kill(self, job: Job) -> None:
+        self.clock.call_at(self.clock.now_ms() + self.after_ms, lambda: job.finish(Killed()))
+
+
+async def turn() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+def test_a_cancelled_call_waits_for_its_killed_jobs_end_within_its_budget_and_no_longer() -> None:
+    async def scenario() -> None:
+        clock = VirtualClock()
+        table = JobTable(clock, new_id=iter(["a", "b"]).__next__)
+        job = table.start(JobSpec("bash", "sleep", Off()), LateOwner(clock, 50))
+        call = asyncio.ensure_future(settle_or_detach(job, clock.now_ms() + 1_000, 1_000))
+        await turn()
+        call.cancel()
+        await turn()
+        assert not call.done(), "the cancelled call waits for the killed job's end"
+        clock.advance(50)
+        await turn()
+        assert call.cancelled() or call.done()
+        assert isinstance(job.end, Killed)
+        stuck = table.start(JobSpec("bash", "sleep", Off()), LateOwner(clock, 10_000))
+        call = asyncio.ensure_future(settle_or_detach(stuck, clock.now_ms() + 1_000, 0))
+        await turn()
+        call.cancel()
+        await turn()
+        assert call.done(), "a budget of 0 waits for nothing"
+        assert stuck.running
+
+    asyncio.run(scenario())

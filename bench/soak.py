@@ -58,7 +58,6 @@ FD_SETTLE_S = 10.0
 SLOW_CLOSE_S = 9.5
 """A session.close this slow met the supervisor's 10 s stop grace: its worker was killed."""
 TMPFS_SIZE = "256m"
-SEQ_CHUNK = 200
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -188,7 +187,7 @@ class JobInfo:
     started: float
     ended: float | None = None  # when the soak learned its end (or its host's)
     answers: list[dict[str, Any]] = field(default_factory=list)  # Settled answers seen
-    procs_checked: bool = False
+    artifacts_pruned: bool = False
 
     def expected(self) -> bytes:
         return b"".join(b"L%d\n" % n for n in range(1, self.lines + 1))
@@ -1181,9 +1180,9 @@ class Soak:
     def prune_artifacts(self) -> None:
         """Artifacts of checked, ended jobs are removed (a long run would fill the tmpfs with them)."""
         with self.registry.lock:
-            done = [j for j in self.registry.jobs.values() if j.ended is not None and not j.procs_checked]
+            done = [j for j in self.registry.jobs.values() if j.ended is not None and not j.artifacts_pruned]
             for job in done:
-                job.procs_checked = True
+                job.artifacts_pruned = True
         if not self.world.sessions.exists():
             return
         for path in self.world.sessions.glob("*/artifacts/*.log"):

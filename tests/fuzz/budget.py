@@ -31,6 +31,7 @@ def fuzz_for(case: Callable[[random.Random], None], *, seconds: float | None = N
             error.add_note(f"fuzz case {done} of seed {seed}: replay with FUZZ_SEED={seed}")
             raise
         done += 1
+    print(f"fuzz: {done} cases, seed {seed}")
     return done
 
 
@@ -48,4 +49,5 @@ async def afuzz_for(
             error.add_note(f"fuzz case {done} of seed {seed}: replay with FUZZ_SEED={seed}")
             raise
         done += 1
+    print(f"fuzz: {done} cases, seed {seed}")
     return done

@@ -7,6 +7,8 @@ not only a message. `InputError` is every refusal of strict input: it names the 
 
 from __future__ import annotations
 
+import errno
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the CLI imports this module at start-up)
 if TYPE_CHECKING:
     from typing import ClassVar
@@ -92,6 +94,7 @@ CATALOGUE: dict[str, str] = {
     "worker_start_failed": "a session's worker did not come up",
     "worker_died": "the session's worker ended mid-request; it is reopened",
     "worker_unavailable": "the session's worker cannot be reached; it is reopened",
+    "resource_exhausted": "the daemon ran out of a system resource (file descriptors, disk space, memory); try again",
     "internal": "a bug: the message names the exception; the daemon keeps serving",
 }
 """Every error code eukhe gives out, with its meaning."""
@@ -159,6 +162,27 @@ class PathError(EukheError):
         self.path = path
         self.reason = reason
         self.field = field
+
+
+SHORTAGES = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.EDQUOT, errno.ENOMEM, errno.ENOBUFS, errno.EAGAIN}
+)
+"""The errnos of a system resource running out: the request could not be served now, nothing is wrong with it."""
+
+
+class ResourceExhaustedError(EukheError):
+    """A request failed because the system ran out of something (fds, disk, memory, processes); not a bug."""
+
+    code = "resource_exhausted"
+
+
+def resource_shortage(error: BaseException) -> ResourceExhaustedError | None:
+    """The typed error for an OSError of a resource running out (the `SHORTAGES`), else None."""
+    if isinstance(error, OSError) and error.errno in SHORTAGES:
+        return ResourceExhaustedError(
+            f"out of resources: {error.strerror or error}" + (f": {error.filename!r}" if error.filename else "")
+        )
+    return None
 
 
 def error_code(error: BaseException) -> str:

@@ -126,6 +126,15 @@ class Children:
         self._states[state.name] = state
         self._commit([DocPut(type=CHILD_DOC, key=state.name, value=msgspec.to_builtins(state))])
 
+    def _record_end(self, state: ChildState) -> None:
+        """`_record` on the way to an end: a commit that fails (a full disk) does not stop the end. The state is
+        kept in memory; the journal keeps the last state it took, so a reopen ends the child again (a hand-back
+        reruns to the same result)."""
+        try:
+            self._record(state)
+        except EukheError as error:
+            log.error("child %s: its state could not be recorded: %s", state.name, error)
+
     # --- spawn ----------------------------------------------------------------------------------------------------
 
     async def spawn(self, request: SpawnRequest) -> ChildRow:
@@ -195,8 +204,24 @@ class Children:
         await self._end(msgspec.structs.replace(state, status=status, answer=end.answer, error=end.error))
 
     async def _end(self, state: ChildState) -> None:
-        """Record the status, stop the child, hand an isolated child back, record the outcome, wake the waiters."""
-        self._record(state)
+        """Record the status, stop the child, hand an isolated child back, record the outcome, wake the waiters.
+        Invariant: the waiters wake whatever fails on the way (a collect or delete never waits for an end forever)."""
+        retired: WorkspaceLayout | None = None
+        try:
+            retired = await self._stop_and_hand_back(state)
+        finally:
+            ended = self._ended.get(state.name)
+            if ended is not None and not ended.done():
+                ended.set_result(None)
+        if retired is not None:  # the retired base and copy go after the waiters woke
+            try:
+                await asyncio.to_thread(remove_retired, retired)
+            except OSError as error:
+                log.warning("child %s: removing its retired base and copy: %s", state.name, error)
+
+    async def _stop_and_hand_back(self, state: ChildState) -> WorkspaceLayout | None:
+        """The end's steps up to its recorded outcome; the layout whose retired base and copy are left to remove."""
+        self._record_end(state)
         try:
             await self._host.stop(state.session)
         except EukheError as error:  # e.g. its worker is gone already: nothing of it runs
@@ -210,15 +235,8 @@ class Children:
                 except HandbackError as error:
                     handback = error.failure()
                     log.error("child %s: hand-back failed at %s: %s", state.name, error.path, error.reason)
-        self._record(msgspec.structs.replace(state, handback=handback, ended=True))
-        ended = self._ended.get(state.name)
-        if ended is not None and not ended.done():
-            ended.set_result(None)
-        if isinstance(handback, HandbackReport):  # the retired base and copy go after the waiters woke
-            try:
-                await asyncio.to_thread(remove_retired, layout)
-            except OSError as error:
-                log.warning("child %s: removing its retired base and copy: %s", state.name, error)
+        self._record_end(msgspec.structs.replace(state, handback=handback, ended=True))
+        return layout if isinstance(handback, HandbackReport) else None
 
     # --- collect, delete ------------------------------------------------------------------------------------------
 

@@ -36,7 +36,8 @@ def build_parser(command: str | None = None) -> ArgumentParser:
     when no known command is named (help and usage errors list them all)."""
     parser = ArgumentParser(prog="eukhe", description="The execution layer of a coding agent.")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=ArgumentParser)
-    names = [COMMANDS[command]] if command in COMMANDS else list(COMMANDS.values())
+    # One module may hold several commands (children: spawn and children): each module registers once.
+    names = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
     for name in names:
         # __import__ rather than importlib.import_module: importing importlib (and warnings) costs start-up time.
         __import__(name, fromlist=["register"]).register(subparsers)

@@ -26,7 +26,7 @@ from eukhe.daemon.protocol import (
     parse_request,
     request_splitter,
 )
-from eukhe.errors import CodedError, EukheError, error_code, error_details, error_field
+from eukhe.errors import CodedError, EukheError, error_code, error_details, error_field, resource_shortage
 from eukhe.records.daemon import OPS, CancelAccepted, CancelArgs, WatchEnded
 
 log = logging.getLogger("eukhe.daemon")
@@ -176,6 +176,10 @@ async def _answer(request: Request, handle: RequestHandler, emit: EventSink) -> 
     except (ConnectionError, BrokenPipeError):
         raise
     except Exception as error:
+        shortage = resource_shortage(error)
+        if shortage is not None:  # EMFILE, ENOSPC...: the request could not be served now; it is not a bug
+            log.warning("request %s (%s): %s", request.id, request.op, shortage)
+            return encode_error(request.id, shortage.code, f"{request.op}: {shortage}")
         log.exception("request %s (%s) failed", request.id, request.op)
         return encode_error(request.id, "internal", f"{type(error).__name__}: {error}")
 

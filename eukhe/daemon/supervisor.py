@@ -37,7 +37,7 @@ from eukhe.daemon.local_access import (
 from eukhe.daemon.procs import become_subreaper, end_orphans
 from eukhe.daemon.protocol import JSON, MAX_REPLY_BYTES, PROTOCOL_VERSION, Request, encode_request, to_builtins
 from eukhe.daemon.server import EventSink, RequestError, close_writer, serve_requests
-from eukhe.errors import CATALOGUE, EukheError
+from eukhe.errors import CATALOGUE, EukheError, resource_shortage
 from eukhe.paths import sessions_root
 from eukhe.private_fs import check_working_dir, open_private_file
 from eukhe.records.base import decode_json
@@ -447,6 +447,9 @@ class Supervisor:
         try:
             reader, writer = await asyncio.open_unix_connection(str(worker.socket), limit=MAX_REPLY_BYTES)
         except OSError as error:
+            shortage = resource_shortage(error)
+            if shortage is not None:  # out of fds here: the worker is fine, and waiting for its end would not help
+                raise shortage from error
             raise WorkerUnreachableError(
                 "worker_unavailable", f"session {worker.session_id}: {error.strerror}"
             ) from error

@@ -89,18 +89,21 @@ class JobWriter:
             self._task = None
 
     async def _run(self) -> None:
+        # Invariant: the task outlives any batch (a fork and a close wait for `idle`: a dead writer held them
+        # forever), and `idle` is set whenever the queue is empty.
         while True:
             await self._wake.wait()
             self._wake.clear()
             batch, self._queue = tuple(self._queue), []
-            if batch:
-                self.batches.append(batch)
-                try:
+            try:
+                if batch:
+                    self.batches.append(batch)
                     self._write_batch(batch)
-                except Exception as error:  # a bug must not stop the writer: later records still get written
-                    sys.stderr.write(f"eukhe: job writer could not write a batch: {error!r}\n")
-            if not self._queue:
-                self._idle.set()
+            except Exception as error:  # a bug must not stop the writer: later records still get written
+                _say(f"eukhe: job writer could not write a batch: {error!r}")
+            finally:
+                if not self._queue:
+                    self._idle.set()
 
     def _write_batch(self, batch: Sequence[WriterRecord]) -> None:
         writes = plan_batch(self._nodes(), batch)
@@ -123,7 +126,7 @@ class JobWriter:
             try:
                 self._commit([self._entry_record("notice", notice)])
             except JournalError as again:  # the conversation cannot take it either: say so where a person looks
-                sys.stderr.write(f"eukhe: job record failed and its notice too: {notice} ({again.reason})\n")
+                _say(f"eukhe: job record failed and its notice too: {notice} ({again.reason})")
 
     def _records(self, writes: Sequence[Write]) -> list[JournalRecord]:
         records: list[JournalRecord] = []
@@ -135,6 +138,13 @@ class JobWriter:
             elif isinstance(write, AppendEntry):
                 records.append(self._entry_record(write.kind, write.content))
         return records
+
+
+def _say(text: str) -> None:
+    """A diagnostic on stderr; a stderr that cannot take it (the log on the same full disk) loses it, nothing else."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
 
 
 __all__ = ["JobEnded", "JobStarted", "JobWriter", "WriterEntry"]

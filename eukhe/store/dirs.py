@@ -17,7 +17,7 @@ from pathlib import Path
 
 from eukhe import paths
 from eukhe.core.fsmode import PRIVATE_DIR_MODE
-from eukhe.errors import EukheError, InputError
+from eukhe.errors import EukheError, InputError, resource_shortage
 from eukhe.fsio import fsync_dir, write_all
 from eukhe.private_fs import create_private_file, make_private_dirs
 from eukhe.records.journal import JournalRecord, SessionHeader
@@ -111,8 +111,12 @@ def saved_header(root: Path, session_id: str) -> SessionHeader:
     path = root / check_session_id(session_id, root) / JOURNAL_NAME
     try:
         header = read_header(path)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):  # no such session
         header = None
+    except OSError as error:  # the session may well exist: say why it cannot be read, never "no session"
+        if resource_shortage(error) is not None:
+            raise  # EMFILE, ENOSPC...: `resource_exhausted` at the daemon's request boundary
+        raise SessionOpenError(path, error.strerror or str(error)) from error
     if header is None:
         raise UnknownSessionError(session_id, root)
     return header

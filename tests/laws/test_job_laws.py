@@ -799,3 +799,30 @@ def test_a_blocking_span_stays_within_the_budget(timeout_ms: int | None, budget_
     assert 0 <= span <= budget_ms
     assert span == (budget_ms if timeout_ms is None else min(max(0, timeout_ms), budget_ms))
     assert core.deadline_for(1000, timeout_ms, budget_ms) == 1000 + span
+
+
+# ---- edges the mutation run found unpinned (docs/testing.md) ------------------------------------------------------
+
+
+def test_job_cap_of_refuses_what_is_not_a_truncation_naming_it() -> None:
+    with pytest.raises(TypeError, match="not a Truncation: 'off'"):
+        core.cap_of("off")  # type: ignore[arg-type]
+
+
+def test_job_start_counts_only_what_the_run_wrote_before() -> None:
+    assert core.start(5) == core.JobState(cap=5)
+    assert core.start(5, 7) == core.JobState(cap=5, kept=5, dropped=2)
+
+
+def test_stream_journals_two_and_the_state_says_the_phase_and_keeps_a_failures_warning() -> None:
+    state, made = core.journal_step(core.CallState(), core.CallStart())
+    assert (state.phase, len(made)) == (core.CallPhase.RUNNING, 1)
+    state, _ = core.journal_step(state, core.CallWarning("w"))
+    state, (settle,) = core.journal_step(state, core.CallFail("boom"))
+    assert state.phase is core.CallPhase.SETTLED
+    assert state.warnings == ("w", "boom") == settle.warnings
+
+
+def test_rewind_stops_orphans_once_even_when_a_start_is_seen_twice() -> None:
+    order = [core.Committed("e1"), core.Started("j"), core.Started("j")]
+    assert core.rewind(order, {"j"}, "e1") == core.RewindVerdict(stop=("j",), keep=())

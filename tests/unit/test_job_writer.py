@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from eukhe.core.jobdocs import JOB_DOC_TYPE, JobEnded, JobStarted, WriterEntry
 from eukhe.records.journal import Commit, DocRetire, EntryRecord, JournalRecord
@@ -15,12 +18,13 @@ from eukhe.store.tree import Trees
 
 
 class RefusingJournal(Journal):
-    """A disk that refuses any commit holding a record for one job (a test double for our own journal)."""
+    """A disk that refuses any commit holding a record for one job, or every commit for "*" (a test double for our
+    own journal)."""
 
     refused_job = ""
 
     def _before_write(self, records: Sequence[JournalRecord]) -> None:
-        if any(getattr(r, "key", None) == self.refused_job for r in records):
+        if self.refused_job == "*" or any(getattr(r, "key", None) == self.refused_job for r in records):
             raise JournalError(self.path, f"refused {self.refused_job}")
 
 
@@ -116,6 +120,35 @@ def test_the_writer_keeps_only_its_last_batches(tmp_path: Path) -> None:
             await writer.idle()
         assert len(writer.batches) == BATCHES_KEPT
         assert writer.batches[-1] == (JobEnded(f"ghost-{BATCHES_KEPT + 4}"),)
+        await writer.close()
+        ledger.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_writer_outlives_a_full_disk_under_its_own_diagnostics(tmp_path: Path, monkeypatch: Any) -> None:
+    """Every commit fails and so does stderr (the daemon log on the same full disk; /dev/full here, for real): the
+    writer goes on, and `idle` (a fork, a close) returns. It used to die, and every later fork or close of the
+    session waited for it forever (found by bench/soak.py)."""
+
+    async def scenario() -> None:
+        ledger, writer, _ = make(tmp_path)
+        ledger.journal.refused_job = "*"  # type: ignore[attr-defined]
+        writer.start()
+        full = open("/dev/full", "w", buffering=1)  # noqa: SIM115  (its close fails too: what it could not write)
+        monkeypatch.setattr(sys, "stderr", full)
+        try:
+            for round_ in range(2):
+                writer.submit(JobStarted("a", {"title": str(round_)}))
+                await asyncio.wait_for(writer.idle(), 10)
+        finally:
+            monkeypatch.undo()
+            with contextlib.suppress(OSError):
+                full.close()
+        ledger.journal.refused_job = ""  # type: ignore[attr-defined]
+        writer.submit(JobStarted("b", {"title": "after"}))
+        await asyncio.wait_for(writer.idle(), 10)
+        assert (JOB_DOC_TYPE, "b") in ledger.trees.documents
         await writer.close()
         ledger.close()
 

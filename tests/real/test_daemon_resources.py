@@ -1,0 +1,74 @@
+"""A daemon out of file descriptors answers a typed error (issue 14, found by bench/soak.py's EMFILE faults): never
+`internal`, never `unknown_session` for a session that exists, and it serves again once fds are free."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from eukhe.daemon.client import DaemonClient, DaemonError
+from eukhe.records.journal import JOURNAL_FORMAT, SessionHeader
+from eukhe.records.settings import SessionSettings
+from eukhe.store import dirs
+from eukhe.store.journal import encode_commit
+from tests.real.conftest import DaemonEnv
+
+pytestmark = pytest.mark.real
+
+
+@contextmanager
+def no_fd_left(pid: int) -> Iterator[None]:
+    """The process's RLIMIT_NOFILE lowered to its lowest free fd number (its next open fails with EMFILE), then
+    restored."""
+    used = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+    lowest_free = min(set(range(len(used) + 1)) - used)
+    old = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, old[1]))
+    try:
+        yield
+    finally:
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, old)
+
+
+def refusal(client: DaemonClient, op: str, args: dict[str, object]) -> DaemonError:
+    with pytest.raises(DaemonError) as caught:
+        client.call(op, args)
+    return caught.value
+
+
+def test_a_supervisor_out_of_fds_answers_resource_exhausted_and_serves_again(world: DaemonEnv, tmp_path: Path) -> None:
+    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    supervisor = world.json("daemon", "status")["pid"]
+    with DaemonClient.connect(world.socket) as client:
+        with no_fd_left(supervisor):
+            created = refusal(client, "session.create", {"cwd": str(tmp_path)})  # a worker's pipes: EMFILE
+            shown = refusal(client, "session.show", {"session": session})  # the connection to its worker: EMFILE
+            assert client.call("ping")["pong"] is True
+        assert (created.code, shown.code) == ("resource_exhausted", "resource_exhausted"), (created, shown)
+        assert "Too many open files" in str(created)
+        assert client.call("session.show", {"session": session})["id"] == session
+        assert client.call("session.create", {"cwd": str(tmp_path)})["id"] != session
+
+
+def test_a_header_unreadable_for_want_of_fds_is_not_an_unknown_session(tmp_path: Path) -> None:
+    directory = tmp_path / "0123456789ab"
+    directory.mkdir()
+    header = SessionHeader(format=JOURNAL_FORMAT, id=directory.name, cwd=str(tmp_path), settings=SessionSettings())
+    (directory / dirs.JOURNAL_NAME).write_bytes(encode_commit(1, [header]))
+    assert dirs.saved_header(tmp_path, directory.name).id == directory.name
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowest_free = os.dup(0)
+    os.close(lowest_free)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))
+    try:
+        with pytest.raises(OSError) as caught:  # was UnknownSessionError: "no session ..." for a session that exists
+            dirs.saved_header(tmp_path, directory.name)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert caught.value.errno == errno.EMFILE

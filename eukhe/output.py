@@ -132,18 +132,21 @@ class BoundedOutput:
             self._stepper = _ask(bound.SkipRequest(stepper, count_text(piece))).stepper
             return
         front = len(piece) - bound.margin(limits)
+        counts: bound.TextCounts | None = None
         if limits.keep is Keep.TAIL and front > 0 and stepper.stored + len(piece) > 2 * bound.margin(limits):
             # Nothing before the last margin of this piece can be in a later window: count it, don't store it.
-            # Its counts are the whole piece's less the rest's, so the big front is never copied.
-            whole, rest = count_text(piece), count_text(piece[front:])
-            front_counts = bound.TextCounts(front, whole.newlines - rest.newlines, piece[front - 1] == 0x0A)
+            # Every byte is counted once (the front in place, the rest as the store takes it next), and the big
+            # front is never copied.
+            rest = piece[front:]
+            counts = count_text(rest)
+            front_counts = bound.TextCounts(front, piece.count(b"\n", 0, front), piece[front - 1] == 0x0A)
             skipped = _ask(bound.SkipRequest(stepper, front_counts))
             if skipped.clears:
                 self._store.clear()
                 self._store_starts_inside_line = piece[front - 1] != 0x0A
             stepper = skipped.stepper
-            piece = piece[front:]
-        answer: bound.OutAnswer = _ask(bound.OutRequest(stepper, count_text(piece)))
+            piece = rest
+        answer: bound.OutAnswer = _ask(bound.OutRequest(stepper, counts or count_text(piece)))
         self._store += piece[: answer.take]
         if answer.trim:
             self._store_starts_inside_line = self._store[answer.trim - 1] != 0x0A

@@ -157,6 +157,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         emit_json(status)
         return 0
     print(f"daemon pid {status['pid']} on {status['socket']}, up {status['uptime_s']:.0f} s")
+    fork_server = status.get("fork_server")
+    print(f"  workers start forked from fork server pid {fork_server}" if fork_server else "  workers start fresh")
     for worker in status["workers"]:
         print(f"  session {worker['session']}: worker pid {worker['pid']} in {worker['cwd']}")
     for report in status["reports"]:

@@ -37,6 +37,7 @@ from eukhe.daemon.local_access import (
 from eukhe.daemon.procs import become_subreaper, end_orphans
 from eukhe.daemon.protocol import JSON, MAX_REPLY_BYTES, PROTOCOL_VERSION, Request, encode_request, to_builtins
 from eukhe.daemon.server import EventSink, RequestError, close_writer, serve_requests
+from eukhe.daemon.spawning import ExecWorker, ForkServer, ForkServerError, WorkerProcess, fork_wanted
 from eukhe.errors import CATALOGUE, EukheError
 from eukhe.paths import sessions_root
 from eukhe.private_fs import check_working_dir, open_private_file
@@ -70,6 +71,8 @@ WORKER_STOP_GRACE_S = 10.0
 REPORTS_KEPT = 50
 CRASH_LOOP_S = 5.0
 CRASH_LOOP_LIMIT = 3
+FORK_RETRY_S = 30.0
+"""After the fork server failed to start, workers start the plain way for this long before it is tried again."""
 """A worker that dies this many times in a row within CRASH_LOOP_S of its start is not reopened eagerly."""
 
 
@@ -101,7 +104,7 @@ class Worker:
     session_id: str
     cwd: str
     socket: Path
-    process: asyncio.subprocess.Process
+    process: WorkerProcess
     started: float = field(default_factory=time.monotonic)
     """When it was spawned, on the monotonic clock (durations only: a wall-clock step must not fake a crash loop)."""
     closing: bool = False
@@ -124,6 +127,9 @@ class Supervisor:
         self._spawned = 0
         self._quick_deaths: dict[str, int] = {}
         self._spawn_lock = asyncio.Lock()
+        self.fork_server = ForkServer() if fork_wanted() else None
+        self._fork_start: asyncio.Task[None] | None = None
+        self._fork_failed_at = -FORK_RETRY_S
 
     # --- lifecycle ------------------------------------------------------------------------------------------------
 
@@ -140,6 +146,8 @@ class Supervisor:
             become_subreaper()
             self._remove_stale_worker_sockets()
             listener = bind_private_socket(self.socket_path)
+            if self.fork_server is not None:  # warms up while the daemon already answers
+                self._fork_start = asyncio.create_task(self.fork_server.start(self.socket_path))
             try:
                 await self._serve(listener)
             finally:
@@ -174,19 +182,22 @@ class Supervisor:
         for task in list(self._monitors):
             task.cancel()
         await asyncio.gather(*self._monitors, return_exceptions=True)
+        if self.fork_server is not None:
+            if self._fork_start is not None and not self._fork_start.done():
+                self._fork_start.cancel()
+                await asyncio.gather(self._fork_start, return_exceptions=True)
+            await self.fork_server.stop()
         await end_orphans(keep=())
         log.info("daemon %d stopped", os.getpid())
 
     @staticmethod
     async def _stop_worker(worker: Worker) -> None:
         """Close the worker's stdin (it closes its session and exits); kill it if it lingers past the grace."""
-        if worker.process.stdin is not None:
-            worker.process.stdin.close()
+        worker.process.close_stdin()
         try:
             await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                worker.process.kill()
+            worker.process.kill()
             await worker.process.wait()
 
     # --- requests -------------------------------------------------------------------------------------------------
@@ -306,6 +317,7 @@ class Supervisor:
                 for w in self.workers.values()
             ],
             reports=self.reports[-REPORTS_KEPT:],
+            fork_server=self.fork_server.pid if self.fork_server is not None else None,
         )
 
     async def create_session(self, args: CreateArgs) -> SessionCreated:
@@ -342,28 +354,13 @@ class Supervisor:
         check_working_dir(cwd)  # gone at a restart: the restart fails with the spec's text
         key = session_id or f"new-{os.getpid()}-{time.monotonic_ns()}"
         sock = self._worker_socket()
-        args = ["--session", session_id] if session_id else ["--create"]
         # Under the spawn lock from fork to registration: an orphan sweep never sees an unregistered worker.
         async with self._spawn_lock:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "eukhe.daemon.worker",
-                "--socket",
-                str(sock),
-                "--daemon",
-                str(self.socket_path),
-                *args,
-                cwd=cwd,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                start_new_session=True,
-            )
+            process = await self._start_process(session_id, cwd, sock)
             placeholder = Worker(session_id or key, cwd, sock, process)
             self.workers[placeholder.session_id] = placeholder
         try:
-            assert process.stdout is not None
-            line = await asyncio.wait_for(process.stdout.readline(), WORKER_READY_TIMEOUT_S)
+            line = await asyncio.wait_for(process.ready_line(), WORKER_READY_TIMEOUT_S)
             ready = (
                 decode_json(line, WorkerReady, code="malformed", what="a worker's ready line")
                 if line.strip()
@@ -372,16 +369,14 @@ class Supervisor:
         except (TimeoutError, EukheError) as error:
             ready = WorkerReady(ready=False, error="worker_start_failed", message=f"worker did not start: {error}")
         except BaseException:  # cancelled (the daemon stops, the client left): no worker is left unregistered
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+            process.kill()
             await process.wait()
             raise
         finally:
             if self.workers.get(placeholder.session_id) is placeholder:
                 del self.workers[placeholder.session_id]
         if not ready.ready or ready.session is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+            process.kill()
             await process.wait()
             code = ready.error if ready.error in CATALOGUE else "worker_start_failed"
             raise WorkerStartError(code or "worker_start_failed", str(ready.message))
@@ -393,6 +388,45 @@ class Supervisor:
         log.info("worker %d serves session %s in %s", process.pid, worker.session_id, cwd)
         return worker
 
+    async def _start_process(self, session_id: str | None, cwd: str, sock: Path) -> WorkerProcess:
+        """A worker process for `session_id` (None: a new session) in `cwd`: forked by the warm fork server, or a
+        fresh Python when there is none (EUKHE_WORKER_START=exec) or it fails."""
+        server = await self._ready_fork_server()
+        if server is not None:
+            try:
+                return await server.fork(session_id, cwd, sock, self.socket_path)
+            except ForkServerError as error:
+                log.warning("%s; this worker starts as a fresh Python", error)
+        args = ["--socket", str(sock), "--daemon", str(self.socket_path)]
+        args += ["--session", session_id] if session_id else ["--create"]
+        return await ExecWorker.start(args, cwd)
+
+    async def _ready_fork_server(self) -> ForkServer | None:
+        """The running fork server, started (again) if it is not running; None when there is none to use."""
+        server = self.fork_server
+        if server is None:
+            return None
+        start = self._fork_start
+        if start is None or (start.done() and not server.running):
+            if time.monotonic() - self._fork_failed_at < FORK_RETRY_S:
+                return None
+            start = self._fork_start = asyncio.create_task(server.start(self.socket_path))
+        try:
+            await asyncio.shield(start)
+        except ForkServerError as error:
+            self._fork_failed_at = time.monotonic()
+            self._fork_start = None
+            log.warning("%s; workers start as fresh Pythons for %.0f s", error, FORK_RETRY_S)
+            return None
+        return server if server.running else None
+
+    def _kept_pids(self) -> set[int]:
+        """The supervisor's children an orphan sweep leaves alone: the live workers and the fork server."""
+        kept = {w.process.pid for w in self.workers.values()}
+        if self.fork_server is not None and self.fork_server.pid is not None:
+            kept.add(self.fork_server.pid)
+        return kept
+
     async def _monitor(self, worker: Worker) -> None:
         """Wait for a worker's end; if it was not asked to stop, report it, end its orphans and reopen the session."""
         code = await worker.process.wait()
@@ -403,8 +437,7 @@ class Supervisor:
         how = f"killed by signal {-code}" if code < 0 else f"exited with {code}"
         log.warning("worker %d of session %s %s", worker.process.pid, worker.session_id, how)
         async with self._spawn_lock:
-            live = {w.process.pid for w in self.workers.values()}
-            ended = await end_orphans(live)
+            ended = await end_orphans(self._kept_pids())
         report = WorkerReport(
             event="worker_died",
             session=worker.session_id,

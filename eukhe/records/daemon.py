@@ -268,6 +268,8 @@ class DaemonStatus(Record):
     uptime_s: float
     workers: list[WorkerRow]
     reports: list[WorkerReport]
+    fork_server: int | None = None
+    """The warm fork server's pid (workers are forked from it); null when workers start as fresh Pythons."""
 
 
 class Stopping(Record):
@@ -474,3 +476,22 @@ class WorkerReady(Record):
     socket: str | None = None
     error: str | None = None
     message: str | None = None
+
+
+class ForkRequest(Record):
+    """What the supervisor asks its fork server for (one SOCK_SEQPACKET message, with the worker's stdin read end
+    and stdout write end attached): a worker in `cwd` with environment `env`, serving `socket`, for `session` (null:
+    a new session). Paths and the environment go as bytes (any byte string the OS takes, no text decoding)."""
+
+    socket: bytes
+    daemon: bytes
+    session: str | None
+    cwd: bytes
+    env: list[tuple[bytes, bytes]]
+
+
+class Forked(Record):
+    """The fork server's answer: the worker's pid (a child of the supervisor once this is sent), or why not."""
+
+    pid: int | None = None
+    error: str | None = None

@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pty
 import signal
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -116,14 +119,9 @@ asyncio.run(main())
 
 def _probe_job_session(with_terminal: bool) -> str:
     """Run JOB_SESSION_PROBE in a fresh session, on a new pseudo-terminal (its controlling terminal) or on none."""
-    import pty  # noqa: PLC0415
-    import subprocess  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-
     if not with_terminal:
-        done = subprocess.run(
-            [sys.executable, "-c", JOB_SESSION_PROBE], capture_output=True, text=True, timeout=60, start_new_session=True
-        )
+        command = [sys.executable, "-c", JOB_SESSION_PROBE]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, start_new_session=True, check=False)
         return done.stdout
     pid, fd = pty.fork()
     if pid == 0:  # the child: a session leader whose controlling terminal is the pty

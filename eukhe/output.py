@@ -2,13 +2,15 @@
 
 The shell half of the bounder: it moves bytes, counts newlines and reads cuts; `eukhe.core.bound` decides what to
 store, what to trim, the window and the notice. Past the limits, the full output goes to an artifact file (0600,
-created in one step) that the notice names. Under `Off` every byte is kept and there is no artifact.
-Invariant: bytes_kept + bytes_dropped == bytes_written. Memory stays O(limit) under `On`, however long the stream.
+created in one step, flock'ed shared while it is written) that the notice names. Under `Off` every byte is kept and
+there is no artifact. Invariant: bytes_kept + bytes_dropped == bytes_written. Memory stays O(limit) under `On`,
+however long the stream.
 """
 
 from __future__ import annotations
 
 import base64
+import fcntl
 import os
 import uuid
 from dataclasses import dataclass
@@ -171,6 +173,8 @@ class BoundedOutput:
             make_private_dirs(self._artifact_dir)
             path = self._artifact_dir / f"{self._artifact_prefix}-{uuid.uuid4().hex[:16]}.log"
             self._artifact_fd = create_private_file(path)
+            # Held (shared) while it is written: an artifact collection never removes an artifact being written.
+            fcntl.flock(self._artifact_fd, fcntl.LOCK_SH)
             self._artifact_path = path
         except OSError as error:
             self._artifact_error = f"cannot create the artifact in {self._artifact_dir}: {error.strerror or error}"

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "fs": "eukhe.cli.fs",
     "spawn": "eukhe.cli.children",
     "children": "eukhe.cli.children",
+    "gc": "eukhe.cli.gc",
     "schema": "eukhe.cli.schema",
     "mcp": "eukhe.cli.mcp",
 }

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import gc
 import importlib
 import os
@@ -30,6 +29,7 @@ import socket
 import sys
 import traceback
 
+from eukhe.daemon.procs import libc
 from eukhe.records.base import decode_json, encode
 from eukhe.records.daemon import Forked, ForkRequest, WorkerReady
 
@@ -58,6 +58,7 @@ def warm_up() -> None:
     for name in WARM_MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    libc()  # loaded once, here: every worker has it
     gc.collect()
     gc.freeze()
 
@@ -164,8 +165,7 @@ def _become_worker(control: socket.socket, fds: list[int], request: ForkRequest)
 def _name_process(name: bytes) -> None:
     """Set the process name `ps -e` and `top` show (its command line stays the fork server's)."""
     with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
+        libc().prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
 
 
 def main() -> int:

@@ -27,7 +27,10 @@ import os
 import signal
 import socket
 import sys
+import tempfile
+import threading
 import traceback
+from pathlib import Path
 
 from eukhe.daemon.procs import libc
 from eukhe.records.base import decode_json, encode
@@ -54,13 +57,44 @@ fork is the worker's own memory)."""
 
 
 def warm_up() -> None:
-    """Import what workers run, then freeze the heap: collections in the workers leave these objects' pages alone."""
+    """Import what workers run, run what every worker runs once (see `rehearse`), then freeze the heap: collections
+    in the workers leave these objects' pages alone."""
     for name in WARM_MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     libc()  # loaded once, here: every worker has it
+    try:
+        rehearse()
+    except Exception:  # a rehearsal that fails costs memory, never a worker: say so and go on
+        traceback.print_exc()
     gc.collect()
     gc.freeze()
+
+
+def rehearse() -> None:
+    """Create a throwaway session in a private temporary root, run `bash true` and list its jobs, close it, remove
+    it. What a worker would build on its first requests (msgspec's encoders and decoders of each record type, the
+    interpreter's specialized bytecode, compiled patterns, cached lookups) is then built here, once, and shared."""
+    import asyncio  # noqa: PLC0415 - imported (warm) above; nothing here runs before the warm-up
+
+    from eukhe.children import AgentSession  # noqa: PLC0415
+
+    async def run(place: Path) -> None:
+        session = await AgentSession.create(place, root=place / "sessions", kernel_transport=None)
+        try:
+            for _ in range(3):
+                answer = await session.execute_bash_and_wait("true")
+                encode(answer)
+                session.jobs.list()
+                session.system_prompt()
+        finally:
+            await session.close()
+
+    with tempfile.TemporaryDirectory(prefix="eukhe-rehearsal-") as place:
+        asyncio.run(run(Path(place)))
+    for thread in threading.enumerate():  # asyncio's child watchers: none may be left when this process forks
+        if thread is not threading.main_thread():
+            thread.join(timeout=10)
 
 
 def serve(control: socket.socket) -> None:

@@ -14,7 +14,7 @@ from eukhe.jobs.wait import CallCancelledError
 from eukhe.records.children import ChildError, ChildReport, ChildRow
 from eukhe.records.jobs import Detached, JobRow, Rewound, Settled
 from eukhe.records.settings import Limits, SessionSettings
-from eukhe.session.session import SessionClosedError, UnknownJobError
+from eukhe.session.session import SessionClosedError, SessionHasJobsError, UnknownJobError
 from eukhe.store.tree import UnknownEntryError
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "Rewound",
     "Session",
     "SessionClosedError",
+    "SessionHasJobsError",
     "SessionSettings",
     "Settled",
     "UnknownChildError",

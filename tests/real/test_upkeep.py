@@ -231,3 +231,19 @@ def test_gc_keeps_what_is_being_written_and_what_a_last_answer_names(world: Daem
     again = world.json("gc")
     assert [r["path"] for r in again["removed"]] == [written]
     assert Path(last).exists()
+
+
+def test_the_supervisors_own_questions_to_workers_are_refused_from_a_client(world: DaemonEnv, tmp_path: Path) -> None:
+    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    with socket.socket(socket.AF_UNIX) as client:
+        client.connect(str(world.socket))
+        args = {"session": session, "session_idle_ms": 1, "kernel_idle_ms": 1}
+        client.sendall(
+            encode_request(1, "session.cull", args) + encode_request(2, "session.pins", {"session": session})
+        )
+        replies = b""
+        while replies.count(b"\n") < 2:
+            replies += client.recv(65536)
+    for line in replies.splitlines():
+        assert json.loads(line)["error"]["code"] == "unknown_op"
+    assert session in worker_pids(world)

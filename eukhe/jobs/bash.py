@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import logging
 import os
 import signal
 import subprocess
@@ -54,6 +55,7 @@ past which every new pipe of the user gets two pages); jobs past it keep the def
 DEFAULT_PIPE_BYTES = 1 << 16
 _FOUR = bytes(4)
 _widened = 0
+log = logging.getLogger("eukhe.jobs")
 GIVE_UP_MS = 10_000  # past the kill grace: a member that survives SIGKILL this long (stuck in the kernel) is given up
 EOF_AFTER_GROUP_MS = 1_000  # once the group is gone the pipe's EOF is due; only a process that left the group delays it
 
@@ -124,8 +126,12 @@ class _Pipe(asyncio.SubprocessProtocol):
             return
         if self.job is None:
             self.early.append(data)
-        else:
+            return
+        try:
             self.job.write(data)
+        except Exception:  # a bug downstream: as an asyncio transport would, stop reading (never spin on it)
+            log.exception("job %s: its output could not be taken; no more of it is read", self.job.id)
+            self.close_output()
 
     def close_output(self) -> None:
         """Stop reading and close the read end (at its EOF, or when the job gives up on it); idempotent."""

@@ -134,22 +134,22 @@ class BoundedOutput:
             self._stepper = _ask(bound.SkipRequest(stepper, count_text(piece))).stepper
             return
         front = len(piece) - bound.margin(limits)
-        counts: bound.TextCounts | None = None
+        start = 0  # where the part the store takes begins
         if limits.keep is Keep.TAIL and front > 0 and stepper.stored + len(piece) > 2 * bound.margin(limits):
             # Nothing before the last margin of this piece can be in a later window: count it, don't store it.
-            # Every byte is counted once (the front in place, the rest as the store takes it next), and the big
-            # front is never copied.
-            rest = piece[front:]
-            counts = count_text(rest)
+            # Every byte is counted once, in place (no slice is made to count), and only the rest is copied, once,
+            # into the store.
             front_counts = bound.TextCounts(front, piece.count(b"\n", 0, front), piece[front - 1] == 0x0A)
             skipped = _ask(bound.SkipRequest(stepper, front_counts))
             if skipped.clears:
                 self._store.clear()
                 self._store_starts_inside_line = piece[front - 1] != 0x0A
             stepper = skipped.stepper
-            piece = rest
-        answer: bound.OutAnswer = _ask(bound.OutRequest(stepper, counts or count_text(piece)))
-        self._store += piece[: answer.take]
+            start = front
+        size = len(piece) - start
+        counts = bound.TextCounts(size, piece.count(b"\n", start), size > 0 and piece[-1] == 0x0A)
+        answer: bound.OutAnswer = _ask(bound.OutRequest(stepper, counts))
+        self._store += memoryview(piece)[start : start + answer.take]
         if answer.trim:
             self._store_starts_inside_line = self._store[answer.trim - 1] != 0x0A
             del self._store[: answer.trim]

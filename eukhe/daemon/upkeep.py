@@ -42,6 +42,8 @@ GC_EVERY_S = 3600.0
 LONGEST_CULL_INTERVAL_S = 10.0
 SHORTEST_CULL_INTERVAL_S = 0.05
 CULLED_KEPT = 50
+ASK_TIMEOUT_S = 10.0
+"""How long the supervisor waits for a worker's answer to its own questions (`session.cull`, `session.pins`)."""
 
 
 def cull_interval_s(upkeep: Upkeep) -> float:
@@ -126,13 +128,12 @@ class Upkeeper:
             if supervisor.workers.get(session_id) is not worker or worker.inflight or worker.closing:
                 return
             question = CullArgs(session=session_id, session_idle_ms=session_ms, kernel_idle_ms=kernel_ms)
-            try:
-                answer = await supervisor.forward(
-                    worker, Request(id="cull", op="session.cull", args=question), NO_EVENTS
-                )
+            cull = Request(id="cull", op="session.cull", args=question)
+            try:  # bounded: the session's requests wait behind this lock
+                answer = await asyncio.wait_for(supervisor.forward(worker, cull, NO_EVENTS), ASK_TIMEOUT_S)
                 if answer["idle"]:
-                    await self._ask_pins(worker)
-            except RequestError as error:
+                    await asyncio.wait_for(self._ask_pins(worker), ASK_TIMEOUT_S)
+            except (RequestError, TimeoutError) as error:
                 log.warning("session %s: idle culling could not ask its worker: %s", session_id, error)
                 return
             if answer["kernel_culled"]:
@@ -174,8 +175,8 @@ class Upkeeper:
         for worker in list(self.supervisor.workers.values()):
             if worker.closing or worker.process.returncode is not None:
                 continue
-            with contextlib.suppress(RequestError, OSError):
-                await asyncio.wait_for(self._ask_pins(worker), 10.0)
+            with contextlib.suppress(RequestError, OSError, TimeoutError):
+                await asyncio.wait_for(self._ask_pins(worker), ASK_TIMEOUT_S)
         pinned = [path for paths in self.pins.values() for path in paths]
         root = sessions_root()
         if not dry_run:

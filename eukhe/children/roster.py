@@ -229,9 +229,12 @@ class Children:
     async def delete(self, name: str) -> ChildReport:
         """End the child (its run is cancelled if it still runs), hand it back, and take it off the roster; its
         last report. Its session stays on disk; an isolated child's workspace keeps `conflicts/` and its record."""
-        self._state(name)
+        state = self._state(name)
         run = self._runs.get(name)
-        if run is not None and not run.done():
+        # Only a run still running is cancelled: once it ended, its end (stop, hand-back) is under way and must
+        # finish, or the child would never be recorded as ended. Its status is recorded before the end's first
+        # wait, so "running" here means the task waits in the run itself.
+        if run is not None and not run.done() and state.status == "running":
             self._deleting.add(name)
             run.cancel()
         await asyncio.shield(self._ended[name])

@@ -16,7 +16,7 @@ from eukhe.records.children import ChildError, ChildReport, ChildRow
 from eukhe.records.jobs import Detached, JobRow, Rewound, Settled
 from eukhe.records.remote import RemoteCallAnswer, RemoteCallFailure, RemoteFunction
 from eukhe.records.settings import Limits, SessionSettings
-from eukhe.session.session import SessionClosedError, UnknownJobError
+from eukhe.session.session import SessionClosedError, SessionHasJobsError, UnknownJobError
 from eukhe.store.tree import UnknownEntryError
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "Rewound",
     "Session",
     "SessionClosedError",
+    "SessionHasJobsError",
     "SessionSettings",
     "Settled",
     "UnknownChildError",

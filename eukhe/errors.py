@@ -57,7 +57,7 @@ CATALOGUE: dict[str, str] = {
     # children
     "unknown_child": "the parent has no child of this name",
     "child_exists": "the parent already has a child of this name (a delete frees it)",
-    "session_has_jobs": "a session close was refused because jobs run: close with force to kill them",
+    "session_has_jobs": "a session close or delete was refused because jobs run: force kills them",
     # the Python kernel
     "kernel_error": "something went wrong with the Python kernel",
     "kernel_start_failed": "the Python kernel did not start or did not send its ready frame",

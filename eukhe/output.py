@@ -2,13 +2,15 @@
 
 The shell half of the bounder: it moves bytes, counts newlines and reads cuts; `eukhe.core.bound` decides what to
 store, what to trim, the window and the notice. Past the limits, the full output goes to an artifact file (0600,
-created in one step) that the notice names. Under `Off` every byte is kept and there is no artifact.
-Invariant: bytes_kept + bytes_dropped == bytes_written. Memory stays O(limit) under `On`, however long the stream.
+created in one step, flock'ed shared while it is written) that the notice names. Under `Off` every byte is kept and
+there is no artifact. Invariant: bytes_kept + bytes_dropped == bytes_written. Memory stays O(limit) under `On`,
+however long the stream.
 """
 
 from __future__ import annotations
 
 import base64
+import fcntl
 import os
 import uuid
 from dataclasses import dataclass
@@ -132,19 +134,22 @@ class BoundedOutput:
             self._stepper = _ask(bound.SkipRequest(stepper, count_text(piece))).stepper
             return
         front = len(piece) - bound.margin(limits)
+        start = 0  # where the part the store takes begins
         if limits.keep is Keep.TAIL and front > 0 and stepper.stored + len(piece) > 2 * bound.margin(limits):
             # Nothing before the last margin of this piece can be in a later window: count it, don't store it.
-            # Its counts are the whole piece's less the rest's, so the big front is never copied.
-            whole, rest = count_text(piece), count_text(piece[front:])
-            front_counts = bound.TextCounts(front, whole.newlines - rest.newlines, piece[front - 1] == 0x0A)
+            # Every byte is counted once, in place (no slice is made to count), and only the rest is copied, once,
+            # into the store.
+            front_counts = bound.TextCounts(front, piece.count(b"\n", 0, front), piece[front - 1] == 0x0A)
             skipped = _ask(bound.SkipRequest(stepper, front_counts))
             if skipped.clears:
                 self._store.clear()
                 self._store_starts_inside_line = piece[front - 1] != 0x0A
             stepper = skipped.stepper
-            piece = piece[front:]
-        answer: bound.OutAnswer = _ask(bound.OutRequest(stepper, count_text(piece)))
-        self._store += piece[: answer.take]
+            start = front
+        size = len(piece) - start
+        counts = bound.TextCounts(size, piece.count(b"\n", start), size > 0 and piece[-1] == 0x0A)
+        answer: bound.OutAnswer = _ask(bound.OutRequest(stepper, counts))
+        self._store += memoryview(piece)[start : start + answer.take]
         if answer.trim:
             self._store_starts_inside_line = self._store[answer.trim - 1] != 0x0A
             del self._store[: answer.trim]
@@ -168,6 +173,8 @@ class BoundedOutput:
             make_private_dirs(self._artifact_dir)
             path = self._artifact_dir / f"{self._artifact_prefix}-{uuid.uuid4().hex[:16]}.log"
             self._artifact_fd = create_private_file(path)
+            # Held (shared) while it is written: an artifact collection never removes an artifact being written.
+            fcntl.flock(self._artifact_fd, fcntl.LOCK_SH)
             self._artifact_path = path
         except OSError as error:
             self._artifact_error = f"cannot create the artifact in {self._artifact_dir}: {error.strerror or error}"

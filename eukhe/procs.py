@@ -38,6 +38,16 @@ def start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
+def has_controlling_terminal() -> bool:
+    """Whether this process has a controlling terminal (it can open /dev/tty)."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
 def _pgid(pid: int) -> int | None:
     try:
         return os.getpgid(pid)

@@ -88,7 +88,7 @@ def read_facts(text: bytes | bytearray, limits: OutputLimits, starts_inside_line
 def count_text(text: bytes | bytearray) -> TextCounts:
     """The counts of one streamed text: its length, newlines, and whether it ends with a newline."""
     length = len(text)
-    # Counting by removal is about three times faster than bytes.count for a single byte (memchr runs + memcpy);
-    # this is the hot path of every bounded stream.
-    newlines = length - len(text.replace(b"\n", b"")) if length else 0
+    # `count` neither copies nor allocates (the removal it replaced made a copy of every piece: new pages to map and
+    # fault in for each read of a busy stream); this is the hot path of every bounded stream.
+    newlines = text.count(b"\n")
     return TextCounts(length, newlines, length > 0 and text[-1] == NEWLINE)

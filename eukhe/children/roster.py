@@ -100,6 +100,10 @@ class Children:
         """Every child, in spawn order."""
         return [state.row() for state in self._states.values()]
 
+    def running(self) -> list[str]:
+        """The children whose run (or end, or hand-back) is still going on: their parent is busy."""
+        return [name for name, task in self._runs.items() if not task.done()]
+
     def report(self, name: str) -> ChildReport:
         """One child's report as it stands."""
         return self._state(name).report()

@@ -87,6 +87,10 @@ class AgentSession(KernelSession):
             self._roster = Children(parent, host, self.commit, self.job_table.clock)
         return self._roster
 
+    def children_running(self) -> list[str]:
+        """The children whose run is still going on (none when the roster was never made)."""
+        return [] if self._roster is None else self._roster.running()
+
     @property
     def children(self) -> SessionChildren:
         """The Python API's face of the roster."""

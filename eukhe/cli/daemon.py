@@ -157,10 +157,23 @@ def cmd_status(args: argparse.Namespace) -> int:
         emit_json(status)
         return 0
     print(f"daemon pid {status['pid']} on {status['socket']}, up {status['uptime_s']:.0f} s")
+    fork_server = status.get("fork_server")
+    print(f"  workers start forked from fork server pid {fork_server}" if fork_server else "  workers start fresh")
     for worker in status["workers"]:
         print(f"  session {worker['session']}: worker pid {worker['pid']} in {worker['cwd']}")
     for report in status["reports"]:
         print(f"  report: {report}")
+    for culled in status.get("culled", []):
+        what = "worker" if culled["event"] == "session_culled" else "kernel"
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(culled["at"]))
+        print(f"  culled at {when}: the {what} of session {culled['session']} after {culled['idle_s']:.0f} s idle")
+    last_gc = status.get("last_gc")
+    if last_gc:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last_gc["at"]))
+        print(
+            f"  last artifact collection at {when}: removed {len(last_gc['removed'])} files,"
+            f" freed {last_gc['bytes_freed']} bytes; {last_gc['bytes_after']} bytes in artifacts"
+        )
     return 0
 
 

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "spawn": "eukhe.cli.children",
     "children": "eukhe.cli.children",
     "remote": "eukhe.cli.remote",
+    "gc": "eukhe.cli.gc",
     "schema": "eukhe.cli.schema",
     "mcp": "eukhe.cli.mcp",
 }

@@ -1,7 +1,7 @@
-"""`eukhe session create|list|show|close`: sessions hosted by the daemon (issue 4).
+"""`eukhe session create|list|show|close|delete`: sessions hosted by the daemon (issues 4, 15).
 
 --json keys scripts rely on: `create` -> `id`; `list` -> `sessions` (each with `id`); `show` -> `entries` (each with
-`id`, `parent`, `kind`) and `leaf`; `close` -> `session`, `was_open`.
+`id`, `parent`, `kind`) and `leaf`; `close` -> `session`, `was_open`; `delete` -> `session`, `was_open`, `removed`.
 """
 
 from __future__ import annotations
@@ -70,6 +70,17 @@ def cmd_close(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_delete(args: argparse.Namespace) -> int:
+    """Remove a session: its directory, artifacts and workspaces (its worker is stopped first); refused while jobs
+    run unless --force."""
+    result = call(args, "session.delete", {"session": args.id, "force": args.force}, wait_label="deleting the session")
+    if args.json:
+        emit_json(result)
+    else:
+        print(f"session {args.id} deleted" + "".join(f"\n  removed {path}" for path in result["removed"]))
+    return 0
+
+
 def summary(content: Any) -> str:
     """One short line for an entry's content (a bash row: its command and end)."""
     if isinstance(content, dict) and "command" in content:
@@ -81,7 +92,7 @@ def summary(content: Any) -> str:
 
 def register(subparsers: Any) -> None:
     """Add `eukhe session ...` to the parser."""
-    session = subparsers.add_parser("session", help="create, list, show or close daemon-hosted sessions")
+    session = subparsers.add_parser("session", help="create, list, show, close or delete daemon-hosted sessions")
     commands = session.add_subparsers(dest="session_command", required=True, parser_class=type(session))
     create = commands.add_parser("create", help="create a session (prints its id)")
     create.add_argument("--cwd", required=True, help="the session's working directory (must exist)")
@@ -95,5 +106,9 @@ def register(subparsers: Any) -> None:
     close.add_argument("id")
     close.add_argument("--force", action="store_true", help="kill running jobs (else a close is refused)")
     close.set_defaults(handler=cmd_close)
-    for parser in (create, listing, show, close):
+    delete = commands.add_parser("delete", help="remove a session, its artifacts and workspaces (stops its worker)")
+    delete.add_argument("id")
+    delete.add_argument("--force", action="store_true", help="kill running jobs (else a delete is refused)")
+    delete.set_defaults(handler=cmd_delete)
+    for parser in (create, listing, show, close, delete):
         add_daemon_options(parser)

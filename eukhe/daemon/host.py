@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -29,12 +30,15 @@ from eukhe.paths import sessions_root
 from eukhe.private_fs import open_private_file
 from eukhe.records.children import ChildReport, ChildRow, Reports, Roster, RunEnd, RunRequest
 from eukhe.records.daemon import (
+    WORKER_OPS,
     BashArgs,
     CallStarted,
     ChildrenCollectArgs,
     ChildrenDeleteArgs,
     ChildrenSpawnArgs,
     ChildRunArgs,
+    CullAnswer,
+    CullArgs,
     EntryRow,
     FsEditArgs,
     FsGlobArgs,
@@ -45,6 +49,7 @@ from eukhe.records.daemon import (
     JobArgs,
     JobUpdate,
     JobWaitArgs,
+    Pins,
     Pong,
     RemoteCallArgs,
     RewindArgs,
@@ -57,8 +62,7 @@ from eukhe.records.jobs import CallAnswer, JobList, Rewound
 from eukhe.records.remote import RemoteCallAnswer, RemoteList
 from eukhe.store import dirs
 
-LOCK_NAME = "worker.lock"
-"""A file in the session dir that the worker hosting the session holds (flock) while the session is open."""
+LOCK_NAME = dirs.WORKER_LOCK_NAME
 LOCK_WAIT_ENV = "EUKHE_SESSION_LOCK_WAIT_MS"
 LOCK_WAIT_MS = 30_000
 """How long a worker waits for an older worker (one whose supervisor died) to let go of the session."""
@@ -106,6 +110,18 @@ class SessionHost:
         self.session = session
         self._lock_fd = lock_fd
         self.watchers = 0  # live `watch` streams (each ends when its client leaves)
+        self.requests = 0  # requests being answered (the supervisor's own questions not counted)
+        self.active_at = time.monotonic()
+        """When the session last did anything: a request answered, a job ended (idle culling counts from here)."""
+        self.last_artifacts: list[str] = []
+        """The artifacts the last answer named (an artifact collection keeps them)."""
+        self._unsubscribe = session.job_table.subscribe(self)
+
+    def job_started(self, job: Job) -> None:
+        self.active_at = time.monotonic()
+
+    def job_ended(self, job: Job, end: object) -> None:
+        self.active_at = time.monotonic()
 
     @property
     def session_id(self) -> str:
@@ -117,7 +133,56 @@ class SessionHost:
         handler = HANDLERS.get(request.op)
         if handler is None:
             raise RequestError("unknown_op", f"a session worker does not answer {request.op!r}")
-        return await handler(self, request.args, emit)
+        if request.op in WORKER_OPS:
+            return await handler(self, request.args, emit)
+        self.requests += 1
+        self.active_at = time.monotonic()
+        try:
+            answer = await handler(self, request.args, emit)
+        finally:
+            self.requests -= 1
+            self.active_at = time.monotonic()
+        if request.op in CALL_OPS:
+            self.last_artifacts = artifacts_named(answer)
+        return answer
+
+    async def cull(self, args: CullArgs, emit: EventSink) -> CullAnswer:
+        """Idle culling, as the supervisor asks (after Jupyter's): stop the kernel if nothing runs on it and it has
+        been idle `kernel_idle_ms`; then say whether the session is idle: no job running, no live kernel, no watcher,
+        no request being answered, no child running, and nothing done for `session_idle_ms`."""
+        session = self.session
+        manager = session.kernel
+        live = manager is not None and manager.pid is not None
+        kernel_idle = manager.idle_s() if manager is not None and live else None
+        culled = False
+        due = kernel_idle is not None and 0 < args.kernel_idle_ms <= kernel_idle * 1000
+        if manager is not None and kernel_idle is not None and due and not manager.busy:
+            await manager.kill()  # the next cell starts a fresh kernel
+            culled, live = True, False
+        busy: list[str] = []
+        if session.job_table.running():
+            busy.append("jobs")
+        if live:
+            busy.append("kernel")
+        if self.watchers:
+            busy.append("watchers")
+        if self.requests:
+            busy.append("requests")
+        if session.children_running():
+            busy.append("children")
+        idle_s = time.monotonic() - self.active_at
+        idle = args.session_idle_ms > 0 and not busy and idle_s * 1000 >= args.session_idle_ms
+        return CullAnswer(
+            session=session.id,
+            kernel_culled=culled,
+            kernel_idle_s=None if kernel_idle is None else round(kernel_idle, 3),
+            idle=idle,
+            idle_s=round(idle_s, 3),
+            busy=busy,
+        )
+
+    async def pins(self, args: SessionArgs, emit: EventSink) -> Pins:
+        return Pins(session=self.session.id, artifacts=list(self.last_artifacts))
 
     async def ping(self, args: Any, emit: EventSink) -> Pong:
         return Pong(pong=True, pid=os.getpid(), version=1, session=self.session.id)
@@ -249,6 +314,7 @@ class SessionHost:
         try:
             await self.session.close()
         finally:
+            self._unsubscribe()
             os.close(self._lock_fd)
 
 
@@ -285,9 +351,30 @@ HANDLERS: dict[str, Handler] = {
     "child.run": SessionHost.child_run,
     "remote.list": SessionHost.remote_list,
     "remote.call": SessionHost.remote_call,
+    "session.cull": SessionHost.cull,
+    "session.pins": SessionHost.pins,
     **dict.fromkeys(_FS_OPS.values(), _files),
 }
 """The requests a worker answers, each with its handler."""
+
+CALL_OPS = frozenset({"bash", "ipython", "jobs.wait", "jobs.cancel", "child.run", "children.collect"})
+"""The ops whose answer is a call's: the artifacts the last one names are kept by every artifact collection."""
+
+
+def artifacts_named(answer: JSON) -> list[str]:
+    """Every artifact path an answer names (an output window's `artifact`, at any depth)."""
+    found: list[str] = []
+    stack = [msgspec.to_builtins(answer)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            artifact = item.get("artifact")
+            if isinstance(artifact, str):
+                found.append(artifact)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return sorted(set(found))
 
 
 def _answer_now(job: Job) -> CallAnswer:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
+import functools
 import logging
 import os
 import signal
@@ -27,11 +27,17 @@ REAP_BACKOFF = Backoff(first_ms=1, factor=2, longest_ms=20)
 """A SIGKILLed process takes a moment to become reapable."""
 
 
+@functools.cache
+def libc() -> ctypes.CDLL:
+    """The C library's functions, from the symbols already loaded in this process (no `find_library`: it runs
+    `ldconfig` in a subprocess, a few ms at every worker start)."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def become_subreaper() -> bool:
     """Make orphaned descendants of this process its children (Linux); False where unsupported."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+        return int(libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
 

@@ -50,6 +50,21 @@ class EventSink:
         await self._writer.drain()
 
 
+class _NoEvents(EventSink):
+    """The sink of a request the daemon makes itself (it has no client to send events to): events are dropped."""
+
+    def __init__(self) -> None:
+        pass
+
+    def __call__(self, event: JSON) -> None:
+        pass
+
+    async def drain(self) -> None:
+        pass
+
+
+NO_EVENTS: EventSink = _NoEvents()
+
 RequestHandler = Callable[[Request, EventSink], Awaitable[JSON]]
 Item = Request | ProtocolFault | None  # None: the client closed its end
 
@@ -191,4 +206,4 @@ async def close_writer(writer: asyncio.StreamWriter) -> None:
         await writer.wait_closed()
 
 
-__all__ = ["OPS", "EventSink", "RequestError", "RequestHandler", "close_writer", "serve_requests"]
+__all__ = ["NO_EVENTS", "OPS", "EventSink", "RequestError", "RequestHandler", "close_writer", "serve_requests"]

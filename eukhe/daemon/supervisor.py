@@ -36,7 +36,9 @@ from eukhe.daemon.local_access import (
 )
 from eukhe.daemon.procs import become_subreaper, end_orphans
 from eukhe.daemon.protocol import JSON, MAX_REPLY_BYTES, PROTOCOL_VERSION, Request, encode_request, to_builtins
-from eukhe.daemon.server import EventSink, RequestError, close_writer, serve_requests
+from eukhe.daemon.server import NO_EVENTS, EventSink, RequestError, close_writer, serve_requests
+from eukhe.daemon.spawning import ExecWorker, ForkServer, ForkServerError, WorkerProcess, fork_wanted
+from eukhe.daemon.upkeep import Upkeeper
 from eukhe.errors import CATALOGUE, EukheError, resource_shortage
 from eukhe.paths import sessions_root
 from eukhe.private_fs import check_working_dir, open_private_file
@@ -46,11 +48,15 @@ from eukhe.records.daemon import (
     CloseArgs,
     CreateArgs,
     DaemonStatus,
+    DeleteArgs,
+    GcArgs,
+    GcReport,
     Pong,
     ReopenedWorker,
     SessionArgs,
     SessionClosed,
     SessionCreated,
+    SessionDeleted,
     SessionList,
     SessionRow,
     Stopping,
@@ -70,6 +76,8 @@ WORKER_STOP_GRACE_S = 10.0
 REPORTS_KEPT = 50
 CRASH_LOOP_S = 5.0
 CRASH_LOOP_LIMIT = 3
+FORK_RETRY_S = 30.0
+"""After the fork server failed to start, workers start the plain way for this long before it is tried again."""
 """A worker that dies this many times in a row within CRASH_LOOP_S of its start is not reopened eagerly."""
 
 
@@ -101,11 +109,16 @@ class Worker:
     session_id: str
     cwd: str
     socket: Path
-    process: asyncio.subprocess.Process
+    process: WorkerProcess
     started: float = field(default_factory=time.monotonic)
     """When it was spawned, on the monotonic clock (durations only: a wall-clock step must not fake a crash loop)."""
     closing: bool = False
-    """Asked to stop (`session.close`): its end is not a death, and the session is not reopened until asked."""
+    """Asked to stop (`session.close`, `session.delete`, idle culling): its end is not a death, and the session is not
+    reopened until asked."""
+    inflight: int = 0
+    """Client requests forwarded to it and not answered yet (a watch, a blocking call): idle culling waits for 0."""
+    active_at: float = field(default_factory=time.monotonic)
+    """When its last forwarded request ended (monotonic)."""
 
 
 class Supervisor:
@@ -124,6 +137,10 @@ class Supervisor:
         self._spawned = 0
         self._quick_deaths: dict[str, int] = {}
         self._spawn_lock = asyncio.Lock()
+        self.upkeep = Upkeeper(self)
+        self.fork_server = ForkServer() if fork_wanted() else None
+        self._fork_start: asyncio.Task[None] | None = None
+        self._fork_failed_at = -FORK_RETRY_S
 
     # --- lifecycle ------------------------------------------------------------------------------------------------
 
@@ -140,6 +157,9 @@ class Supervisor:
             become_subreaper()
             self._remove_stale_worker_sockets()
             listener = bind_private_socket(self.socket_path)
+            if self.fork_server is not None:  # warms up while the daemon already answers
+                self._fork_start = asyncio.create_task(self.fork_server.start(self.socket_path))
+            self.upkeep.start()
             try:
                 await self._serve(listener)
             finally:
@@ -170,27 +190,35 @@ class Supervisor:
     async def _stop_workers(self) -> None:
         """Close every worker's stdin, wait for them, kill the ones that linger; end all orphans."""
         self._stopping = True
+        await self.upkeep.stop()
         await asyncio.gather(*(self._stop_worker(worker) for worker in list(self.workers.values())))
         for task in list(self._monitors):
             task.cancel()
         await asyncio.gather(*self._monitors, return_exceptions=True)
+        if self.fork_server is not None:
+            if self._fork_start is not None and not self._fork_start.done():
+                self._fork_start.cancel()
+                await asyncio.gather(self._fork_start, return_exceptions=True)
+            await self.fork_server.stop()
         await end_orphans(keep=())
         log.info("daemon %d stopped", os.getpid())
+
+    def lock_of(self, session_id: str) -> asyncio.Lock:
+        """The lock a session's worker starts and stops under."""
+        return self._locks.setdefault(session_id, asyncio.Lock())
+
+    async def stop_worker(self, worker: Worker) -> None:
+        await self._stop_worker(worker)
 
     @staticmethod
     async def _stop_worker(worker: Worker, why: bytes = b"") -> None:
         """Close the worker's stdin (it closes its session and exits); kill it if it lingers past the grace. `why`
         (`session_closed`) goes first on stdin: the reason its running jobs' rows give (else `daemon_stopped`)."""
-        if worker.process.stdin is not None:
-            if why:
-                with contextlib.suppress(OSError):  # a worker already gone: nothing to tell
-                    worker.process.stdin.write(why + b"\n")
-            worker.process.stdin.close()
+        worker.process.close_stdin(why + b"\n" if why else b"")
         try:
             await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                worker.process.kill()
+            worker.process.kill()
             await worker.process.wait()
 
     # --- requests -------------------------------------------------------------------------------------------------
@@ -205,20 +233,37 @@ class Supervisor:
             return await own(self, request)
         if request.op == "session.close":
             return await self.close_session(request, emit)
-        if request.op not in SESSION_OPS:
+        if request.op == "session.delete":
+            return await self.delete_session(request, emit)
+        if request.op not in SESSION_OPS:  # the supervisor's own questions to workers included
             raise RequestError("unknown_op", f"unknown request {request.op!r}")
         session_id: str = request.args.session
-        worker = await self.ensure_worker(session_id)
-        try:
-            result = await self.forward(worker, request, emit)
-        except WorkerUnreachableError:
-            # The request never reached the worker (it is dying): wait for its end, reopen, send it once more.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
-            result = await self.forward(await self.ensure_worker(session_id), request, emit)
-        if request.op == "tree.fork" and isinstance(result, dict) and isinstance(result.get("session"), str):
-            self._rekey(worker, result["session"])
-        return result
+        for attempt in (1, 2):
+            worker = await self._lease(session_id)
+            try:
+                result = await self.forward(worker, request, emit)
+            except WorkerUnreachableError:
+                if attempt == 2:
+                    raise
+                # The request never reached the worker (it is dying): wait for its end, reopen, send it once more.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
+                continue
+            finally:
+                worker.inflight -= 1
+                worker.active_at = time.monotonic()
+            if request.op == "tree.fork" and isinstance(result, dict) and isinstance(result.get("session"), str):
+                self._rekey(worker, result["session"])
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _lease(self, session_id: str) -> Worker:
+        """The session's live worker (started, reopening the session, if none runs), counted as busy until the
+        caller's request ends: under the session's lock, so idle culling sees either the lease or no worker."""
+        async with self._locks.setdefault(session_id, asyncio.Lock()):
+            worker = await self._live_worker(session_id)
+            worker.inflight += 1
+            return worker
 
     async def ping(self, request: Request) -> Pong:
         return Pong(pong=True, pid=os.getpid(), version=PROTOCOL_VERSION)
@@ -255,24 +300,64 @@ class Supervisor:
         args: CloseArgs = request.args
         dirs.saved_header(sessions_root(), args.session)  # unknown_session
         async with self._locks.setdefault(args.session, asyncio.Lock()):
-            worker = self.workers.get(args.session)
-            if worker is None or worker.process.returncode is not None:
-                return SessionClosed(session=args.session, was_open=False)
-            if not args.force:
-                listing = Request(id=request.id, op="jobs.list", args=SessionArgs(session=args.session))
-                jobs = await self.forward(worker, listing, emit)
-                running = [row["id"] for row in jobs["jobs"] if row["status"] == "running"]
-                if running:
-                    raise RequestError(
-                        "session_has_jobs",
-                        f"session {args.session} has running jobs ({', '.join(running)}): close it with force to"
-                        " kill them",
-                        details={"jobs": running},
-                    )
-            worker.closing = True
-            await self._stop_worker(worker, b"session_closed")
+            worker = await self._close_worker(args.session, args.force, "close", request.id)
+        self.upkeep.forget(args.session)
+        if worker is None:
+            return SessionClosed(session=args.session, was_open=False)
         log.info("session %s closed (worker %d)", args.session, worker.process.pid)
         return SessionClosed(session=args.session, was_open=True)
+
+    async def delete_session(self, request: Request, emit: EventSink) -> SessionDeleted:
+        """Stop the session's worker as a close does (with the same refusal), then remove its directory, its
+        artifacts and its workspaces. No other process may hold the session (its `worker.lock`): `session_busy`."""
+        args: DeleteArgs = request.args
+        root = sessions_root()
+        dirs.saved_header(root, args.session)  # unknown_session
+        async with self._locks.setdefault(args.session, asyncio.Lock()):
+            worker = await self._close_worker(args.session, args.force, "delete", request.id)
+            try:
+                held = open_private_file(root / args.session / dirs.WORKER_LOCK_NAME, os.O_RDWR)
+            except OSError as error:
+                raise RequestError("bad_path", f"session {args.session}: {error.strerror or error}") from error
+            try:
+                try:
+                    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise RequestError(
+                        "session_busy", f"session {args.session} is still open in another worker; try again"
+                    ) from None
+                removed = await asyncio.to_thread(dirs.remove_session, root, args.session)
+            finally:
+                os.close(held)
+        self.upkeep.forget(args.session)
+        self.restarts.pop(args.session, None)
+        self._quick_deaths.pop(args.session, None)
+        log.info("session %s deleted: %s", args.session, ", ".join(removed))
+        return SessionDeleted(session=args.session, was_open=worker is not None, removed=removed)
+
+    async def _close_worker(self, session_id: str, force: bool, what: str, request_id: int | str) -> Worker | None:
+        """Under the session's lock: stop its live worker, refusing (`session_has_jobs`) while jobs run unless
+        `force`; the worker stopped, or None when none ran."""
+        worker = self.workers.get(session_id)
+        if worker is None or worker.process.returncode is not None:
+            return None
+        if not force:
+            listing = Request(id=request_id, op="jobs.list", args=SessionArgs(session=session_id))
+            jobs = await self.forward(worker, listing, NO_EVENTS)
+            running = [row["id"] for row in jobs["jobs"] if row["status"] == "running"]
+            if running:
+                raise RequestError(
+                    "session_has_jobs",
+                    f"session {session_id} has running jobs ({', '.join(running)}): {what} it with force to kill them",
+                    details={"jobs": running},
+                )
+        worker.closing = True
+        await self._stop_worker(worker, b"session_closed")
+        return worker
+
+    async def gc(self, request: Request) -> GcReport:
+        args: GcArgs = request.args
+        return await self.upkeep.collect(dry_run=args.dry_run)
 
     OWN_OPS: ClassVar[dict[str, Callable[[Supervisor, Request], Awaitable[JSON]]]] = {
         "ping": ping,
@@ -280,6 +365,7 @@ class Supervisor:
         "stop": stop,
         "session.create": create,
         "session.list": list_sessions,
+        "gc": gc,
     }
     """The requests the supervisor answers itself."""
 
@@ -310,6 +396,9 @@ class Supervisor:
                 for w in self.workers.values()
             ],
             reports=self.reports[-REPORTS_KEPT:],
+            fork_server=self.fork_server.pid if self.fork_server is not None else None,
+            culled=self.upkeep.culled[-REPORTS_KEPT:],
+            last_gc=self.upkeep.last_gc,
         )
 
     async def create_session(self, args: CreateArgs) -> SessionCreated:
@@ -320,12 +409,17 @@ class Supervisor:
 
     async def ensure_worker(self, session_id: str) -> Worker:
         """The session's live worker, starting one (reopening the session) if none runs."""
-        lock = self._locks.setdefault(session_id, asyncio.Lock())
-        async with lock:
-            worker = self.workers.get(session_id)
-            if worker is not None and worker.process.returncode is None:
-                return worker
-            return await self._spawn(session_id, dirs.saved_header(sessions_root(), session_id).cwd)
+        async with self._locks.setdefault(session_id, asyncio.Lock()):
+            return await self._live_worker(session_id)
+
+    async def _live_worker(self, session_id: str) -> Worker:
+        """Under the session's lock: its live worker, or a new one reopening it."""
+        worker = self.workers.get(session_id)
+        if worker is not None and worker.process.returncode is None and not worker.closing:
+            return worker
+        if worker is not None and worker.process.returncode is None:  # stopping: the session is not open twice
+            await worker.process.wait()
+        return await self._spawn(session_id, dirs.saved_header(sessions_root(), session_id).cwd)
 
     def _worker_socket(self) -> Path:
         """A fresh worker socket path beside the daemon's (short: AF_UNIX paths stop at 107 bytes)."""
@@ -346,28 +440,13 @@ class Supervisor:
         check_working_dir(cwd)  # gone at a restart: the restart fails with the spec's text
         key = session_id or f"new-{os.getpid()}-{time.monotonic_ns()}"
         sock = self._worker_socket()
-        args = ["--session", session_id] if session_id else ["--create"]
         # Under the spawn lock from fork to registration: an orphan sweep never sees an unregistered worker.
         async with self._spawn_lock:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "eukhe.daemon.worker",
-                "--socket",
-                str(sock),
-                "--daemon",
-                str(self.socket_path),
-                *args,
-                cwd=cwd,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                start_new_session=True,
-            )
+            process = await self._start_process(session_id, cwd, sock)
             placeholder = Worker(session_id or key, cwd, sock, process)
             self.workers[placeholder.session_id] = placeholder
         try:
-            assert process.stdout is not None
-            line = await asyncio.wait_for(process.stdout.readline(), WORKER_READY_TIMEOUT_S)
+            line = await asyncio.wait_for(process.ready_line(), WORKER_READY_TIMEOUT_S)
             ready = (
                 decode_json(line, WorkerReady, code="malformed", what="a worker's ready line")
                 if line.strip()
@@ -376,16 +455,14 @@ class Supervisor:
         except (TimeoutError, EukheError) as error:
             ready = WorkerReady(ready=False, error="worker_start_failed", message=f"worker did not start: {error}")
         except BaseException:  # cancelled (the daemon stops, the client left): no worker is left unregistered
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+            process.kill()
             await process.wait()
             raise
         finally:
             if self.workers.get(placeholder.session_id) is placeholder:
                 del self.workers[placeholder.session_id]
         if not ready.ready or ready.session is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+            process.kill()
             await process.wait()
             code = ready.error if ready.error in CATALOGUE else "worker_start_failed"
             raise WorkerStartError(code or "worker_start_failed", str(ready.message))
@@ -397,6 +474,45 @@ class Supervisor:
         log.info("worker %d serves session %s in %s", process.pid, worker.session_id, cwd)
         return worker
 
+    async def _start_process(self, session_id: str | None, cwd: str, sock: Path) -> WorkerProcess:
+        """A worker process for `session_id` (None: a new session) in `cwd`: forked by the warm fork server, or a
+        fresh Python when there is none (EUKHE_WORKER_START=exec) or it fails."""
+        server = await self._ready_fork_server()
+        if server is not None:
+            try:
+                return await server.fork(session_id, cwd, sock, self.socket_path)
+            except ForkServerError as error:
+                log.warning("%s; this worker starts as a fresh Python", error)
+        args = ["--socket", str(sock), "--daemon", str(self.socket_path)]
+        args += ["--session", session_id] if session_id else ["--create"]
+        return await ExecWorker.start(args, cwd)
+
+    async def _ready_fork_server(self) -> ForkServer | None:
+        """The running fork server, started (again) if it is not running; None when there is none to use."""
+        server = self.fork_server
+        if server is None:
+            return None
+        start = self._fork_start
+        if start is None or (start.done() and not server.running):
+            if time.monotonic() - self._fork_failed_at < FORK_RETRY_S:
+                return None
+            start = self._fork_start = asyncio.create_task(server.start(self.socket_path))
+        try:
+            await asyncio.shield(start)
+        except ForkServerError as error:
+            self._fork_failed_at = time.monotonic()
+            self._fork_start = None
+            log.warning("%s; workers start as fresh Pythons for %.0f s", error, FORK_RETRY_S)
+            return None
+        return server if server.running else None
+
+    def _kept_pids(self) -> set[int]:
+        """The supervisor's children an orphan sweep leaves alone: the live workers and the fork server."""
+        kept = {w.process.pid for w in self.workers.values()}
+        if self.fork_server is not None and self.fork_server.pid is not None:
+            kept.add(self.fork_server.pid)
+        return kept
+
     async def _monitor(self, worker: Worker) -> None:
         """Wait for a worker's end; if it was not asked to stop, report it, end its orphans and reopen the session."""
         code = await worker.process.wait()
@@ -407,8 +523,7 @@ class Supervisor:
         how = f"killed by signal {-code}" if code < 0 else f"exited with {code}"
         log.warning("worker %d of session %s %s", worker.process.pid, worker.session_id, how)
         async with self._spawn_lock:
-            live = {w.process.pid for w in self.workers.values()}
-            ended = await end_orphans(live)
+            ended = await end_orphans(self._kept_pids())
         report = WorkerReport(
             event="worker_died",
             session=worker.session_id,

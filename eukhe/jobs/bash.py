@@ -1,8 +1,14 @@
-"""User bash (spec S2 "Jobs" 3-4): every run is a job in its own session and process group.
+"""User bash (spec S2 "Jobs" 3-4): every run is a job in its own process group.
 
-`bash -c COMMAND` runs with `start_new_session=True` (its own session and process group), in the given working
-directory, stdin from /dev/null, stdout and stderr merged into one pipe that streams into the job (the session's
-Truncation bounds it; the full output spills to an artifact).
+`bash -c COMMAND` runs in its own process group (and its own session when the host has a controlling terminal, so
+that a job never reads it), in the given working directory, stdin from /dev/null, stdout and stderr merged into one
+pipe that streams into the job (the session's Truncation bounds it; the full output spills to an artifact).
+
+Many busy jobs at once (issue 15, bench/many_jobs.py): the host reads each pipe itself, taking what it holds in one
+read (FIONREAD: the read allocates exactly what it returns, so no fresh pages are mapped and faulted per read), from
+pipes widened to PIPE_BYTES (fewer reads and loop wake-ups); without a terminal a job stays in the host's session,
+since Linux's autogroup scheduler gives each session an equal share of the CPU: 50 jobs in 50 sessions left the one
+host reading them all a fiftieth of a busy machine.
 
 A kill goes to the whole group: SIGTERM, then SIGKILL after a grace if any member is still alive. It works when the
 command closed stdout and stderr, because it never relies on the pipe. The owner reports the end only once the leader
@@ -19,8 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import logging
+import os
 import signal
 import subprocess
+import sys
+import termios
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +43,19 @@ from eukhe.errors import EukheError
 from eukhe.jobs.job import Job, JobSpec
 from eukhe.jobs.table import JobTable
 from eukhe.jobs.wait import settle_or_detach
-from eukhe.procs import group_alive, kill_group, signal_group
+from eukhe.procs import group_alive, has_controlling_terminal, kill_group, signal_group
 from eukhe.records.jobs import Detached, Settled
 
+F_SETPIPE_SZ = 1031  # fcntl: set a pipe's buffer size (Linux)
+PIPE_BYTES = 1 << 18
+"""A job's output pipe holds this much (the default is 64 KiB): a busy stream is read in few large reads."""
+PIPE_BUDGET_BYTES = 1 << 24
+"""At most this much widened pipe buffer per process at once (a quarter of Linux's default per-user soft limit,
+past which every new pipe of the user gets two pages); jobs past it keep the default."""
+DEFAULT_PIPE_BYTES = 1 << 16
+_FOUR = bytes(4)
+_widened = 0
+log = logging.getLogger("eukhe.jobs")
 GIVE_UP_MS = 10_000  # past the kill grace: a member that survives SIGKILL this long (stuck in the kernel) is given up
 EOF_AFTER_GROUP_MS = 1_000  # once the group is gone the pipe's EOF is due; only a process that left the group delays it
 
@@ -60,23 +81,67 @@ class BashOptions:
 
 
 class _Pipe(asyncio.SubprocessProtocol):
-    """The merged stdout+stderr pipe and the leader's exit, as futures; output goes to the job once it exists."""
+    """The merged stdout+stderr pipe and the leader's exit, as futures; output goes to the job once it exists.
+
+    The pipe is read here, not by an asyncio pipe transport: each read takes what the pipe holds (FIONREAD), so
+    a read allocates exactly what it returns (the allocator then reuses that memory instead of mapping fresh pages
+    for every read), and the pipe is widened so that many busy streams need few reads and few loop wake-ups."""
 
     def __init__(self) -> None:
         loop = asyncio.get_running_loop()
+        self.loop = loop
         self.job: Job | None = None
         self.early: list[bytes] = []
         self.eof: asyncio.Future[None] = loop.create_future()
         self.exited: asyncio.Future[None] = loop.create_future()
+        self.fd: int | None = None
+        self.size = DEFAULT_PIPE_BYTES
+        self.widened = 0
 
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        chunk = data.encode() if isinstance(data, str) else data
+    def read_from(self, fd: int) -> None:
+        """Read the pipe's read end `fd` (made non-blocking) until its EOF; the pipe closes it then."""
+        global _widened
+        self.fd = fd
+        os.set_blocking(fd, False)
+        if _widened + PIPE_BYTES <= PIPE_BUDGET_BYTES:
+            with contextlib.suppress(OSError):  # refused (a user past the soft limit): the default size stays
+                self.size = fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_BYTES)
+                self.widened = self.size
+                _widened += self.widened
+        self.loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
+        fd = self.fd
+        if fd is None:
+            return
+        try:
+            held = int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, _FOUR), sys.byteorder)
+            data = os.read(fd, held or self.size)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.close_output()
+            return
         if self.job is None:
-            self.early.append(chunk)
-        else:
-            self.job.write(chunk)
+            self.early.append(data)
+            return
+        try:
+            self.job.write(data)
+        except Exception:  # a bug downstream: as an asyncio transport would, stop reading (never spin on it)
+            log.exception("job %s: its output could not be taken; no more of it is read", self.job.id)
+            self.close_output()
 
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+    def close_output(self) -> None:
+        """Stop reading and close the read end (at its EOF, or when the job gives up on it); idempotent."""
+        global _widened
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            self.loop.remove_reader(fd)
+            os.close(fd)
+            _widened -= self.widened
+            self.widened = 0
         if not self.eof.done():
             self.eof.set_result(None)
 
@@ -139,6 +204,7 @@ class BashRun:
             if self._kill_timer is not None:
                 self._kill_timer.cancel()
             self.transport.close()
+            self.pipe.close_output()
         if job.kill_requested:
             job.finish(core.Killed())
         else:
@@ -158,6 +224,8 @@ async def start_bash(
     """Start `bash -c command` in `cwd` as a job of `table` (kind "bash", title the command)."""
     opts = options if options is not None else BashOptions()
     loop = asyncio.get_running_loop()
+    terminal = has_controlling_terminal()
+    read_end, write_end = os.pipe()
     try:
         transport, pipe = await loop.subprocess_exec(
             _Pipe,
@@ -165,14 +233,22 @@ async def start_bash(
             "-c",
             command,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stdout=write_end,
+            stderr=write_end,
             cwd=cwd,
             env=None if env is None else dict(env),
-            start_new_session=True,
+            # Own process group always (a kill reaches the whole group). Own session too when the host has a
+            # terminal, so a job never reads it; without one (a daemon worker), the job stays in the host's session,
+            # so the kernel's autogroup scheduling does not weigh the host as one group against each of its jobs.
+            start_new_session=terminal,
+            process_group=None if terminal else 0,
         )
     except OSError as error:
+        os.close(read_end)
         raise BashStartError(command, cwd, error.strerror or str(error)) from error
+    finally:
+        os.close(write_end)  # the child holds its copy: the EOF comes when the last writer closes it
+    pipe.read_from(read_end)
     run = BashRun(transport, pipe, opts, table.clock)
     try:
         job = table.start(JobSpec("bash", command, truncation, artifact_dir), run)
@@ -181,6 +257,7 @@ async def start_bash(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(pipe.exited), GIVE_UP_MS / 1000)  # reaped before the transport goes
         transport.close()
+        pipe.close_output()
         raise
     run.job = job
     pipe.attach(job)

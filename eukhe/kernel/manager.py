@@ -21,6 +21,7 @@ import itertools
 import logging
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -326,6 +327,8 @@ class KernelManager:
         self.on_child_group: Callable[[int, bool], None] | None = None
         """Hears each `bash()` process group of a Local kernel start (True) and end (False): a session keeps them
         in its journal, so a host that restarts still reaps them."""
+        self._active_at = time.monotonic()
+        """When the kernel last did or was asked anything (a cell sent, a frame read, a host request served)."""
         self._empty_output = BoundedOutput(truncation, None).close()  # the outcome's output of a silent cell
         self.background = BoundedOutput(truncation, artifact_dir, artifact_prefix="kernel-background")
         """Output of no cell in flight (a background task of an ended cell, a daemon subprocess)."""
@@ -343,6 +346,20 @@ class KernelManager:
         """Whether a kernel runs that takes remote calls (started, not ending: a call never starts one)."""
         kernel = self._kernel
         return kernel is not None and not kernel.gone and kernel.end_reason is None and kernel.ready.done()
+
+    @property
+    def busy(self) -> bool:
+        """Whether the kernel has work in flight: a cell, a remote call, a host request it made (an `rlm.*` call, a
+        child), or an interrupt; idle culling never stops a busy kernel."""
+        kernel = self._kernel
+        if kernel is None or kernel.gone:
+            return False
+        in_flight = kernel.cells or kernel.calls or kernel.controls
+        return bool(in_flight or any(not task.done() for task in kernel.host_tasks))
+
+    def idle_s(self) -> float:
+        """Seconds since the kernel last did or was asked anything (monotonic clock)."""
+        return time.monotonic() - self._active_at
 
     async def start(self) -> None:
         """Start a kernel now (else the first cell starts it)."""
@@ -533,6 +550,7 @@ class KernelManager:
         `on_output` gets every output byte of the cell and `on_end` its end, from before the request is sent.
         """
         kernel = await self._ensure()
+        self._active_at = time.monotonic()
         cell_id = f"c{next(self._ids)}"
         run = CellRun(
             cell_id,
@@ -575,6 +593,7 @@ class KernelManager:
         if stdin is None or stdin.is_closing():
             raise RemoteCallError("unreachable", "the Python kernel is stopping: it takes no call")
         kernel.calls[request.id] = future
+        self._active_at = time.monotonic()
         stdin.write(line)
         with contextlib.suppress(ConnectionError):
             await stdin.drain()
@@ -613,6 +632,7 @@ class KernelManager:
         a fault the reader salvages only the output of the cells in flight, until the kernel is gone."""
         if kernel.ended:
             return
+        self._active_at = time.monotonic()
         try:
             for verdict in kernel.reader.feed(data):
                 if isinstance(verdict, ProtocolFault):
@@ -688,6 +708,7 @@ class KernelManager:
         reply: Record
         try:
             result = await handler(admission)
+            self._active_at = time.monotonic()
             strict_json(result, "the handler's result")  # NaN or infinity: an error reply, not a silent null
             reply = HostReplyOk(id=admission.id, status="ok", result=result)
             encode(reply)  # a result that is not JSON at all is an error reply too
@@ -702,6 +723,7 @@ class KernelManager:
         except Exception as exc:
             error = HostReplyError(code="handler_error", message=f"{type(exc).__name__}: {exc}")
             reply = HostReplyRefused(id=admission.id, status="error", error=error)
+        self._active_at = time.monotonic()
         self._send(kernel, reply)
 
     def _cell_for(self, kernel: _Kernel, cell_id: str | None) -> CellRun | None:

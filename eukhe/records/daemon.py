@@ -119,6 +119,30 @@ class CloseArgs(Record):
     force: bool = False
 
 
+class DeleteArgs(Record):
+    """`session.delete`: remove the session's directory, its artifacts and its workspaces (its worker is stopped
+    first). Refused while jobs run unless `force`, which kills them."""
+
+    session: str
+    force: bool = False
+
+
+class GcArgs(Record):
+    """`gc`: apply the artifact retention policy now; `dry_run`: only say what it would remove."""
+
+    dry_run: bool = False
+
+
+class CullArgs(Record):
+    """`session.cull` (the supervisor asks a worker; not a client's op): stop the kernel if it has been idle for
+    `kernel_idle_ms` (0: never), and say whether the session has been idle for `session_idle_ms` (0: never) with
+    nothing live in it (then the supervisor stops the worker)."""
+
+    session: str
+    session_idle_ms: NonNegative
+    kernel_idle_ms: NonNegative
+
+
 class ChildrenSpawnArgs(SpawnRequest, kw_only=True):
     """`children.spawn`: start a child of the session (the arguments of `rlm.spawn`)."""
 
@@ -269,6 +293,42 @@ class WorkerReport(Record):
     reopen_error: str | None = None
 
 
+class CullReport(Record):
+    """What idle culling stopped: a session's worker (`session_culled`; the session reopens on its next request) or
+    its kernel (`kernel_culled`; the next cell starts a fresh one), after `idle_s` seconds idle, at `at`."""
+
+    event: Literal["session_culled", "kernel_culled"]
+    session: str
+    pid: int
+    idle_s: float
+    at: float
+
+
+class RemovedArtifact(Record):
+    """An artifact a collection removed (or would remove, on a dry run), and why: `age` or `size`."""
+
+    path: str
+    bytes: int
+    reason: Literal["age", "size"]
+
+
+class GcReport(Record):
+    """`gc`: the artifacts found, what was removed (oldest first within each reason) and what was kept."""
+
+    dry_run: bool
+    at: float
+    artifacts: int
+    bytes_before: int
+    bytes_freed: int
+    bytes_after: int
+    removed: list[RemovedArtifact]
+    kept_pinned: int
+    kept_being_written: int
+    errors: list[str]
+    max_total_bytes: int
+    max_age_days: float
+
+
 class DaemonStatus(Record):
     """`status` (and `eukhe daemon status --json`)."""
 
@@ -279,6 +339,12 @@ class DaemonStatus(Record):
     uptime_s: float
     workers: list[WorkerRow]
     reports: list[WorkerReport]
+    fork_server: int | None = None
+    """The warm fork server's pid (workers are forked from it); null when workers start as fresh Pythons."""
+    culled: list[CullReport] = msgspec.field(default_factory=list)
+    """What idle culling stopped, oldest first (the last 50)."""
+    last_gc: GcReport | None = None
+    """The last artifact collection (the daemon runs one at its start and every hour; `gc` runs one now)."""
 
 
 class Stopping(Record):
@@ -310,6 +376,33 @@ class SessionClosed(Record):
 
     session: str
     was_open: bool
+
+
+class SessionDeleted(Record):
+    """`session.delete`: the session is gone; whether it had a worker to stop, and the directories removed."""
+
+    session: str
+    was_open: bool
+    removed: list[str]
+
+
+class CullAnswer(Record):
+    """A worker's answer to `session.cull`: whether it stopped its kernel, whether the session is idle (nothing
+    live and idle long enough: the supervisor stops the worker), for how long, and what keeps it busy."""
+
+    session: str
+    kernel_culled: bool
+    kernel_idle_s: float | None
+    idle: bool
+    idle_s: float
+    busy: list[str]
+
+
+class Pins(Record):
+    """`session.pins`: the artifacts the last answer of the session names (kept by every collection)."""
+
+    session: str
+    artifacts: list[str]
 
 
 class SessionList(Record):
@@ -432,7 +525,7 @@ class Op:
 
     args: type[Record]
     answer: Any
-    scope: Literal["supervisor", "session", "connection"]
+    scope: Literal["supervisor", "session", "connection", "worker"]
     summary: str
     events: Any = None
 
@@ -444,6 +537,19 @@ OPS: dict[str, Op] = {
     "session.create": Op(CreateArgs, SessionCreated, "supervisor", "create a session in a working directory"),
     "session.list": Op(NoArgs, SessionList, "supervisor", "every saved session"),
     "session.close": Op(CloseArgs, SessionClosed, "supervisor", "stop a session's worker; refused while jobs run"),
+    "session.delete": Op(
+        DeleteArgs,
+        SessionDeleted,
+        "supervisor",
+        "remove a session, its artifacts and workspaces; refused while jobs run",
+    ),
+    "gc": Op(GcArgs, GcReport, "supervisor", "apply the artifact retention policy now (or only say what it would do)"),
+    "session.cull": Op(
+        CullArgs, CullAnswer, "worker", "the supervisor asks a worker: stop an idle kernel; is the session idle"
+    ),
+    "session.pins": Op(
+        SessionArgs, Pins, "worker", "the supervisor asks a worker: the artifacts its last answer names"
+    ),
     "session.ping": Op(SessionArgs, SessionPong, "session", "the worker hosting a session"),
     "session.show": Op(SessionArgs, SessionShow, "session", "a session's entries, leaf and jobs"),
     "bash": Op(BashArgs, CallAnswer, "session", "run a command as a job; detaches past the budget", CallStarted),
@@ -474,6 +580,8 @@ OPS: dict[str, Op] = {
 
 SESSION_OPS = frozenset(name for name, op in OPS.items() if op.scope == "session")
 """The requests the supervisor forwards to a session's worker (each names its `session`)."""
+WORKER_OPS = frozenset(name for name, op in OPS.items() if op.scope == "worker")
+"""The requests only the supervisor sends a worker (a client sending one is refused: `unknown_op`)."""
 
 __all__ = ["OPS", "PROTOCOL_VERSION", "SESSION_OPS", "JobRow", "Op"]
 
@@ -487,3 +595,22 @@ class WorkerReady(Record):
     socket: str | None = None
     error: str | None = None
     message: str | None = None
+
+
+class ForkRequest(Record):
+    """What the supervisor asks its fork server for (one SOCK_SEQPACKET message, with the worker's stdin read end
+    and stdout write end attached): a worker in `cwd` with environment `env`, serving `socket`, for `session` (null:
+    a new session). Paths and the environment go as bytes (any byte string the OS takes, no text decoding)."""
+
+    socket: bytes
+    daemon: bytes
+    session: str | None
+    cwd: bytes
+    env: list[tuple[bytes, bytes]]
+
+
+class Forked(Record):
+    """The fork server's answer: the worker's pid (a child of the supervisor once this is sent), or why not."""
+
+    pid: int | None = None
+    error: str | None = None

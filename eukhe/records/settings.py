@@ -15,6 +15,8 @@ from eukhe.errors import InputError
 from eukhe.records.base import Record, refusal
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+Seconds = Annotated[float, msgspec.Meta(ge=0)]
+Days = Annotated[float, msgspec.Meta(ge=0)]
 DEFAULT_BLOCKING_BUDGET_MS = 30_000
 TRUNCATION_OFF: Literal["off"] = "off"
 
@@ -125,11 +127,44 @@ class KernelTransport(Record):
 
 
 class UserSettings(Record):
-    """`<agent dir>/settings.json`: the user's own settings. Only here may `kernel_transport` be set."""
+    """`<agent dir>/settings.json`: the user's own settings. Only here may `kernel_transport` be set, and the daemon's
+    upkeep (idle culling, artifact retention: `Upkeep`, whose defaults a missing key keeps)."""
 
     kernel_transport: KernelTransport | None = None
     truncation: TruncationSetting | None = None
     tool_blocking_budget_ms: NonNegative | None = None
+    session_idle_timeout_s: Seconds | None = None
+    kernel_idle_timeout_s: Seconds | None = None
+    artifact_max_total_bytes: NonNegative | None = None
+    artifact_max_age_days: Days | None = None
+
+
+DEFAULT_SESSION_IDLE_TIMEOUT_S = 600.0
+DEFAULT_KERNEL_IDLE_TIMEOUT_S = 0.0
+DEFAULT_ARTIFACT_MAX_TOTAL_BYTES = 2 << 30
+DEFAULT_ARTIFACT_MAX_AGE_DAYS = 7.0
+
+
+class Upkeep(Record):
+    """How the daemon keeps many sessions cheap (issue 15), from the user settings over these defaults.
+
+    A session's worker with no running job, no live kernel and no client closes after `session_idle_timeout_s` idle
+    (0: never); a kernel with nothing running is stopped after `kernel_idle_timeout_s` idle (0: never, the default,
+    as in Jupyter). Artifacts older than `artifact_max_age_days` go, then the oldest while all of them take more than
+    `artifact_max_total_bytes` (0 for either: no such limit)."""
+
+    session_idle_timeout_s: Seconds = DEFAULT_SESSION_IDLE_TIMEOUT_S
+    kernel_idle_timeout_s: Seconds = DEFAULT_KERNEL_IDLE_TIMEOUT_S
+    artifact_max_total_bytes: NonNegative = DEFAULT_ARTIFACT_MAX_TOTAL_BYTES
+    artifact_max_age_days: Days = DEFAULT_ARTIFACT_MAX_AGE_DAYS
+
+    @classmethod
+    def of(cls, user: UserSettings | None) -> Upkeep:
+        """The upkeep the user's settings give (their keys over the defaults)."""
+        if user is None:
+            return cls()
+        values = {name: getattr(user, name) for name in cls.__struct_fields__ if getattr(user, name) is not None}
+        return cls(**values)
 
 
 class ProjectSettings(Record):

@@ -28,7 +28,7 @@ from eukhe.core.job import Settled as SettledVerdict
 from eukhe.core.job import blocking_span, deadline_for
 from eukhe.core.jobdocs import JOB_DOC_TYPE, JobEnded, JobStarted, WriterEntry
 from eukhe.core.jobends import PastJob, StopReason, past_jobs, reopened_ends
-from eukhe.errors import EukheError
+from eukhe.errors import CodedError, EukheError
 from eukhe.harness.board import EventStream
 from eukhe.harness.harness import Harness
 from eukhe.jobs import Job, JobTable, wait_until
@@ -87,6 +87,18 @@ class SessionClosedError(EukheError):
     """The session was closed; open it again to go on."""
 
     code = "session_closed"
+
+
+class SessionHasJobsError(CodedError):
+    """A close or delete without force found jobs running (`details["jobs"]` names them); nothing was changed."""
+
+    def __init__(self, session_id: str, jobs: Sequence[str], what: str = "close") -> None:
+        super().__init__(
+            "session_has_jobs",
+            f"session {session_id} has running jobs ({', '.join(jobs)}): {what} it with force to kill them",
+            details={"jobs": list(jobs)},
+        )
+        self.jobs = list(jobs)
 
 
 def job_document(job: Job, boot: str | None = None) -> JobDocument:
@@ -308,12 +320,14 @@ class Session:
             except JournalError as error:  # a full disk: the stop goes on; a reopen reads worker_died instead
                 sys.stderr.write(f"eukhe: could not record the stop on the running jobs: {error.reason}\n")
 
-    async def close(self) -> None:
-        """Record the stop on the running jobs (`session_closed`, unless a stop began with another reason), abort
-        the running tool calls (each settles), kill every running job (waiting at most the budget), close what the
-        session hosts, commit what the writer holds, close the journal."""
+    async def close(self, *, force: bool = True) -> None:
+        """Record the stop on the running jobs (`session_closed`, unless a stop began with another reason), abort the
+        running tool calls (each settles), kill every running job (waiting at most the budget), close what the
+        session hosts, commit what the writer holds, close the journal. With `force=False` a session with running
+        jobs is not closed: SessionHasJobsError (`session_has_jobs`) names them."""
         if self._closed:
             return
+        self._refuse_while_jobs_run(force, "close")
         self._closed = True
         await self.begin_stop("session_closed")
         await self.harness.abort_all()
@@ -323,6 +337,19 @@ class Session:
         await self.writer.close()
         self._unsubscribe()
         self._ledger.close()
+
+    async def delete(self, *, force: bool = False) -> list[str]:
+        """Close the session (its kernel and jobs end), then remove its directory (journal and artifacts) and its
+        workspaces (its isolated children's copies); the paths removed. Refused while jobs run unless `force`
+        (SessionHasJobsError, and nothing is changed); `force` kills them as a rewind would."""
+        self._refuse_while_jobs_run(force, "delete")
+        await self.close()
+        return dirs.remove_session(self.root, self.id)
+
+    def _refuse_while_jobs_run(self, force: bool, what: str) -> None:
+        running = [job.id for job in self.job_table.running()]
+        if running and not force:
+            raise SessionHasJobsError(self.id, running, what)
 
     def _after_reopen(self) -> None:
         """What a layer above does when a saved session reopens, once its interrupted calls are settled (the kernel

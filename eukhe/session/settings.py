@@ -13,7 +13,7 @@ from pathlib import Path
 from eukhe import paths
 from eukhe.errors import InputError
 from eukhe.records.base import decode_json
-from eukhe.records.settings import KernelTransport, ProjectSettings, SessionSettings, UserSettings
+from eukhe.records.settings import KernelTransport, ProjectSettings, SessionSettings, Upkeep, UserSettings
 
 USER_FILE = "settings.json"
 PROJECT_FILE = Path(".eukhe") / "settings.json"
@@ -68,3 +68,10 @@ def load_settings(cwd: str | os.PathLike[str]) -> LoadedSettings:
         )
     transport = user.kernel_transport if isinstance(user, UserSettings) else None
     return LoadedSettings(settings, transport, tuple(diagnostics))
+
+
+def load_upkeep() -> Upkeep:
+    """The daemon's upkeep settings: idle timeouts and artifact retention, from the user's settings file (a file that
+    does not decode is refused: `bad_setting`, naming the file and the key)."""
+    user = _read(user_settings_path(), UserSettings)
+    return Upkeep.of(user if isinstance(user, UserSettings) else None)

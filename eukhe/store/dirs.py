@@ -25,7 +25,10 @@ from eukhe.store.journal import encode_commit, read_header
 
 JOURNAL_NAME = "main.jsonl"
 ARTIFACTS_NAME = "artifacts"
+WORKER_LOCK_NAME = "worker.lock"
+"""A file in the session dir that the daemon worker hosting the session holds (flock) while the session is open."""
 STAGING_PREFIX = ".staging-"
+DELETING_PREFIX = ".deleting-"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
@@ -155,3 +158,34 @@ def write_staged_session(root: Path, session_id: str, commits: Sequence[Sequence
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+def remove_session(root: Path, session_id: str) -> list[str]:
+    """Remove a saved session: its dir (journal, artifacts) and its workspaces dir (its isolated children's copies,
+    `paths.workspaces_root(root)/<id>`); the paths removed. The session dir is first renamed out of the way, so a
+    crash midway never leaves half a session under its name (what it leaves, `remove_leftovers` removes)."""
+    directory = root / check_session_id(session_id, root)
+    removed: list[str] = []
+    if directory.is_dir():
+        doomed = root / f"{DELETING_PREFIX}{session_id}-{secrets.token_hex(4)}"
+        os.rename(directory, doomed)
+        fsync_dir(root)  # the session is gone once this returns
+        shutil.rmtree(doomed, ignore_errors=True)
+        removed.append(str(directory))
+    workspaces = paths.workspaces_root(root) / session_id
+    if workspaces.is_dir() and not workspaces.is_symlink():
+        shutil.rmtree(workspaces, ignore_errors=True)
+        removed.append(str(workspaces))
+    return removed
+
+
+def remove_leftovers(root: Path) -> list[str]:
+    """Remove what a crash left under the sessions root: dirs of deletes cut midway; the paths removed."""
+    removed: list[str] = []
+    if not root.is_dir():
+        return removed
+    for entry in root.iterdir():
+        if entry.name.startswith(DELETING_PREFIX) and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(str(entry))
+    return removed

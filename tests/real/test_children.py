@@ -5,8 +5,10 @@ handed back path by path; the roster and the reports carry the hand-back; a reop
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
+import threading
 from pathlib import Path
 
 import msgspec
@@ -390,6 +392,39 @@ def test_a_rewind_cancels_the_children_spawned_after_its_target_and_hands_them_b
             assert early.status == "running"  # spawned before the target: untouched
             assert (await session.children.delete("early")).status == "cancelled"
         finally:
+            await session.close()
+
+    run(scenario(), timeout=120)
+
+
+def test_a_child_deleted_while_its_end_is_under_way_is_deleted_once_that_end_is_done(tmp_path: Path) -> None:
+    """A delete that comes while the child's end (its stop, its hand-back) is under way waits for that end; it
+    used to cancel it midway, and then waited forever for an end that would never come."""
+    work = git_tree(tmp_path / "work", {"a.txt": "a\n"})
+
+    async def scenario() -> None:
+        session = await Session.create(work, root=tmp_path / "sessions")
+        reached, release = threading.Event(), threading.Event()
+
+        def hold(point: str) -> None:  # the hand-back's own thread: the end is under way while this waits
+            reached.set()
+            release.wait(30)
+
+        session.roster.handback_hook = hold
+        try:
+            await session.children.spawn("c", "open('a.txt', 'w').write('changed\\n')", workspace="isolated")
+            await until(reached.is_set, timeout=60, what="the child's hand-back to start")
+            deleting = asyncio.ensure_future(session.children.delete("c"))
+            await asyncio.sleep(0.05)
+            assert not deleting.done()  # it waits for the end under way
+            release.set()
+            report = await asyncio.wait_for(deleting, 30)
+            assert report.status == "answered", report
+            assert isinstance(report.handback, HandbackReport)
+            assert (work / "a.txt").read_text() == "changed\n"
+            assert session.children.list() == []
+        finally:
+            release.set()
             await session.close()
 
     run(scenario(), timeout=120)

@@ -12,7 +12,11 @@ from eukhe.daemon.supervisor import Supervisor
 
 
 @pytest.mark.real
-def test_a_cancelled_worker_start_kills_and_reaps_the_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("start", ["fork", "exec"])
+def test_a_cancelled_worker_start_kills_and_reaps_the_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: str
+) -> None:
+    monkeypatch.setenv("EUKHE_WORKER_START", start)
     monkeypatch.setenv("EUKHE_CODING_AGENT_DIR", str(tmp_path / "agent"))
     monkeypatch.delenv("EUKHE_SESSION_DIR", raising=False)
     (tmp_path / "sock").mkdir(mode=0o700)
@@ -21,16 +25,21 @@ def test_a_cancelled_worker_start_kills_and_reaps_the_worker(tmp_path: Path, mon
 
     async def scenario() -> int | None:
         supervisor = Supervisor(tmp_path / "sock" / "daemon.sock")
-        start = asyncio.create_task(supervisor._spawn(None, str(project)))
-        deadline = asyncio.get_running_loop().time() + 30
-        while not supervisor.workers:  # the worker is forked and registered; its ready line is not in yet
-            assert asyncio.get_running_loop().time() < deadline
-            await asyncio.sleep(0)
-        (placeholder,) = supervisor.workers.values()
-        start.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await start
-        assert not supervisor.workers
-        return placeholder.process.returncode
+        assert (supervisor.fork_server is not None) == (start == "fork")
+        try:
+            spawning = asyncio.create_task(supervisor._spawn(None, str(project)))
+            deadline = asyncio.get_running_loop().time() + 60
+            while not supervisor.workers:  # the worker is started and registered; its ready line is not in yet
+                assert asyncio.get_running_loop().time() < deadline
+                await asyncio.sleep(0)
+            (placeholder,) = supervisor.workers.values()
+            spawning.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await spawning
+            assert not supervisor.workers
+            return placeholder.process.returncode
+        finally:
+            if supervisor.fork_server is not None:
+                await supervisor.fork_server.stop()
 
     assert asyncio.run(scenario()) is not None

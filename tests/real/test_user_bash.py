@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pty
 import signal
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -27,7 +30,7 @@ from eukhe.jobs.bash import (
     bash_and_wait,
     start_bash,
 )
-from eukhe.procs import group_members
+from eukhe.procs import group_members, has_controlling_terminal
 from eukhe.records.jobs import Detached, Settled
 
 pytestmark = pytest.mark.real
@@ -84,13 +87,59 @@ def test_a_job_whose_grandchildren_ignore_sigterm_is_fully_gone_after_cancel(tmp
         pgid = pgid_of(job)
         await until(lambda: len(group_members(pgid)) >= 4)  # bash, two subshells' sleeps, the silent one...
         assert os.getpgid(pgid) == pgid
-        assert os.getsid(pgid) == pgid
+        # Own session with a terminal (see the pty test); here, without one: the host's.
+        assert os.getsid(pgid) == (pgid if has_controlling_terminal() else os.getsid(0))
         job.kill()
         verdict = await wait_until(job, table.clock.now_ms() + 10_000)
         assert verdict == core.Settled(Killed())
         assert group_members(pgid) == []  # no process of its group survives
 
     run(body)
+
+
+JOB_SESSION_PROBE = """
+import asyncio, os
+from pathlib import Path
+from eukhe.core.limits import DEFAULT_TRUNCATION
+from eukhe.jobs import JobTable, wait_until
+from eukhe.jobs.bash import start_bash
+from eukhe.procs import has_controlling_terminal
+
+async def main():
+    table = JobTable()
+    job = await start_bash("sleep 30", Path.cwd(), truncation=DEFAULT_TRUNCATION, artifact_dir=None, table=table)
+    pgid = job.owner.pgid
+    print("facts", has_controlling_terminal(), os.getpgid(pgid) == pgid, os.getsid(pgid) == pgid,
+          os.getsid(pgid) == os.getsid(0), flush=True)
+    await table.quit(table.clock.now_ms() + 10_000)
+
+asyncio.run(main())
+"""
+
+
+def _probe_job_session(with_terminal: bool) -> str:
+    """Run JOB_SESSION_PROBE in a fresh session, on a new pseudo-terminal (its controlling terminal) or on none."""
+    if not with_terminal:
+        command = [sys.executable, "-c", JOB_SESSION_PROBE]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, start_new_session=True, check=False)
+        return done.stdout
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a session leader whose controlling terminal is the pty
+        os.execv(sys.executable, [sys.executable, "-c", JOB_SESSION_PROBE])
+    output = b""
+    with contextlib.suppress(OSError):  # EIO once the child closed the pty
+        while chunk := os.read(fd, 4096):
+            output += chunk
+    os.close(fd)
+    os.waitpid(pid, 0)
+    return output.decode(errors="replace")
+
+
+def test_a_job_is_in_its_own_session_with_a_terminal_and_in_the_hosts_without() -> None:
+    """With a controlling terminal a job gets its own session (it can never read the terminal); without one (a
+    daemon worker) it stays in the host's session, in its own process group either way."""
+    assert "facts True True True False" in _probe_job_session(with_terminal=True)
+    assert "facts False True False True" in _probe_job_session(with_terminal=False)
 
 
 def test_a_command_that_closes_stdout_and_stderr_and_keeps_running_is_still_killable(tmp_path: Path) -> None:

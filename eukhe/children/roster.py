@@ -288,6 +288,24 @@ class Children:
                 cancelled.append(name)
         return cancelled
 
+    def left_to(self, fork_id: str) -> list[JournalRecord]:
+        """The records a parent that forks keeps for its children that have not ended: each ended `cancelled` with
+        reason `forked` (the fork owns them now). Nothing in memory changes: this object goes on in the fork."""
+        message = f"the parent forked: the child went on in session {fork_id}"
+        return [
+            DocPut(
+                type=CHILD_DOC,
+                key=name,
+                value=msgspec.to_builtins(
+                    msgspec.structs.replace(
+                        state, status="cancelled", ended=True, error=ChildError(reason="forked", message=message)
+                    )
+                ),
+            )
+            for name, state in self._states.items()
+            if not state.ended
+        ]
+
     def spawned_after(self, kept: dict[str, Any]) -> list[str]:
         """The children not among the documents of a state (the state a rewind goes back to): spawned after it."""
         return [name for name in self._states if name not in kept]

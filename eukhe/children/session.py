@@ -33,6 +33,7 @@ from eukhe.records.children import (
     SpawnRequest,
 )
 from eukhe.records.jobs import Rewound
+from eukhe.records.journal import JournalRecord
 
 
 class SessionChildren:
@@ -153,6 +154,14 @@ class AgentSession(KernelSession):
         rewound = await super().fork(entry_id, session_id=session_id)
         self._cancel_orphans(orphans)
         return rewound
+
+    def _records_left_behind(self, fork_id: str) -> list[JournalRecord]:
+        """Every child still running goes on with the fork (or ends there, cancelled by it): this session records
+        it as ended `cancelled` with reason `forked`, so a reopen of it neither resumes nor hands it back again."""
+        records = super()._records_left_behind(fork_id)
+        if self._roster is not None:
+            records += self._roster.left_to(fork_id)
+        return records
 
     def _children_after(self, entry_id: str | None) -> list[str]:
         if self._roster is None:

@@ -72,7 +72,10 @@ log = logging.getLogger("eukhe.daemon")
 EXIT_ANOTHER_DAEMON = 75
 """Exit code of a daemon that found another one holding its socket (EX_TEMPFAIL): a client keeps polling."""
 WORKER_READY_TIMEOUT_S = 30.0
-WORKER_STOP_GRACE_S = 10.0
+WORKER_STOP_GRACE_S = 45.0
+"""How long a stopping worker may take to close its session before it is killed: more than a close's own longest
+wait (the default 30 s blocking budget for its jobs' ends, then their kill grace), so a close is not cut midway and
+loses no end row."""
 REPORTS_KEPT = 50
 CRASH_LOOP_S = 5.0
 CRASH_LOOP_LIMIT = 3
@@ -210,16 +213,25 @@ class Supervisor:
     async def stop_worker(self, worker: Worker) -> None:
         await self._stop_worker(worker)
 
-    @staticmethod
-    async def _stop_worker(worker: Worker, why: bytes = b"") -> None:
-        """Close the worker's stdin (it closes its session and exits); kill it if it lingers past the grace. `why`
-        (`session_closed`) goes first on stdin: the reason its running jobs' rows give (else `daemon_stopped`)."""
+    async def _stop_worker(self, worker: Worker, why: bytes = b"") -> None:
+        """Close the worker's stdin (it closes its session and exits); kill it if it lingers past the grace, then
+        end what its jobs left (their processes are the daemon's orphans). `why` (`session_closed`) goes first on
+        stdin: the reason its running jobs' rows give (else `daemon_stopped`)."""
         worker.process.close_stdin(why + b"\n" if why else b"")
         try:
             await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
         except TimeoutError:
+            log.warning(
+                "worker %d of session %s did not close within %.0f s: killed",
+                worker.process.pid,
+                worker.session_id,
+                WORKER_STOP_GRACE_S,
+            )
             worker.process.kill()
             await worker.process.wait()
+            if not self._stopping:  # a daemon stop ends every orphan once all workers are gone
+                async with self._spawn_lock:
+                    await end_orphans(self._kept_pids())
 
     # --- requests -------------------------------------------------------------------------------------------------
 

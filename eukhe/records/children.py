@@ -20,7 +20,7 @@ ChildStatus = Literal["running", "answered", "failed", "stalled", "cancelled"]
 `stalled` (past its `timeout_ms`), `cancelled` (the parent deleted it while it ran)."""
 WorkspaceMode = Literal["shared", "isolated"]
 ChildErrorReason = Literal[
-    "exception", "interrupted", "kernel_died", "stalled", "cancelled", "host_stopped", "internal"
+    "exception", "interrupted", "kernel_died", "stalled", "cancelled", "host_stopped", "forked", "internal"
 ]
 
 

@@ -583,11 +583,27 @@ class Session:
         ]
         commits: list[list[JournalRecord]] = [[header], [*copied, LeafRecord(id=entry_id), *carried, *kept]]
         directory = dirs.write_staged_session(self.root, sid, commits)
+        self._leave_behind(sid)
         self._switch_to(directory)
         for job in killed:
             job.kill()
         stopped, stopping = await self._stop(killed)
         return Rewound(session=sid, parent=parent, leaf=entry_id, stopped_jobs=stopped, stopping_jobs=stopping)
+
+    def _leave_behind(self, fork_id: str) -> None:
+        """Commit to this session's own journal what the fork takes over from it (`_records_left_behind`), so a
+        later reopen of this session does not end it a second time. A commit that fails (a full disk) is logged:
+        the fork goes on."""
+        records = self._records_left_behind(fork_id)
+        if records:
+            try:
+                self.commit(records)
+            except JournalError as error:
+                sys.stderr.write(f"eukhe: could not record what fork {fork_id} took over: {error.reason}\n")
+
+    def _records_left_behind(self, fork_id: str) -> list[JournalRecord]:
+        """What a fork takes over from this session, as records of this session (none here: a subclass hosts more)."""
+        return []
 
     def _switch_to(self, directory: Path) -> None:
         """Continue in another session dir (a fork's): the same jobs and tools, its journal and trees."""

@@ -397,6 +397,47 @@ def test_a_rewind_cancels_the_children_spawned_after_its_target_and_hands_them_b
     run(scenario(), timeout=120)
 
 
+def test_a_fork_takes_its_parents_running_children_and_the_parent_reopened_does_not_end_them_again(
+    tmp_path: Path,
+) -> None:
+    """After a fork the children still running belong to the fork (the live roster goes on there); the session
+    forked from records them as ended (cancelled, reason `forked`), so its reopen neither resumes nor hands them back
+    a second time (it used to, and reported the hand-back failed: the fork had retired the copy)."""
+    work = git_tree(tmp_path / "work", {"a.txt": "a\n"})
+    root = tmp_path / "sessions"
+
+    async def scenario() -> None:
+        session = await Session.create(work, root=root)
+        original = session.id
+        try:
+            code = "open('a.txt', 'w').write('a by the child\\n')\nimport time\ntime.sleep(600)"
+            row = await session.children.spawn("kept", code, workspace="isolated")
+            await until(lambda: (Path(row.cwd) / "a.txt").read_text() == "a by the child\n", 30, "the child's write")
+            target = session.append("user", "fork here")
+            rewound = await session.fork(target.id)
+            assert rewound.session == session.id != original
+            (listed,) = session.children.list()
+            assert listed.status == "running"  # the fork owns it
+            report = await session.children.delete("kept")
+            assert report.status == "cancelled"
+            assert isinstance(report.handback, HandbackReport)
+            assert (work / "a.txt").read_text() == "a by the child\n"
+        finally:
+            await session.close()
+        left = await Session.open(original, root=root)
+        try:
+            (report,) = await left.children.collect(timeout_ms=0)
+            assert report.status == "cancelled"
+            assert report.error is not None and report.error.reason == "forked"
+            assert session.id in report.error.message
+            assert report.handback is None  # no second hand-back
+            assert (work / "a.txt").read_text() == "a by the child\n"
+        finally:
+            await left.close()
+
+    run(scenario(), timeout=120)
+
+
 def test_a_child_deleted_while_its_end_is_under_way_is_deleted_once_that_end_is_done(tmp_path: Path) -> None:
     """A delete that comes while the child's end (its stop, its hand-back) is under way waits for that end; it
     used to cancel it midway, and then waited forever for an end that would never come."""

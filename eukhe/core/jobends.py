@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-EndReason = Literal["worker_died", "daemon_stopped", "host_restart", "session_closed"]
-"""Why a killed job ended with its host: its worker died, the daemon stopped, the machine restarted, the session
-was closed."""
+EndReason = Literal["worker_died", "daemon_stopped", "host_restart", "session_closed", "forked"]
+"""Why a job ended with its host: its worker died, the daemon stopped, the machine restarted, the session was closed
+(each killed it); or `forked`: the session forked and the job went on in the fork, which records its end."""
 StopReason = Literal["daemon_stopped", "session_closed"]
 """A clean stop a host records on its running jobs' nodes before it kills them."""
 

@@ -110,6 +110,7 @@ ENDED_WITH_HOST: dict[EndReason, str] = {
     "daemon_stopped": "it ended with the daemon, which stopped",
     "host_restart": "it ended with the machine, which restarted",
     "session_closed": "it ended with its session, which was closed",
+    "forked": "it went on in a fork of this session, which records its end",
 }
 """Why a job ended with its host, in words (its `reason`)."""
 

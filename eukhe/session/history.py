@@ -19,6 +19,7 @@ import msgspec
 
 from eukhe.core.jobdocs import JOB_DOC_TYPE
 from eukhe.core.jobends import (
+    EndReason,
     EndRecorded,
     HistoryFact,
     LeftNode,
@@ -166,30 +167,42 @@ def reopened_row(
 ) -> tuple[DocRetire, EndRow]:
     """What a reopen commits for a job that ended with its host: its node retired, and its row (killed, the reason,
     the output its artifact still holds: the whole of it bounded again, else none; its live output died with it)."""
-    document = node_document(value) or JobDocument(kind="job", command="", started_ms=0)
     checkpoint = Checkpoint(artifact_dir=str(artifact_dir), artifact_prefix=f"job-{end.job}", truncation=truncation)
     window = durable_output(checkpoint, "job ended with its host").to_record()
-    row: EndRow
-    if document.kind == "bash":
-        row = BashRow(
-            job=end.job,
-            command=document.command,
-            exit_code=end.exit_code,
-            killed=end.killed,
-            output=window,
-            started_ms=document.started_ms,
-            reason=end.reason,
-        )
-    else:
-        row = JobEndRow(
-            job=end.job,
-            kind=document.kind,
-            command=document.command,
-            started_ms=document.started_ms,
-            exit_code=end.exit_code,
-            killed=end.killed,
-            reason=end.reason,
-            output=window,
-            outcome="killed" if document.kind == "cell" else None,
-        )
+    row = _end_row(end.job, value, exit_code=end.exit_code, killed=end.killed, reason=end.reason, output=window)
     return DocRetire(type=JOB_DOC_TYPE, key=end.job), row
+
+
+def forked_row(job_id: str, value: Any) -> tuple[DocRetire, EndRow]:
+    """What a session that forks commits for a job still running, which goes on (or is stopped) in the fork: its
+    node retired and a row with reason `forked` and no output (the fork records the job's real end)."""
+    row = _end_row(job_id, value, exit_code=None, killed=False, reason="forked", output=NO_OUTPUT)
+    return DocRetire(type=JOB_DOC_TYPE, key=job_id), row
+
+
+def _end_row(
+    job_id: str, value: Any, *, exit_code: int | None, killed: bool, reason: EndReason, output: OutputWindow
+) -> EndRow:
+    """A job's end row from its node's value (a bash row for a bash job)."""
+    document = node_document(value) or JobDocument(kind="job", command="", started_ms=0)
+    if document.kind == "bash":
+        return BashRow(
+            job=job_id,
+            command=document.command,
+            exit_code=exit_code,
+            killed=killed,
+            output=output,
+            started_ms=document.started_ms,
+            reason=reason,
+        )
+    return JobEndRow(
+        job=job_id,
+        kind=document.kind,
+        command=document.command,
+        started_ms=document.started_ms,
+        exit_code=exit_code,
+        killed=killed,
+        reason=reason,
+        output=output,
+        outcome="killed" if document.kind == "cell" and killed else None,
+    )

@@ -48,7 +48,16 @@ from eukhe.records.journal import (
 )
 from eukhe.records.settings import KernelTransport, SessionSettings
 from eukhe.session.files import SessionFiles
-from eukhe.session.history import EndRow, end_row, history_facts, left_node, past_answer, past_row, reopened_row
+from eukhe.session.history import (
+    EndRow,
+    end_row,
+    forked_row,
+    history_facts,
+    left_node,
+    past_answer,
+    past_row,
+    reopened_row,
+)
 from eukhe.session.settings import load_settings
 from eukhe.session.writer import JobWriter
 from eukhe.store import dirs
@@ -602,8 +611,15 @@ class Session:
                 sys.stderr.write(f"eukhe: could not record what fork {fork_id} took over: {error.reason}\n")
 
     def _records_left_behind(self, fork_id: str) -> list[JournalRecord]:
-        """What a fork takes over from this session, as records of this session (none here: a subclass hosts more)."""
-        return []
+        """What a fork takes over from this session, as records of this session: every job still running goes on
+        (or is stopped) in the fork, which records its end; here its node retires with a row that says `forked`
+        (no output: the fork has it), so a reopen of this session does not record it as ended by its host."""
+        nodes = self._ledger.trees.documents
+        records: list[JournalRecord] = []
+        for job_id in sorted(self._job_nodes()):
+            retire, row = forked_row(job_id, nodes[(JOB_DOC_TYPE, job_id)])
+            records += [retire, self.entry_record("notice", row)]
+        return records
 
     def _switch_to(self, directory: Path) -> None:
         """Continue in another session dir (a fork's): the same jobs and tools, its journal and trees."""

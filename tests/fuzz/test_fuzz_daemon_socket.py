@@ -45,8 +45,10 @@ def refused_request(rng: random.Random, session: str) -> dict[str, Any]:
     elif how == 3:
         request["args"] = rng.choice([None, [], "x", 3, True])
     elif how == 4 and args:
-        del args[rng.choice([name for name in args if name in REQUIRED.get(op, ())] or ["zz"])]
-        if not any(name in REQUIRED.get(op, ()) for name in VALID[op]):
+        required = [name for name in args if name in REQUIRED.get(op, ())]
+        if required:
+            del args[rng.choice(required)]
+        else:  # nothing to take away: an unknown field instead
             args["not_a_field"] = 1
     elif how == 5 and args:
         name = rng.choice(sorted(args))
@@ -65,7 +67,20 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         name
         for name in args
         if name
-        not in ("budget_ms", "timeout_ms", "offset", "limit", "glob", "path", "force", "workspace", "names", "entry")
+        not in (
+            "budget_ms",
+            "timeout_ms",
+            "offset",
+            "limit",
+            "glob",
+            "path",
+            "force",
+            "workspace",
+            "names",
+            "entry",
+            "dry_run",
+            "args",
+        )
     )
     for op, args in VALID.items()
 }

@@ -264,6 +264,49 @@ def test_fork_copies_the_branch_through_a_private_staging_dir_and_stops_the_orph
     asyncio.run(scenario())
 
 
+def test_a_job_that_goes_on_in_a_fork_ends_once_and_the_session_forked_from_does_not_record_it_again(
+    tmp_path: Path,
+) -> None:
+    """The fork records the end of the jobs it takes over; the session forked from retires their nodes at the fork,
+    with a row that says `forked`, so its reopen does not record them a second time as ended by their host (found by
+    the soak: two end rows, the second with no output)."""
+
+    async def scenario() -> None:
+        session = await new_session(tmp_path)
+        old_id = session.id
+        session.append("user", "one")
+        kept = await detach(session, "sleep 60")
+        target = session.append("user", "two")
+        orphan = await detach(session, "sleep 60")
+        forked = await session.fork(target.id)
+        assert forked.stopped_jobs == [orphan]
+        await session.jobs.cancel(kept)
+        await session.close()
+        again = await Session.open(old_id, root=tmp_path / "sessions", bash_options=FAST)
+        try:
+            assert nodes(again) == set()
+            rows = {row.id: row for row in again.jobs.list()}
+            assert rows[kept].status == rows[orphan].status == "ended"
+            assert rows[kept].reason == rows[orphan].reason == "forked"
+            waited = await again.jobs.wait(kept, timeout_ms=0)
+            assert (waited.killed, waited.exit_code) == (False, None)
+        finally:
+            await again.close()
+        ends: dict[str, int] = {}
+        for journal in (tmp_path / "sessions").glob("*/main.jsonl"):
+            for commit in read_journal(journal).commits:
+                for record in commit.records:
+                    if isinstance(record, EntryRecord) and isinstance(record.content, dict):
+                        job = record.content.get("job")
+                        forked = record.content.get("reason") == "forked"
+                        if isinstance(job, str) and "exit_code" in record.content and not forked:
+                            ends[f"{job}@{record.id}"] = 1
+        for job in (kept, orphan):
+            assert len([key for key in ends if key.startswith(f"{job}@")]) == 1, (job, sorted(ends))
+
+    asyncio.run(scenario())
+
+
 def test_after_a_fork_a_rewind_to_an_entry_appended_in_the_fork_stops_exactly_the_jobs_started_after_it(
     tmp_path: Path,
 ) -> None:

@@ -5,7 +5,8 @@ on a job of an earlier life answer its recorded end at once.
 
 --json: `list` -> `{"jobs": [...]}`, each row `id`, `kind`, `command`, `status` (running or ended), the output counts
 and, once ended, `exit_code` or `killed: true` with its `reason` when it ended with its host (`worker_died`,
-`daemon_stopped`, `host_restart`, `session_closed`; `forked` in a session whose running jobs went on in its fork); `wait` and `cancel` -> the call answer, `status` settled or
+`daemon_stopped`, `host_restart`, `session_closed`; `forked` in a session whose running jobs went on in its
+fork); `wait` and `cancel` -> the call answer, `status` settled or
 detached, with `output` (docs/daemon-protocol.md).
 """
 

@@ -528,6 +528,7 @@ class Supervisor:
     async def _monitor(self, worker: Worker) -> None:
         """Wait for a worker's end; if it was not asked to stop, report it, end its orphans and reopen the session."""
         code = await worker.process.wait()
+        worker.process.close_stdin()  # its pipe's end: a worker that died (kill -9) was never stopped (a leaked fd)
         if self.workers.get(worker.session_id) is worker:
             del self.workers[worker.session_id]
         if self._stopping or worker.closing:

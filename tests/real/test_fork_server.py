@@ -67,6 +67,25 @@ def test_a_worker_killed_takes_only_its_own_sessions_jobs(world: DaemonEnv, tmp_
     assert worker_of(world, spared)["pid"] == spared_pid
 
 
+def test_a_worker_killed_again_and_again_leaks_no_fd_in_the_supervisor(world: DaemonEnv, tmp_path: Path) -> None:
+    """Each worker's stdin pipe is closed when it dies, not only when it is stopped (found by the soak: the
+    supervisor's fds grew with every worker killed -9)."""
+    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    supervisor = world.json("daemon", "status")["pid"]
+
+    def pipes() -> int:
+        fds = Path(f"/proc/{supervisor}/fd")
+        return sum(1 for fd in fds.iterdir() if os.readlink(fd).startswith("pipe:"))
+
+    before = pipes()
+    for _ in range(3):
+        pid = int(worker_of(world, session)["pid"])
+        os.kill(pid, signal.SIGKILL)
+        eventually(lambda pid=pid: not alive(pid), "the worker to die")
+        assert world.json("bash", "--session", session, "--", "echo back")["output"]["text"] == "back\n"
+    assert pipes() == before
+
+
 def test_a_killed_fork_server_is_started_again(world: DaemonEnv, tmp_path: Path) -> None:
     first = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     server = world.json("daemon", "status")["fork_server"]

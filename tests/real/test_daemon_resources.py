@@ -46,6 +46,9 @@ def test_a_supervisor_out_of_fds_answers_resource_exhausted_and_serves_again(wor
     session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     supervisor = world.json("daemon", "status")["pid"]
     with DaemonClient.connect(world.socket) as client:
+        # Answered: the supervisor has accepted this connection (a connect returns once it is queued; one still in
+        # the backlog when the fds run out is never accepted, and its requests never read).
+        assert client.call("ping")["pong"] is True
         with no_fd_left(supervisor):
             created = refusal(client, "session.create", {"cwd": str(tmp_path)})  # a worker's pipes: EMFILE
             shown = refusal(client, "session.show", {"session": session})  # the connection to its worker: EMFILE

@@ -454,7 +454,7 @@ class Client(threading.Thread):
         cancel_after: float | None = None,
     ) -> tuple[Reply, JobInfo | None]:
         registry = self.soak.registry
-        tag = f"{self.soak.seed}-{next(registry.tags)}"
+        tag = f"{self.soak.tag_prefix}{next(registry.tags)}"
         marker = self.soak.world.markers / tag
         body = bash_body(lines, marker, sleep_s, background)
         command = f"SOAK_TAG={tag} exec bash -c {shlex.quote(body)}"
@@ -668,7 +668,7 @@ class Client(threading.Thread):
         registry = self.soak.registry
         if self.rng.random() < 0.5:
             self.soak.stats.op("cli.bash")
-            tag = f"{self.soak.seed}-{next(registry.tags)}"
+            tag = f"{self.soak.tag_prefix}{next(registry.tags)}"
             marker = self.soak.world.markers / tag
             lines = self.rng.choice([1, 100])
             command = f"SOAK_TAG={tag} exec bash -c {shlex.quote(bash_body(lines, marker, 0, False))}"
@@ -804,6 +804,8 @@ class Injector(threading.Thread):
 class Soak:
     def __init__(self, args: argparse.Namespace) -> None:
         self.seed: int = args.seed
+        self.tag_prefix = f"{self.seed}.{os.getpid()}-"
+        """Every tag of this run starts so: another soak on the machine (CI beside a long run) has its own."""
         self.duration: float = args.seconds if args.seconds is not None else args.minutes * 60
         self.round_s: float = args.round_seconds
         self.fault_every: float = args.fault_every
@@ -1027,7 +1029,7 @@ class Soak:
         """No process of an ended job is alive (every job has ended when `all_ended`: its sessions closed)."""
         deadline = time.monotonic() + PROC_GRACE_S
         while True:
-            tags = live_tags()
+            tags = {tag: pids for tag, pids in live_tags().items() if tag.startswith(self.tag_prefix)}
             now = time.monotonic()
             with self.registry.lock:
                 if all_ended:

@@ -65,9 +65,9 @@ class SessionFiles:
         """Apply one multi-file patch, completely or not at all (docs/fs.md)."""
         return await asyncio.to_thread(edit, self.context(), EditArgs(patch=patch))
 
-    async def grep(self, pattern: str, path: str = ".", glob_pattern: str | None = None) -> GrepAnswer:
+    async def grep(self, pattern: str, path: str = ".", glob: str | None = None) -> GrepAnswer:
         """Lines matching a regex under `path` (ripgrep when it is on PATH), bounded."""
-        return await asyncio.to_thread(grep, self.context(), GrepArgs(pattern=pattern, path=path, glob=glob_pattern))
+        return await asyncio.to_thread(grep, self.context(), GrepArgs(pattern=pattern, path=path, glob=glob))
 
     async def glob(self, pattern: str, path: str = ".") -> GlobAnswer:
         """Files under `path` matching a glob (`**` crosses directories), bounded."""

@@ -99,6 +99,7 @@ def test_the_python_api_answers_the_same_records(tmp_path: Path) -> None:
             assert (await session.files.write("b.txt", "y\n")).created
             assert (await session.files.glob("*.txt")).count == 2
             assert (await session.files.grep("y")).matches == 1
+            assert (await session.files.grep("y", glob="*.nothing")).matches == 0
         finally:
             await session.close()
 

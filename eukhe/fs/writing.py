@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from pathlib import Path
 
 from eukhe.core.pathmap import Kind
 from eukhe.fs.context import FsContext, Locator
 from eukhe.fs.errors import FsError, Reason, os_error
+from eukhe.fsio import fsync_dir, write_all
 from eukhe.records.fs import WriteAnswer, WriteArgs
 
 USER_FILE_MODE = 0o666
@@ -65,9 +67,7 @@ def write_new_file(path: str, data: bytes, mode: int | None) -> None:
     try:
         if mode is not None:
             os.fchmod(fd, stat_mode(mode))
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -81,11 +81,7 @@ def stat_mode(mode: int) -> int:
 def sync_dir(directory: str) -> None:
     """Flush a directory's entries to disk, where the file system allows it (best effort: durability, not safety)."""
     with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_dir(Path(directory))
 
 
 def write(context: FsContext, args: WriteArgs) -> WriteAnswer:

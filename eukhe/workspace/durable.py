@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eukhe.core.fsmode import PRIVATE_FILE_MODE
+from eukhe.fsio import fsync_dir, write_all
 from eukhe.workspace.layout import temp_beside
 
 CrashHook = Callable[[str], None]
@@ -24,15 +25,6 @@ CrashHook = Callable[[str], None]
 
 def no_hook(point: str) -> None:
     """The hook of a run nobody watches."""
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a directory's entries (a rename, a removal, a new file) durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def remove_leftover(path: Path) -> bool:
@@ -71,9 +63,7 @@ def write_bytes_private(path: Path, data: bytes) -> None:
     """Write a new private file (0600 at creation) with `data`, and fsync it."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)

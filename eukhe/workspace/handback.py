@@ -33,12 +33,12 @@ import msgspec
 from eukhe.core import merge
 from eukhe.core.fsmode import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
 from eukhe.core.merge import File, HandbackPlan, Leaf, Link, StatFacts, Step, ancestors
+from eukhe.fsio import fsync_dir
 from eukhe.private_fs import make_private_dirs
 from eukhe.records.workspace import HandbackConflict, HandbackReport
 from eukhe.workspace.clone import Cloner
 from eukhe.workspace.durable import (
     CrashHook,
-    fsync_dir,
     no_hook,
     remove_leftover,
     remove_tree,

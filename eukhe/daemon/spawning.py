@@ -226,7 +226,12 @@ class ForkServer:
             raise ForkServerError("the fork server is not running")
         loop = asyncio.get_running_loop()
         stdin_read, stdin_write = os.pipe()
-        stdout_read, stdout_write = os.pipe()
+        try:
+            stdout_read, stdout_write = os.pipe()
+        except OSError:  # out of fds (EMFILE): the first pipe must not leak
+            os.close(stdin_read)
+            os.close(stdin_write)
+            raise
         request = ForkRequest(
             socket=os.fsencode(sock),
             daemon=os.fsencode(daemon),

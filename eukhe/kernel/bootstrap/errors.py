@@ -72,8 +72,9 @@ HINTS = {
 
 
 def format_setup_failure(action: str, returncode: int, output: str, *, tail_lines: int = 12) -> str:
-    """One clear message for a failed build command: the step, why it matters, uv's last lines."""
-    tail = "\n".join(line for line in output.strip().splitlines()[-tail_lines:])
+    """One clear message for a failed build command: the step, why it matters, uv's last lines (a run of hash lines,
+    e.g. the dozens a hash mismatch expects, counted in one line, so the lines that say why stay in the tail)."""
+    tail = "\n".join(collapse_hash_lines(output.strip().splitlines())[-tail_lines:])
     hint = HINTS.get(action, "")
     text = f"kernel install failed at step {action} (exit {returncode})"
     if hint:
@@ -81,3 +82,18 @@ def format_setup_failure(action: str, returncode: int, output: str, *, tail_line
     if tail:
         text += "\n" + tail
     return text
+
+
+def collapse_hash_lines(lines: list[str], keep: int = 2) -> list[str]:
+    """Each run of more than `keep` lines that are only a hash (`sha256:...`) as its first `keep` and a count."""
+    out: list[str] = []
+    run: list[str] = []
+    for line in [*lines, ""]:
+        if line.strip().startswith("sha256:") and " " not in line.strip():
+            run.append(line)
+            continue
+        more = len(run) - keep
+        out += run if more <= 0 else [*run[:keep], f"  ... ({more} more hash{'' if more == 1 else 'es'})"]
+        run = []
+        out.append(line)
+    return out[:-1]

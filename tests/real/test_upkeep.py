@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -124,6 +126,59 @@ def test_an_idle_kernel_is_culled_and_then_its_session(world: DaemonEnv, tmp_pat
     eventually(lambda: culled(world, session), "the session to be culled once its kernel was")
     events = [r["event"] for r in world.json("daemon", "status")["culled"] if r["session"] == session]
     assert events == ["kernel_culled", "kernel_culled", "session_culled"]
+
+
+def test_a_kernel_is_never_culled_while_a_remote_call_runs_on_it(world: DaemonEnv, tmp_path: Path) -> None:
+    """A @remote call in flight keeps its kernel busy: past the idle timeout it is not culled, and the call answers.
+    Two guards hold it (the supervisor asks no worker with a request in flight; the worker's kernel counts its calls
+    as work): each was removed once on purpose, and the test failed only with both gone."""
+    configure(world, kernel_idle_timeout_s=0.3, session_idle_timeout_s=0)  # sessions: never
+    release = tmp_path / "release"
+    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    code = (
+        "import os, time\n"
+        "@rlm.remote\n"
+        "def wait_for(path: str) -> str:\n"
+        "    while not os.path.exists(path):\n"
+        "        time.sleep(0.02)\n"
+        "    return 'released'\n"
+    )
+    world.json("ipython", "--session", session, "-c", code)
+    (kernel,) = kernels_of(worker_pids(world)[session])
+    call = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "eukhe.cli.main",
+            "remote",
+            "call",
+            "--session",
+            session,
+            "wait_for",
+            "--json",
+            "--args",
+            json.dumps({"path": str(release)}),
+            "--budget-ms",
+            "60000",
+        ],
+        env=world.env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # A control kernel idle from now: once it is culled, then another, the passes that culled them looked at the
+        # busy kernel after it was idle (but for its call) longer than its timeout.
+        for _ in range(2):
+            control = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+            world.json("ipython", "--session", control, "-c", "1")
+            eventually(lambda control=control: culled(world, control, "kernel_culled"), "a control kernel culled")
+        assert not culled(world, session, "kernel_culled")
+        assert alive(kernel)
+        release.touch()
+        out, _ = call.communicate(timeout=60)
+    finally:
+        call.kill()
+    assert json.loads(out) == {"result": "released"}
 
 
 def test_a_session_with_a_live_kernel_stays_when_kernels_are_never_culled(world: DaemonEnv, tmp_path: Path) -> None:

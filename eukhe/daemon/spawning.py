@@ -118,7 +118,13 @@ class ForkedWorker:
         self._returncode: int | None = None
         loop = asyncio.get_running_loop()
         self._ended: asyncio.Future[int] = loop.create_future()
-        self._pidfd: int | None = os.pidfd_open(pid)
+        self._pidfd: int | None = None
+        try:
+            self._pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:  # it ended and was reaped already (its exit code is lost): an end at start
+            self._returncode = 255
+            self._ended.set_result(255)
+            return
         loop.add_reader(self._pidfd, self._on_end)
 
     @property
@@ -239,14 +245,13 @@ class ForkServer:
             cwd=os.fsencode(cwd),
             env=sorted(os.environb.items()),
         )
+        # The request and its answer are one exchange that a cancelled caller (a client that left, a protocol
+        # `cancel`) must not cut: an answer left unread on the socket would be read by the next fork as its own,
+        # pairing that worker's pid with another worker's pipes. So the exchange runs as a task of its own, which
+        # closes the worker's ends of the pipes once sent; a worker forked for a caller that left is killed.
+        asking = asyncio.ensure_future(self._ask(control, encode(request), stdin_read, stdout_write))
         try:
-            async with self._lock:
-                try:
-                    socket.send_fds(control, [encode(request)], [stdin_read, stdout_write])
-                    data = await asyncio.wait_for(loop.sock_recv(control, MAX_ANSWER_BYTES), FORK_ANSWER_S)
-                except (OSError, TimeoutError) as error:
-                    await self.stop()
-                    raise ForkServerError(f"the fork server did not answer: {error}") from error
+            data = await asyncio.shield(asking)
             if not data:
                 await self.stop()
                 raise ForkServerError("the fork server closed its socket")
@@ -256,10 +261,9 @@ class ForkServer:
         except BaseException:
             os.close(stdin_write)
             os.close(stdout_read)
+            if not asking.done():
+                asking.add_done_callback(_kill_unclaimed)
             raise
-        finally:
-            os.close(stdin_read)  # the worker holds its own copies now (or there is no worker)
-            os.close(stdout_write)
         self.forks += 1
         try:
             reader = asyncio.StreamReader()
@@ -270,6 +274,30 @@ class ForkServer:
         except BaseException:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(answer.pid, signal.SIGKILL)
+            raise
+
+    async def _ask(self, control: socket.socket, request: bytes, stdin_read: int, stdout_write: int) -> bytes:
+        """Send one fork request with the worker's ends of its pipes (closed here once sent) and read its answer;
+        one exchange at a time. A fork server that does not answer is stopped (the next fork starts another)."""
+        try:
+            async with self._lock:
+                try:
+                    socket.send_fds(control, [request], [stdin_read, stdout_write])
+                finally:
+                    os.close(stdin_read)  # the worker holds its own copies now (or there is no worker)
+                    os.close(stdout_write)
+                try:
+                    return await asyncio.wait_for(
+                        asyncio.get_running_loop().sock_recv(control, MAX_ANSWER_BYTES), FORK_ANSWER_S
+                    )
+                except (OSError, TimeoutError) as error:
+                    await self.stop()
+                    raise ForkServerError(f"the fork server did not answer: {error}") from error
+        except BaseException:
+            with contextlib.suppress(OSError):  # not sent (waiting for the lock, or the send failed): close here
+                os.close(stdin_read)
+            with contextlib.suppress(OSError):
+                os.close(stdout_write)
             raise
 
     async def stop(self) -> None:
@@ -286,6 +314,17 @@ class ForkServer:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await process.wait()
+
+
+def _kill_unclaimed(asking: asyncio.Future[bytes]) -> None:
+    """The answer to a fork whose caller left: kill the worker it names (the supervisor reaps it as an orphan)."""
+    if asking.cancelled() or asking.exception() is not None:
+        return
+    with contextlib.suppress(EukheError):
+        answer = decode_json(asking.result(), Forked, code="daemon_protocol", what="the fork server's answer")
+        if answer.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(answer.pid, signal.SIGKILL)
 
 
 def fork_wanted() -> bool:

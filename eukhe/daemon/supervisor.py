@@ -560,7 +560,7 @@ class Supervisor:
         try:
             fresh = await self.ensure_worker(worker.session_id)
             report = msgspec.structs.replace(report, reopened=ReopenedWorker(pid=fresh.process.pid))
-        except EukheError as error:
+        except (EukheError, OSError) as error:  # OSError: e.g. out of fds (EMFILE) for the new worker's pipes
             log.error("session %s not reopened: %s", worker.session_id, error)
             report = msgspec.structs.replace(report, reopen_error=str(error))
         self._report(report)

@@ -4,14 +4,19 @@ jobs; a fork server that dies is started again; `EUKHE_WORKER_START=exec` starts
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
+from eukhe.daemon.spawning import ForkServer
 from eukhe.procs import group_alive
+from eukhe.records.daemon import WorkerReady
 from tests.real.conftest import DaemonEnv
 from tests.real.test_daemon_reliability import alive, eventually, start_long_job
 
@@ -109,3 +114,39 @@ def test_with_exec_workers_start_as_fresh_pythons(world: DaemonEnv, tmp_path: Pa
     pid = int(worker_of(world, session)["pid"])
     assert b"eukhe.daemon.worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
     assert world.json("bash", "--session", session, "--", "echo plain")["output"]["text"] == "plain\n"
+
+
+def test_a_fork_cancelled_mid_exchange_leaves_no_answer_for_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller cancelled while the fork server answers (a client's `cancel`, a client gone) must not leave that
+    answer on the socket: the next fork read it as its own and paired another worker's pid with its pipes (found by
+    the soak: "worker X serves session Y" while X served another session)."""
+    agent = tmp_path / "agent"
+    monkeypatch.setenv("EUKHE_CODING_AGENT_DIR", str(agent))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    daemon = tmp_path / "daemon.sock"
+
+    async def scenario() -> None:
+        server = ForkServer()
+        await server.start(daemon)
+        workers: list[int] = []
+        try:
+            first = asyncio.ensure_future(server.fork(None, str(tmp_path), tmp_path / "w1.sock", daemon))
+            while not server._lock.locked():  # the exchange is under way: sent, its answer not read yet
+                await asyncio.sleep(0)
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            second = await server.fork(None, str(tmp_path), tmp_path / "w2.sock", daemon)
+            workers.append(second.pid)
+            ready = msgspec.json.decode(await asyncio.wait_for(second.ready_line(), 60), type=WorkerReady)
+            assert ready.pid == second.pid, "the second fork got the first fork's answer"
+            assert ready.socket == str(tmp_path / "w2.sock")
+        finally:
+            for pid in workers:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            await server.stop()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))

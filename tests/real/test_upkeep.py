@@ -302,3 +302,18 @@ def test_the_supervisors_own_questions_to_workers_are_refused_from_a_client(worl
     for line in replies.splitlines():
         assert json.loads(line)["error"]["code"] == "unknown_op"
     assert session in worker_pids(world)
+
+
+def test_a_daemon_collects_old_artifacts_when_it_starts(world: DaemonEnv, tmp_path: Path) -> None:
+    """The retention policy runs at the daemon's start (then hourly): an artifact past `artifact_max_age_days`
+    that no open session names goes, and `daemon status` says so."""
+    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    world.json("bash", "--session", session, "--", "seq 1 100000")  # an artifact
+    (artifact,) = (world.agent_dir / "sessions" / session / "artifacts").iterdir()
+    world.json("daemon", "stop")
+    month_ago = time.time() - 30 * 86400
+    os.utime(artifact, (month_ago, month_ago))
+    world.json("daemon", "start")
+    eventually(lambda: not artifact.exists(), "the old artifact to be collected at the daemon's start")
+    last = world.json("daemon", "status")["last_gc"]
+    assert [(row["path"], row["reason"]) for row in last["removed"]] == [(str(artifact), "age")]

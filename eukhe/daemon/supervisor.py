@@ -531,7 +531,11 @@ class Supervisor:
         worker.process.close_stdin()  # its pipe's end: a worker that died (kill -9) was never stopped (a leaked fd)
         if self.workers.get(worker.session_id) is worker:
             del self.workers[worker.session_id]
-        if self._stopping or worker.closing:
+        if self._stopping:
+            return  # the daemon's stop ends every orphan once all workers are gone
+        if worker.closing:  # asked to stop: not reopened; what its jobs left (a close that failed midway) ends
+            async with self._spawn_lock:
+                await end_orphans(self._kept_pids())
             return
         how = f"killed by signal {-code}" if code < 0 else f"exited with {code}"
         log.warning("worker %d of session %s %s", worker.process.pid, worker.session_id, how)

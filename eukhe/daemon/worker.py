@@ -81,8 +81,10 @@ async def run_worker(socket_path: Path, session_id: str | None, daemon_socket: P
         listener.close()
         with contextlib.suppress(OSError):
             os.unlink(socket_path)
-        await host.close()
-        await end_orphans(keep=())
+        try:
+            await host.close()
+        finally:  # a close that failed midway (a full disk) still leaves no process of this worker's jobs
+            await end_orphans(keep=())
     return 0
 
 

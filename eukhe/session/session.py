@@ -13,6 +13,7 @@ public API (`eukhe.api.Session`) is that session: this layer imports nothing of 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import os
 import sys
@@ -338,14 +339,21 @@ class Session:
             return
         self._refuse_while_jobs_run(force, "close")
         self._closed = True
-        await self.begin_stop("session_closed")
-        await self.harness.abort_all()
+        # Every step runs whatever failed before it (a call's settle on a full disk): the jobs are always killed and
+        # the journal always closed. The steps run last pushed first.
+        async with contextlib.AsyncExitStack() as steps:
+            steps.callback(self._ledger.close)
+            steps.callback(self._unsubscribe)
+            steps.push_async_callback(self.writer.close)
+            steps.push_async_callback(self._close_hosted)
+            steps.push_async_callback(self._quit_jobs)
+            await self.begin_stop("session_closed")
+            await self.harness.abort_all()
+
+    async def _quit_jobs(self) -> None:
+        """Kill every running job; wait for their ends at most the blocking budget."""
         clock = self.job_table.clock
         await self.job_table.quit(deadline_for(clock.now_ms(), None, self.budget_ms))
-        await self._close_hosted()
-        await self.writer.close()
-        self._unsubscribe()
-        self._ledger.close()
 
     async def delete(self, *, force: bool = False) -> list[str]:
         """Close the session (its kernel and jobs end), then remove its directory (journal and artifacts) and its

@@ -121,7 +121,7 @@ class DaemonClient:
         calls `on_interrupt(False)` and leaves at once (KeyboardInterrupt)."""
         request_id = self._next_id
         self._next_id += 1
-        self._sock.sendall(encode_request(request_id, op, args))
+        self._send(encode_request(request_id, op, args))
         try:
             return self._answer(request_id, on_event)
         except KeyboardInterrupt:
@@ -134,7 +134,7 @@ class DaemonClient:
             # The cancel is on its way before anything is said: a second Ctrl-C waits until then (it is blocked).
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             try:
-                self._sock.sendall(encode_request(cancel_id, "cancel", {"request": request_id}))
+                self._send(encode_request(cancel_id, "cancel", {"request": request_id}))
                 on_interrupt(True)
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
@@ -183,12 +183,22 @@ class DaemonClient:
                 del self._buffer[: end + 1]
                 return line
             searched = len(self._buffer)
-            chunk = self._sock.recv(RECV_BYTES)
+            try:
+                chunk = self._sock.recv(RECV_BYTES)
+            except ConnectionResetError:  # the daemon went away (killed, stopped): as an end of the stream
+                chunk = b""
             if not chunk:
                 line = bytes(self._buffer)
                 self._buffer.clear()
                 return line
             self._buffer += chunk
+
+    def _send(self, data: bytes) -> None:
+        """Send bytes on the connection; a daemon that went away is a typed error, not a broken pipe."""
+        try:
+            self._sock.sendall(data)
+        except (BrokenPipeError, ConnectionResetError) as error:
+            raise DaemonProtocolError(f"the daemon at {self.path} closed the connection") from error
 
     def read_reply(self) -> dict[str, Any]:
         """Read one reply line."""

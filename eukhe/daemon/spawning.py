@@ -271,9 +271,10 @@ class ForkServer:
                 lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdout_read, "rb", buffering=0)
             )
             return ForkedWorker(answer.pid, stdin_write, reader)
-        except BaseException:
+        except BaseException:  # e.g. no fd left for its pidfd: the worker and its stdin pipe go
             with contextlib.suppress(ProcessLookupError):
                 os.kill(answer.pid, signal.SIGKILL)
+            os.close(stdin_write)
             raise
 
     async def _ask(self, control: socket.socket, request: bytes, stdin_read: int, stdout_write: int) -> bytes:

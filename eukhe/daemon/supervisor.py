@@ -469,6 +469,7 @@ class Supervisor:
         except BaseException:  # cancelled (the daemon stops, the client left): no worker is left unregistered
             process.kill()
             await process.wait()
+            process.close_stdin()
             raise
         finally:
             if self.workers.get(placeholder.session_id) is placeholder:
@@ -476,6 +477,7 @@ class Supervisor:
         if not ready.ready or ready.session is None:
             process.kill()
             await process.wait()
+            process.close_stdin()  # its pipe goes with it (a worker that never served leaks no fd)
             code = ready.error if ready.error in CATALOGUE else "worker_start_failed"
             raise WorkerStartError(code or "worker_start_failed", str(ready.message))
         worker = Worker(ready.session, cwd, sock, process)

@@ -61,11 +61,19 @@ def test_a_supervisor_out_of_fds_answers_resource_exhausted_and_serves_again(wor
         assert "Too many open files" in str(created)
         assert client.call("session.show", {"session": session})["id"] == session
         assert client.call("session.create", {"cwd": str(tmp_path)})["id"] != session
-        # Room for one pipe of a worker's two: the fork's first pipe is closed again, not leaked (found by the soak).
+        # Room for a few fds only (one pipe of a worker's two, both but no pidfd, ...): whatever the start got to,
+        # its pipes are closed again, not leaked (found by the soak); a start that got through is closed again.
         pipes = pipes_of(supervisor)
-        with no_fd_left(supervisor, left=2):
-            assert refusal(client, "session.create", {"cwd": str(tmp_path)}).code == "resource_exhausted"
-        assert pipes_of(supervisor) == pipes
+        for left in range(1, 7):
+            with no_fd_left(supervisor, left=left):
+                try:
+                    created = client.call("session.create", {"cwd": str(tmp_path)})
+                except DaemonError as error:
+                    assert error.code in ("resource_exhausted", "worker_start_failed"), error
+                    created = None
+            if created is not None:
+                client.call("session.close", {"session": created["id"], "force": True})
+            assert pipes_of(supervisor) == pipes, f"{left} fds left"
 
 
 def test_a_header_unreadable_for_want_of_fds_is_not_an_unknown_session(tmp_path: Path) -> None:

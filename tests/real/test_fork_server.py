@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import signal
 from pathlib import Path
@@ -72,9 +73,10 @@ def test_a_worker_killed_takes_only_its_own_sessions_jobs(world: DaemonEnv, tmp_
     assert worker_of(world, spared)["pid"] == spared_pid
 
 
-def test_a_worker_killed_again_and_again_leaks_no_fd_in_the_supervisor(world: DaemonEnv, tmp_path: Path) -> None:
-    """Each worker's stdin pipe is closed when it dies, not only when it is stopped (found by the soak: the
-    supervisor's fds grew with every worker killed -9)."""
+def test_a_worker_killed_or_failing_to_start_leaks_no_fd_in_the_supervisor(world: DaemonEnv, tmp_path: Path) -> None:
+    """Each worker's stdin pipe is closed when it dies or fails to start, not only when it is stopped (found by the
+    soak: the supervisor's fds grew with every worker killed -9, and with every worker that could not start)."""
+    world.env["EUKHE_SESSION_LOCK_WAIT_MS"] = "100"  # a worker gives up on a held session at once
     session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     supervisor = world.json("daemon", "status")["pid"]
 
@@ -88,6 +90,15 @@ def test_a_worker_killed_again_and_again_leaks_no_fd_in_the_supervisor(world: Da
         os.kill(pid, signal.SIGKILL)
         eventually(lambda pid=pid: not alive(pid), "the worker to die")
         assert world.json("bash", "--session", session, "--", "echo back")["output"]["text"] == "back\n"
+    assert pipes() == before
+    # A worker that cannot open its session (another process holds it) fails at start: its pipe goes with it.
+    held = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    world.json("session", "close", held)
+    with (world.agent_dir / "sessions" / held / "worker.lock").open("rb+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for _ in range(3):
+            _, error = world.json_error("session", "show", held)
+            assert error["error"] == "session_busy", error
     assert pipes() == before
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -96,3 +97,20 @@ def test_an_oversized_line_read_whole_in_one_chunk_is_a_protocol_error(
     daemon.sendall(b"z" * 1001 + b"\n")
     with pytest.raises(DaemonProtocolError, match="longer than 1000 bytes"):
         client.read_line()
+
+
+def test_a_daemon_that_went_away_is_a_typed_error_not_a_broken_pipe(tmp_path: Path) -> None:
+    """A daemon killed between the connect and the request (found by the soak: `eukhe bash` printed a
+    BrokenPipeError traceback) is `daemon_protocol`: it closed the connection."""
+    path = tmp_path / "d.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    client = DaemonClient.connect(path)
+    accepted, _ = listener.accept()
+    accepted.close()
+    listener.close()
+    with client:
+        for _ in range(3):  # the first send may still be taken into the buffer; then the pipe is broken or reset
+            with pytest.raises(DaemonProtocolError, match="closed the connection"):
+                client.call("ping", {})

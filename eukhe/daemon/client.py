@@ -146,25 +146,11 @@ class DaemonClient:
     def _answer(self, request_id: int, on_event: Callable[[Any], None] | None, skip: str | None = None) -> Any:
         """Read replies until the one for `request_id` (relaying its events; a reply for `skip` is passed over)."""
         while True:
-            reply = self.read_reply()
-            if skip is not None and reply.get("id") == skip:
-                continue
-            if reply.get("id") != request_id:
-                raise DaemonProtocolError(f"reply for id {reply.get('id')!r}, expected {request_id}")
-            if "event" in reply:
-                if on_event is not None:
-                    on_event(reply["event"])
-                continue
-            if reply.get("ok") is True:
-                return reply.get("result")
-            error = reply.get("error") or {}
-            details = error.get("details")
-            raise DaemonError(
-                str(error.get("code", "internal")),
-                str(error.get("message", "error")),
-                error.get("field"),
-                details if isinstance(details, dict) else None,
-            )
+            kind, value = reply_outcome(self.read_reply(), request_id, skip)
+            if kind == "result":
+                return value
+            if kind == "event" and on_event is not None:
+                on_event(value)
 
     def send_raw(self, data: bytes) -> None:
         """Write bytes as they are (tests of malformed and oversized requests)."""
@@ -288,6 +274,28 @@ def _log_tail() -> str:
     except OSError:
         return "(no log)"
     return " | ".join(lines[-3:]) if lines else "(empty log)"
+
+
+def reply_outcome(reply: dict[str, Any], request_id: int, skip: str | None = None) -> tuple[str, Any]:
+    """What one reply line is for a caller waiting on `request_id`: ("skip", None) for the reply to `skip`,
+    ("event", event) for one of its events, ("result", result) for its answer; an error reply raises DaemonError
+    and a reply for another id DaemonProtocolError."""
+    if skip is not None and reply.get("id") == skip:
+        return "skip", None
+    if reply.get("id") != request_id:
+        raise DaemonProtocolError(f"reply for id {reply.get('id')!r}, expected {request_id}")
+    if "event" in reply:
+        return "event", reply["event"]
+    if reply.get("ok") is True:
+        return "result", reply.get("result")
+    error = reply.get("error") or {}
+    details = error.get("details")
+    raise DaemonError(
+        str(error.get("code", "internal")),
+        str(error.get("message", "error")),
+        error.get("field"),
+        details if isinstance(details, dict) else None,
+    )
 
 
 def connect(path: StrPath, *, autostart: bool = True) -> DaemonClient:

@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from eukhe.daemon.client import DaemonError, DaemonProtocolError, DaemonUnavailableError, connect
+from eukhe.daemon.client import DaemonError, DaemonProtocolError, DaemonUnavailableError, connect, reply_outcome
 from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
 
 log = logging.getLogger("eukhe.mcp")
@@ -96,25 +96,11 @@ class DaemonConnection:
     async def _answer(self, request_id: int, on_event: EventHandler | None, skip: str | None = None) -> Any:
         """Read replies until the one for `request_id`, relaying its events (a reply for `skip` is passed over)."""
         while True:
-            reply = await self._reply()
-            if skip is not None and reply.get("id") == skip:
-                continue
-            if reply.get("id") != request_id:
-                raise DaemonProtocolError(f"reply for id {reply.get('id')!r}, expected {request_id}")
-            if "event" in reply:
-                if on_event is not None:
-                    on_event(reply["event"])
-                continue
-            if reply.get("ok") is True:
-                return reply.get("result")
-            error = reply.get("error") or {}
-            details = error.get("details")
-            raise DaemonError(
-                str(error.get("code", "internal")),
-                str(error.get("message", "error")),
-                error.get("field"),
-                details if isinstance(details, dict) else None,
-            )
+            kind, value = reply_outcome(await self._reply(), request_id, skip)
+            if kind == "result":
+                return value
+            if kind == "event" and on_event is not None:
+                on_event(value)
 
     async def _reply(self) -> dict[str, Any]:
         try:

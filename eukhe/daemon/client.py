@@ -230,8 +230,9 @@ def spawn_daemon(path: StrPath) -> subprocess.Popen[bytes]:
     log = log_path()
     make_private_dirs(log.parent)
     fd = open_private_file(log)
+    _STARTED[:] = [started for started in _STARTED if started.poll() is None]  # reap the ones that ended
     try:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             [sys.executable, "-m", "eukhe.daemon.supervisor", "--socket", os.fspath(path)],
             stdin=subprocess.DEVNULL,
             stdout=fd,
@@ -241,6 +242,13 @@ def spawn_daemon(path: StrPath) -> subprocess.Popen[bytes]:
         )
     finally:
         os.close(fd)
+    _STARTED.append(process)
+    return process
+
+
+_STARTED: list[subprocess.Popen[bytes]] = []
+"""The daemons this process started: kept, so that a long-lived caller (the MCP server, a program on the Python API)
+reaps one that ended (at its next start) and no Popen is dropped while its daemon runs."""
 
 
 def start_daemon(path: StrPath, timeout_s: float = START_TIMEOUT_S) -> DaemonClient:

@@ -278,28 +278,29 @@ class ForkServer:
             raise
 
     async def _ask(self, control: socket.socket, request: bytes, stdin_read: int, stdout_write: int) -> bytes:
-        """Send one fork request with the worker's ends of its pipes (closed here once sent) and read its answer;
-        one exchange at a time. A fork server that does not answer is stopped (the next fork starts another)."""
+        """Send one fork request with the worker's ends of its pipes (closed here, sent or not: each exactly once)
+        and read its answer, one exchange at a time (the lock covers both). A fork server that does not answer is
+        stopped (the next fork starts another)."""
         try:
-            async with self._lock:
-                try:
-                    socket.send_fds(control, [request], [stdin_read, stdout_write])
-                finally:
-                    os.close(stdin_read)  # the worker holds its own copies now (or there is no worker)
-                    os.close(stdout_write)
-                try:
-                    return await asyncio.wait_for(
-                        asyncio.get_running_loop().sock_recv(control, MAX_ANSWER_BYTES), FORK_ANSWER_S
-                    )
-                except (OSError, TimeoutError) as error:
-                    await self.stop()
-                    raise ForkServerError(f"the fork server did not answer: {error}") from error
+            await self._lock.acquire()
         except BaseException:
-            with contextlib.suppress(OSError):  # not sent (waiting for the lock, or the send failed): close here
-                os.close(stdin_read)
-            with contextlib.suppress(OSError):
-                os.close(stdout_write)
+            os.close(stdin_read)
+            os.close(stdout_write)
             raise
+        try:
+            try:
+                socket.send_fds(control, [request], [stdin_read, stdout_write])
+            finally:  # the worker holds its own copies now (or there is no worker)
+                os.close(stdin_read)
+                os.close(stdout_write)
+            return await asyncio.wait_for(
+                asyncio.get_running_loop().sock_recv(control, MAX_ANSWER_BYTES), FORK_ANSWER_S
+            )
+        except (OSError, TimeoutError) as error:
+            await self.stop()
+            raise ForkServerError(f"the fork server did not answer: {error}") from error
+        finally:
+            self._lock.release()
 
     async def stop(self) -> None:
         """Close the control socket (the fork server exits at its EOF) and wait for it, killing it if it lingers."""

@@ -214,9 +214,9 @@ class Supervisor:
         await self._stop_worker(worker)
 
     async def _stop_worker(self, worker: Worker, why: bytes = b"") -> None:
-        """Close the worker's stdin (it closes its session and exits); kill it if it lingers past the grace, then
-        end what its jobs left (their processes are the daemon's orphans). `why` (`session_closed`) goes first on
-        stdin: the reason its running jobs' rows give (else `daemon_stopped`)."""
+        """Close the worker's stdin (it closes its session and exits); kill it if it lingers past the grace (its
+        monitor then ends what its jobs left). `why` (`session_closed`) goes first on stdin: the reason its running
+        jobs' rows give (else `daemon_stopped`)."""
         worker.process.close_stdin(why + b"\n" if why else b"")
         try:
             await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
@@ -229,9 +229,6 @@ class Supervisor:
             )
             worker.process.kill()
             await worker.process.wait()
-            if not self._stopping:  # a daemon stop ends every orphan once all workers are gone
-                async with self._spawn_lock:
-                    await end_orphans(self._kept_pids())
 
     # --- requests -------------------------------------------------------------------------------------------------
 

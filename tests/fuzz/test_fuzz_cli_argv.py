@@ -85,12 +85,25 @@ EUKHE_TRACEBACK = re.compile(r'Traceback \(most recent call last\):\n(?!\s+File 
 """A traceback that is not a cell's: a cell's (its first frame `File "<cell-c1>"`) is the output of the code it ran."""
 
 
+def stop_daemons_under(directory: Path) -> None:
+    """Stop the daemons whose socket a fuzzed `--daemon-socket` put under `directory` (and their workers)."""
+    for socket_file in directory.rglob("*"):
+        if socket_file.is_socket():
+            with contextlib.suppress(Exception):
+                run_cli(["daemon", "stop", "--daemon-socket", str(socket_file)])
+
+
 def test_random_argv_exits_2_with_a_message_and_never_a_traceback(
     world: DaemonEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name, value in world.env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    # A fuzzed `--daemon-socket X` starts a daemon at X, relative to the cwd: here, never in the checkout, and each
+    # such daemon is stopped at the end.
+    scratch = tmp_path / "cwd"
+    scratch.mkdir()
+    monkeypatch.chdir(scratch)
     session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     (tmp_path / "a.txt").write_text("x\ny\n")
     fill = {"{session}": session, "{cwd}": str(tmp_path)}
@@ -108,7 +121,10 @@ def test_random_argv_exits_2_with_a_message_and_never_a_traceback(
             assert (err + out).strip(), (argv, "exit 2 without a message")
 
     daemon = world.daemon_pid()
-    fuzz_for(case, at_least=30)
+    try:
+        fuzz_for(case, at_least=30)
+    finally:
+        stop_daemons_under(scratch)
     assert world.daemon_pid() == daemon, "the daemon stayed up: no command line stopped or crashed it"
 
 

@@ -461,7 +461,10 @@ class Supervisor:
                 if line.strip()
                 else WorkerReady(ready=False, error="worker_start_failed", message="the worker exited at start")
             )
-        except (TimeoutError, EukheError) as error:
+        except TimeoutError:  # e.g. it waits for the session another process holds, or a machine under load
+            why = f"no ready line within {WORKER_READY_TIMEOUT_S:.0f} s"
+            ready = WorkerReady(ready=False, error="worker_start_failed", message=f"worker did not start: {why}")
+        except EukheError as error:
             ready = WorkerReady(ready=False, error="worker_start_failed", message=f"worker did not start: {error}")
         except BaseException:  # cancelled (the daemon stops, the client left): no worker is left unregistered
             process.kill()

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO
 
+from eukhe.clock import wait_within
 from eukhe.core import job as core
 from eukhe.jobs.job import CellEnding, Job, JobSpec, end_fields
 from eukhe.jobs.table import JobTable
@@ -212,10 +213,11 @@ class CellJobs:
     async def _cancel(self, run: CellRun) -> None:
         if run.done:
             return
-        await self.manager.interrupt(run.id, timeout=self.grace_s)
-        try:
-            await asyncio.wait_for(run.wait(), self.grace_s)
-        except TimeoutError:
+        clock, grace_ms = self.table.clock, round(self.grace_s * 1000)
+        await self.manager.interrupt(run.id, timeout=self.grace_s, clock=clock)
+        ended = asyncio.ensure_future(run.wait())  # waiting on it never cancels the cell
+        if not await wait_within(clock, ended, grace_ms):  # the grace runs on the job's clock (issue 9 item 7)
+            ended.cancel()
             if not run.done:
                 await self.manager.kill()
 

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
+from eukhe.clock import Clock, wait_within
 from eukhe.core.gate import (
     DEFAULT_LIMITS,
     Admission,
@@ -607,8 +608,9 @@ class KernelManager:
             return
         self._send(kernel, InterruptRequest(id=f"i{next(self._ids)}", target=call_id))
 
-    async def interrupt(self, cell_id: str | None = None, timeout: float = 5.0) -> bool:
-        """Interrupt the running cell (or `cell_id`, also one not started yet); True if the kernel found it."""
+    async def interrupt(self, cell_id: str | None = None, timeout: float = 5.0, clock: Clock | None = None) -> bool:
+        """Interrupt the running cell (or `cell_id`, also one not started yet); True if the kernel found it. The
+        wait for the kernel's answer runs on `clock` when given (a job's), else the loop's."""
         kernel = self._kernel
         if kernel is None or kernel.gone:
             return False
@@ -618,12 +620,17 @@ class KernelManager:
         if not self._send(kernel, InterruptRequest(id=request_id, target=cell_id)):
             kernel.controls.pop(request_id, None)
             return False
-        try:
-            answer = await asyncio.wait_for(future, timeout)
-        except TimeoutError:
+        if clock is not None:
+            answered = await wait_within(clock, future, round(timeout * 1000))
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(future), timeout)
+            answered = future.done()
+        if not answered:
             kernel.controls.pop(request_id, None)
+            future.cancel()
             return False
-        return bool(answer.found)
+        return bool(future.result().found)
 
     # ---- frames from the kernel ---------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""A bash job's whole life runs on its table's clock: the kill grace, the drain after the leader exits and the
-group poll. On a VirtualClock nothing of it moves until the test moves the clock (issue 9 item 7), so a test can
+"""A job's whole life runs on its table's clock: a bash job's kill grace, the drain after the leader exits and the
+group poll; a cell job's cancel grace. On a VirtualClock nothing of it moves until the test moves the clock (issue 9 item 7), so a test can
 step through a job's end exactly. Only real process events are awaited (bounded polling), never wall-clock time.
 """
 
@@ -91,3 +91,44 @@ def test_the_drain_after_the_leader_exits_runs_on_the_jobs_clock(tmp_path: Path)
         assert job.result().text == b"leader done\n"
 
     asyncio.run(scenario())
+
+
+def test_a_cell_jobs_cancel_grace_runs_on_the_jobs_clock_then_its_kernel_is_killed() -> None:
+    """A cell job that ignores its interrupt is given the cancel grace on its table's clock: its kernel is killed
+    only once the test moves the clock past it (the whole life of a cell job, too, is on the job's clock)."""
+    from eukhe.kernel.cells import CellJobs  # noqa: PLC0415
+    from eukhe.kernel.manager import KernelManager  # noqa: PLC0415
+    from eukhe.records.jobs import Detached  # noqa: PLC0415
+
+    grace_s = 30.0
+    code = (
+        "import time\n"
+        "print('armed', flush=True)\n"
+        "while True:\n"
+        "    try:\n"
+        "        time.sleep(0.01)\n"
+        "    except KeyboardInterrupt:\n"
+        "        print('ignored', flush=True)\n"
+    )
+
+    async def scenario() -> None:
+        clock = VirtualClock()
+        table = JobTable(clock)
+        async with KernelManager() as manager:
+            cells = CellJobs(manager, table, grace_s=grace_s)
+            detached = await cells.ipython(code, 0)
+            assert isinstance(detached, Detached)
+            job = table.get(detached.job)
+            assert job is not None
+            await until(lambda: b"armed" in job.snapshot().text)
+            kernel = manager.pid
+            job.kill()
+            await until(lambda: b"ignored" in job.snapshot().text)  # interrupted, and it goes on
+            clock.advance(round(grace_s * 1000) - 1)
+            await settle()
+            assert job.running and manager.pid == kernel  # the grace has not passed on the job's clock
+            clock.advance(1)
+            await until(lambda: not job.running)
+            assert manager.pid != kernel
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))

@@ -1,6 +1,7 @@
 """A job's whole life runs on its table's clock: a bash job's kill grace, the drain after the leader exits and the
-group poll; a cell job's cancel grace. On a VirtualClock nothing of it moves until the test moves the clock (issue 9 item 7), so a test can
-step through a job's end exactly. Only real process events are awaited (bounded polling), never wall-clock time.
+group poll; a cell job's cancel grace. On a VirtualClock nothing of it moves until the test moves the clock (issue 9
+item 7), so a test can step through a job's end exactly. Only real process events are awaited (bounded polling),
+never wall-clock time.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from eukhe.core import job as core
 from eukhe.core.limits import DEFAULT_TRUNCATION
 from eukhe.jobs import JobTable
 from eukhe.jobs.bash import BashOptions, BashRun, start_bash
+from eukhe.kernel.cells import CellJobs
+from eukhe.kernel.manager import KernelManager
 from eukhe.procs import group_members
+from eukhe.records.jobs import Detached
 
 pytestmark = pytest.mark.real
 
@@ -96,10 +100,6 @@ def test_the_drain_after_the_leader_exits_runs_on_the_jobs_clock(tmp_path: Path)
 def test_a_cell_jobs_cancel_grace_runs_on_the_jobs_clock_then_its_kernel_is_killed() -> None:
     """A cell job that ignores its interrupt is given the cancel grace on its table's clock: its kernel is killed
     only once the test moves the clock past it (the whole life of a cell job, too, is on the job's clock)."""
-    from eukhe.kernel.cells import CellJobs  # noqa: PLC0415
-    from eukhe.kernel.manager import KernelManager  # noqa: PLC0415
-    from eukhe.records.jobs import Detached  # noqa: PLC0415
-
     grace_s = 30.0
     code = (
         "import time\n"

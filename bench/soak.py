@@ -58,6 +58,8 @@ FD_SETTLE_S = 10.0
 SLOW_CLOSE_S = 44.5
 """A close this slow met the supervisor's stop grace (WORKER_STOP_GRACE_S, 45 s): its worker may have been killed."""
 HOST_ENDS = ("worker_died", "daemon_stopped", "host_restart")
+FORKED_WORKER_NAME = "eukhe-worker"
+"""eukhe.daemon.forkserver.WORKER_PROCESS_NAME (not imported: the soak reads only /proc and the wire)."""
 """The reasons a reopen gives a job that ended with its host (its live output died with it)."""
 TMPFS_SIZE = "256m"
 
@@ -132,6 +134,13 @@ def proc_cmdline(pid: str) -> str:
         return ""
 
 
+def proc_name(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def proc_state(pid: str) -> str:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -147,9 +156,15 @@ def live_pids() -> Iterator[str]:
 
 
 def world_processes(world: World) -> dict[int, str]:
-    """Every live process of this world (its environment names our agent dir): pid -> command line."""
+    """Every live process of this world (its environment names our agent dir): pid -> command line. A worker the
+    fork server forked keeps the fork server's command line; its process name says what it is, so it leads."""
     marker = f"EUKHE_CODING_AGENT_DIR={world.agent}".encode()
-    return {int(pid): proc_cmdline(pid) for pid in live_pids() if marker in proc_environ(pid).split(b"\0")}
+    found = {}
+    for pid in live_pids():
+        if marker in proc_environ(pid).split(b"\0"):
+            name = proc_name(pid)
+            found[int(pid)] = f"[{name}] {proc_cmdline(pid)}" if name == FORKED_WORKER_NAME else proc_cmdline(pid)
+    return found
 
 
 def live_tags() -> dict[str, list[int]]:
@@ -771,11 +786,12 @@ class Injector(threading.Thread):
         detail = ""
         if kind.startswith("kill_"):
             needle = {
-                "kill_worker": "eukhe.daemon.worker",
+                "kill_worker": "eukhe.daemon.worker",  # or a forked one: f"[{FORKED_WORKER_NAME}]" below
                 "kill_supervisor": "eukhe.daemon.supervisor",
                 "kill_kernel": "eukhe_kernel",
             }[kind]
-            pids = sorted(pid for pid, cmd in procs.items() if needle in cmd)
+            needles = (needle, f"[{FORKED_WORKER_NAME}]") if kind == "kill_worker" else (needle,)
+            pids = sorted(pid for pid, cmd in procs.items() if any(n in cmd for n in needles))
             if not pids:
                 return
             pid = self.rng.choice(pids)
@@ -1107,20 +1123,41 @@ class Soak:
         return None
 
     def supervisor_fds_settled(self, baseline: int | None) -> int | None:
-        """The supervisor's fds with no worker and no client; a violation if they do not come back to `baseline`."""
+        """The supervisor's fds with no worker and no client, less its fork server's control socket (a supervisor
+        whose fork server could not start, e.g. under EMFILE, starts workers as fresh Pythons and holds none); a
+        violation if they do not come back to `baseline`."""
         pid = self.supervisor_pid()
         if pid is None:
             self.stats.violation("daemon_answers", "no supervisor runs at a quiesce")
             return None
-        count = settled_fds(pid, baseline)
-        if baseline is not None and count is not None:
+        fork = self.fork_server_fds(wait=baseline is None)
+        self.conn.drop()
+        count = settled_fds(pid, None if baseline is None else baseline + fork)
+        if count is None:
+            return None
+        count -= fork
+        if baseline is not None:
             self.stats.check("supervisor_fds")
             if count != baseline:
                 procs = world_processes(self.world)
                 self.stats.violation(
-                    "supervisor_fds", f"supervisor {pid}: {count} fds, baseline {baseline}: {fd_targets(pid)}; {procs}"
+                    "supervisor_fds",
+                    f"supervisor {pid}: {count} fds (less {fork} for a fork server), baseline {baseline}: "
+                    f"{fd_targets(pid)}; {procs}",
                 )
         return count
+
+    def fork_server_fds(self, *, wait: bool) -> int:
+        """1 if the supervisor has a fork server (it holds one socket to it), else 0; with `wait`, give a supervisor
+        that just started a few seconds to start its fork server."""
+        deadline = time.monotonic() + (FD_SETTLE_S if wait else 0)
+        while True:
+            reply = self.conn.request("status")
+            if reply.ok and reply.result.get("fork_server") is not None:
+                return 1
+            if time.monotonic() >= deadline:
+                return 0
+            time.sleep(0.1)
 
     def check_journals(self, conn: Connection) -> None:
         """Reopen every session (interrupted calls settle, left nodes retire), close it, then read every journal."""

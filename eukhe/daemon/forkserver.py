@@ -40,6 +40,8 @@ MAX_REQUEST_BYTES = 1 << 20
 """The longest fork request (its environment included)."""
 READY = b"ready"
 PR_SET_NAME = 15
+WORKER_PROCESS_NAME = "eukhe-worker"
+"""A forked worker's process name (`ps -e`, /proc/PID/comm); its command line stays the fork server's."""
 
 WARM_MODULES = (
     "eukhe.daemon.worker",
@@ -168,7 +170,7 @@ def _become_worker(control: socket.socket, fds: list[int], request: ForkRequest)
         os.dup2(stdout, 1)
         for fd in fds:
             os.close(fd)
-        _name_process(b"eukhe-worker")
+        _name_process(WORKER_PROCESS_NAME.encode())
         for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(number, signal.SIG_DFL)
         os.environb.clear()

@@ -39,3 +39,20 @@ def test_a_soak_with_faults_keeps_every_invariant() -> None:
     assert done.returncode == 0, f"seed {seed}:\n{table}\n{done.stderr[-3000:]}"
     assert sum(summary["operations"].values()) > 100, table  # it did drive the daemon
     assert sum(summary["faults"].values()) >= 3, table  # and it did inject faults
+
+
+def test_the_soak_knows_a_forked_workers_process_name() -> None:
+    """The soak finds forked workers (to kill them, as faults) by their process name, which it spells itself."""
+    import importlib.util
+
+    from eukhe.daemon.forkserver import WORKER_PROCESS_NAME
+
+    spec = importlib.util.spec_from_file_location("soak_under_test", SOAK)
+    assert spec is not None and spec.loader is not None
+    soak = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = soak  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(soak)
+    finally:
+        del sys.modules[spec.name]
+    assert soak.FORKED_WORKER_NAME == WORKER_PROCESS_NAME

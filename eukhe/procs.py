@@ -66,6 +66,19 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def members_carrying(pgid: int, item: str) -> int:
+    """How many live members of process group `pgid` have `item` (NAME=value) in their environment."""
+    wanted = os.fsencode(item)
+    count = 0
+    for pid in group_members(pgid):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                count += wanted in environ.read().split(b"\0")
+        except OSError:
+            continue
+    return count
+
+
 def group_alive(pgid: int) -> bool:
     """Whether any live (non-zombie) process is left in process group `pgid`."""
     try:

@@ -64,6 +64,33 @@ class ReopenedEnd:
     exit_code: None = None
 
 
+@dataclass(frozen=True, slots=True)
+class GroupMark:
+    """A job's process group as its node records it: the group id (its leader's pid), when the leader started (clock
+    ticks since boot), and the mark its processes carry in their environment: with these (and the boot it ran in)
+    a reopen tells the job's group from a later one that took the number."""
+
+    group: int
+    leader_start: int
+    mark: str
+
+
+def group_is_the_jobs(
+    mark: GroupMark, started_boot: str | None, boot: str | None, leader_start: int | None, marked_members: int
+) -> bool:
+    """Whether the live process group `mark.group` is still the job's, so a reopen that records the job ended ends
+    it too. Facts: its leader's start now (None when the leader is gone) and how many of its members carry the mark.
+
+    Only in the same boot. With its leader alive: exactly when the leader is the same process (same start). With the
+    leader gone, start times cannot tell the job's group from a later one that took the number (every member of
+    either started after the job's leader): then only a member that carries the job's mark says so."""
+    if started_boot is None or boot is None or started_boot != boot:
+        return False
+    if leader_start is not None:
+        return leader_start == mark.leader_start
+    return marked_members > 0
+
+
 def reopened_ends(nodes: Iterable[LeftNode], boot: str | None) -> tuple[ReopenedEnd, ...]:
     """On open, this boot being `boot`: the end of every job whose node the history left, in the nodes' order."""
     return tuple(ReopenedEnd(node.job, end_reason(node.stop, node.boot, boot)) for node in nodes)

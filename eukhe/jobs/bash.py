@@ -32,18 +32,27 @@ import signal
 import subprocess
 import sys
 import termios
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from eukhe.clock import Cancellable, Clock, poll_until, wait_within
 from eukhe.core import job as core
+from eukhe.core.jobends import GroupMark, group_is_the_jobs
 from eukhe.core.limits import Truncation
 from eukhe.errors import EukheError
 from eukhe.jobs.job import Job, JobSpec
 from eukhe.jobs.table import JobTable
 from eukhe.jobs.wait import settle_or_detach
-from eukhe.procs import group_alive, has_controlling_terminal, kill_group, signal_group
+from eukhe.procs import (
+    group_alive,
+    has_controlling_terminal,
+    kill_group,
+    members_carrying,
+    signal_group,
+    start_ticks,
+)
 from eukhe.records.jobs import Detached, Settled
 
 F_SETPIPE_SZ = 1031  # fcntl: set a pipe's buffer size (Linux)
@@ -57,6 +66,9 @@ _FOUR = bytes(4)
 _widened = 0
 log = logging.getLogger("eukhe.jobs")
 GIVE_UP_MS = 10_000  # past the kill grace: a member that survives SIGKILL this long (stuck in the kernel) is given up
+JOB_MARK_ENV = "EUKHE_JOB_MARK"
+"""Every process of a bash job has this in its environment (unless it clears it): a random mark, which the job's
+node records. A reopen after the job's host died ends the group left behind only if it is still the job's."""
 EOF_AFTER_GROUP_MS = 1_000  # once the group is gone the pipe's EOF is due; only a process that left the group delays it
 
 
@@ -225,6 +237,9 @@ async def start_bash(
     opts = options if options is not None else BashOptions()
     loop = asyncio.get_running_loop()
     terminal = has_controlling_terminal()
+    mark = uuid.uuid4().hex
+    job_env = dict(os.environ if env is None else env)
+    job_env[JOB_MARK_ENV] = mark  # a reopen after the host died knows the job's processes by it (see GroupMark)
     read_end, write_end = os.pipe()
     try:
         transport, pipe = await loop.subprocess_exec(
@@ -236,7 +251,7 @@ async def start_bash(
             stdout=write_end,
             stderr=write_end,
             cwd=cwd,
-            env=None if env is None else dict(env),
+            env=job_env,
             # Own process group always (a kill reaches the whole group). Own session too when the host has a
             # terminal, so a job never reads it; without one (a daemon worker), the job stays in the host's session,
             # so the kernel's autogroup scheduling does not weigh the host as one group against each of its jobs.
@@ -250,8 +265,10 @@ async def start_bash(
         os.close(write_end)  # the child holds its copy: the EOF comes when the last writer closes it
     pipe.read_from(read_end)
     run = BashRun(transport, pipe, opts, table.clock)
+    leader_start = start_ticks(run.pgid)  # None: the leader has ended already (its group may live on)
+    group = None if leader_start is None else GroupMark(run.pgid, leader_start, mark)
     try:
-        job = table.start(JobSpec("bash", command, truncation, artifact_dir), run)
+        job = table.start(JobSpec("bash", command, truncation, artifact_dir, group=group), run)
     except BaseException:  # a closed table (JobTableClosedError) or a failing listener: leave no process behind
         kill_group(run.pgid)
         with contextlib.suppress(TimeoutError):
@@ -265,6 +282,19 @@ async def start_bash(
     _RUNS.add(run.task)
     run.task.add_done_callback(_RUNS.discard)
     return job
+
+
+def end_left_group(group: GroupMark, started_boot: str | None, boot: str | None) -> bool:
+    """A reopen records a job of a host that died as ended: SIGKILL what is left of its process group, if that group
+    is still the job's (`core.jobends.group_is_the_jobs`); True if it was. (A host that died with its supervisor
+    gone leaves the group to init: nothing else would ever end it.)"""
+    if not group_alive(group.group):
+        return False
+    marked = members_carrying(group.group, f"{JOB_MARK_ENV}={group.mark}")
+    if not group_is_the_jobs(group, started_boot, boot, start_ticks(group.group), marked):
+        return False
+    kill_group(group.group)
+    return True
 
 
 _RUNS: set[asyncio.Task[None]] = set()  # strong references: a supervising task lives until its job ends

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from eukhe.clock import Clock
 from eukhe.core import job as core
-from eukhe.core.jobends import EndReason, StopReason
+from eukhe.core.jobends import EndReason, GroupMark, StopReason
 from eukhe.core.limits import Truncation
 from eukhe.output import BoundedOutput, BoundedResult
 from eukhe.records.jobs import CellError, CellOutcomeName, Detached, JobRow, Settled
@@ -40,6 +40,7 @@ class JobSpec:
     truncation: Truncation  # the session's Truncation
     artifact_dir: Path | None = None  # where BoundedOutput spills the full output; None: no artifact
     written: bytes = b""  # bytes the run wrote before it became a job (a detached cell): counted first
+    group: GroupMark | None = None  # its process group (bash): a reopen after its host died ends what is left of it
 
 
 class JobOwner(Protocol):

@@ -89,6 +89,12 @@ class JobDocument(Record):
     started_ms: int
     boot_id: str | None = None
     stop_reason: StopReason | None = None
+    process_group: int | None = None
+    """A bash job's process group (its leader's pid); a reopen after its host died ends what is left of it."""
+    process_start: int | None = None
+    """When the group's leader started, in clock ticks since boot (with the boot id: that leader, not a later pid)."""
+    process_mark: str | None = None
+    """The mark (EUKHE_JOB_MARK) in the environment of the job's processes."""
 
 
 class Rewound(Record):

@@ -21,6 +21,7 @@ from eukhe.core.jobdocs import JOB_DOC_TYPE
 from eukhe.core.jobends import (
     EndReason,
     EndRecorded,
+    GroupMark,
     HistoryFact,
     LeftNode,
     NodePut,
@@ -160,6 +161,16 @@ def left_node(job_id: str, value: Any) -> LeftNode:
     if document is None:
         return LeftNode(job_id, None, None)
     return LeftNode(job_id, document.stop_reason, document.boot_id)
+
+
+def left_group(value: Any) -> tuple[GroupMark, str | None] | None:
+    """The process group a left node records (a bash job's), with the boot it started in; None if it records none."""
+    document = node_document(value)
+    if document is None or document.process_group is None:
+        return None
+    if document.process_start is None or document.process_mark is None:
+        return None
+    return GroupMark(document.process_group, document.process_start, document.process_mark), document.boot_id
 
 
 def reopened_row(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +34,7 @@ from eukhe.errors import CodedError, EukheError
 from eukhe.harness.board import EventStream
 from eukhe.harness.harness import Harness
 from eukhe.jobs import Job, JobTable, wait_until
-from eukhe.jobs.bash import BashOptions, bash_and_wait
+from eukhe.jobs.bash import BashOptions, bash_and_wait, end_left_group
 from eukhe.private_fs import check_working_dir
 from eukhe.procs import boot_id
 from eukhe.records.jobs import Detached, JobDocument, JobRow, Rewound, Settled
@@ -54,6 +55,7 @@ from eukhe.session.history import (
     end_row,
     forked_row,
     history_facts,
+    left_group,
     left_node,
     past_answer,
     past_row,
@@ -67,6 +69,8 @@ from eukhe.store.ledger import Ledger
 from eukhe.store.tree import Entry, StateView, UnknownEntryError, state_after
 
 JSON = Any
+
+log = logging.getLogger("eukhe.session")
 
 
 class FromSettings(enum.Enum):
@@ -114,12 +118,16 @@ class SessionHasJobsError(CodedError):
 def job_document(job: Job, boot: str | None = None) -> JobDocument:
     """The `eukhe.job` node's value: what the prompt and a reader need to name the job, the boot its host runs in,
     and the clean stop its host began (a reopen reads why the job ended from these)."""
+    group = job.spec.group
     return JobDocument(
         kind=job.spec.kind,
         command=job.spec.command,
         started_ms=job.started_ms,
         boot_id=boot,
         stop_reason=job.stop_reason,
+        process_group=None if group is None else group.group,
+        process_start=None if group is None else group.leader_start,
+        process_mark=None if group is None else group.mark,
     )
 
 
@@ -291,13 +299,17 @@ class Session:
         return session
 
     def _end_leftover_jobs(self) -> None:
-        """The jobs whose nodes the history left ended with their host: retire each node and record its row (killed,
-        why, the output its artifact holds), in one commit."""
+        """The jobs whose nodes the history left ended with their host: end what is left of each one's process group
+        (if it is still the job's), retire each node and record its row (killed, why, the output its artifact holds),
+        in one commit."""
         nodes = self.view_state().of_type(JOB_DOC_TYPE)
         if not nodes:
             return
         records: list[JournalRecord] = []
         for end in reopened_ends([left_node(job, value) for job, value in nodes.items()], self.boot_id):
+            left = left_group(nodes[end.job])
+            if left is not None and end_left_group(*left, self.boot_id):  # recorded as ended: so it is
+                log.warning("job %s: its host died and left its process group %d: killed", end.job, left[0].group)
             retire, row = reopened_row(end, nodes[end.job], self.artifact_dir, self.settings.truncation)
             records += [retire, self.entry_record("notice", row)]
         self.commit(records)

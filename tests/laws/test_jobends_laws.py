@@ -19,6 +19,7 @@ from eukhe.core.jobends import (
     END_REASONS,
     STOP_REASONS,
     EndRecorded,
+    GroupMark,
     HistoryFact,
     LeftNode,
     NodePut,
@@ -26,6 +27,7 @@ from eukhe.core.jobends import (
     PastJob,
     StopReason,
     end_reason,
+    group_is_the_jobs,
     past_jobs,
     reopened_ends,
 )
@@ -199,3 +201,13 @@ def test_after_the_reopen_records_its_ends_no_job_of_the_history_runs(
         if job.job in {node.job for node in left}:
             assert job.end is not None
             assert job.end.reason == "worker_died"
+
+
+def test_group_is_the_jobs_exhaustively() -> None:
+    """A reopen ends a left process group only in the job's own boot, and only when its leader is the job's (same
+    start) or, the leader gone, a member carries the job's mark: over every boot pair, leader fact and mark count."""
+    mark = GroupMark(group=4242, leader_start=500, mark="m")
+    for started, now, leader, marked in itertools.product(BOOTS, BOOTS, [None, 499, 500, 501], [0, 1, 2]):
+        same_boot = started is not None and started == now
+        expected = same_boot and (leader == 500 if leader is not None else marked > 0)
+        assert group_is_the_jobs(mark, started, now, leader, marked) is expected, (started, now, leader, marked)

@@ -6,6 +6,7 @@ then the reopened session's `jobs.list` and `jobs.wait` answer the old jobs with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 from eukhe.core.jobdocs import JOB_DOC_TYPE
 from eukhe.core.limits import On, OutputLimits
 from eukhe.jobs.bash import BashOptions
-from eukhe.procs import BOOT_ID_ENV, group_alive
+from eukhe.procs import BOOT_ID_ENV, group_alive, start_ticks
 from eukhe.records.jobs import Detached, Settled
 from eukhe.records.journal import EntryRecord
 from eukhe.session import Session, SessionSettings
@@ -176,7 +177,7 @@ HOST = textwrap.dedent(
     async def main() -> None:
         root, work, pidfile = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
         session = await Session.create(work, root=root, session_id="h")
-        answer = await session.execute_bash_and_wait(f"echo $$ > {pidfile}; exec sleep 300", budget_ms=0)
+        answer = await session.execute_bash_and_wait(f"sleep 300 & echo $$ > {pidfile}; wait", budget_ms=0)
         print(answer.job, flush=True)  # a detached answer goes back once the job's node is committed
         await asyncio.Event().wait()
 
@@ -185,12 +186,19 @@ HOST = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(("boot_then", "boot_now", "reason"), [("boot-a", "boot-a", "worker_died"),
-                                                                ("boot-a", "boot-b", "host_restart")])  # fmt: skip
+@pytest.mark.parametrize(("boots", "reason", "leader"), [
+    (("boot-a", "boot-a"), "worker_died", "alive"),
+    (("boot-a", "boot-a"), "worker_died", "gone"),
+    (("boot-a", "boot-b"), "host_restart", "alive"),
+])  # fmt: skip
 def test_a_host_killed_9_then_reopened_on_the_same_or_a_restarted_machine(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, boot_then: str, boot_now: str, reason: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, boots: tuple[str, str], reason: str, leader: str
 ) -> None:
+    """The reopen records the job ended with its host, and ends what the dead host left of its process group (no
+    supervisor reaps it here): by its leader, or (the leader killed meanwhile) by the mark its member carries. On
+    another boot the group is not the job's (here the test's stand-in for one): it is left alone."""
     root, work, pidfile = tmp_path / "s", tmp_path / "work", tmp_path / "job.pid"
+    boot_then, boot_now = boots
     work.mkdir()
     env = {**os.environ, BOOT_ID_ENV: boot_then}
     host = subprocess.Popen(
@@ -204,6 +212,13 @@ def test_a_host_killed_9_then_reopened_on_the_same_or_a_restarted_machine(
             time.sleep(0.01)  # bounded wait for the job to run (its pid: the group to end afterwards)
         host.send_signal(signal.SIGKILL)
         host.wait(timeout=10)
+        group = int(pidfile.read_text())
+        assert group_alive(group)  # the job's group outlived its host
+        if leader == "gone":
+            os.kill(group, signal.SIGKILL)  # the leader ends; its `sleep` lives on in the group
+            deadline = time.monotonic() + 10
+            while start_ticks(group) is not None and time.monotonic() < deadline:
+                time.sleep(0.01)  # bounded wait for the kill to land
     finally:
         if host.poll() is None:
             host.kill()
@@ -224,6 +239,12 @@ def test_a_host_killed_9_then_reopened_on_the_same_or_a_restarted_machine(
             await session.close()
 
         asyncio.run(reopen())
+        group = int(pidfile.read_text())
+        deadline = time.monotonic() + 10
+        while group_alive(group) and reason == "worker_died" and time.monotonic() < deadline:
+            time.sleep(0.01)  # bounded wait for the reopen's SIGKILL to land
+        assert group_alive(group) is (reason != "worker_died")
     finally:
         if pidfile.exists() and pidfile.read_text().strip():
-            os.killpg(int(pidfile.read_text()), signal.SIGKILL)  # the dead host's job: not ours to leave behind
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(pidfile.read_text()), signal.SIGKILL)  # the dead host's job: not ours to leave behind

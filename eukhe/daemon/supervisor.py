@@ -36,7 +36,7 @@ from eukhe.daemon.local_access import (
 )
 from eukhe.daemon.procs import become_subreaper, end_orphans
 from eukhe.daemon.protocol import JSON, MAX_REPLY_BYTES, PROTOCOL_VERSION, Request, encode_request, to_builtins
-from eukhe.daemon.server import NO_EVENTS, EventSink, RequestError, close_writer, serve_requests
+from eukhe.daemon.server import NO_EVENTS, STREAMING_OPS, EventSink, RequestError, close_writer, serve_requests
 from eukhe.daemon.spawning import ExecWorker, ForkServer, ForkServerError, WorkerProcess, fork_wanted
 from eukhe.daemon.upkeep import Upkeeper
 from eukhe.errors import CATALOGUE, EukheError, resource_shortage
@@ -105,6 +105,12 @@ class WorkerStartError(RequestError):
     """A session's worker did not start; the message is the worker's (e.g. `working directory is gone`)."""
 
 
+WorkerConnection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+IDLE_CONNECTIONS = 1
+"""Idle connections kept per worker; more concurrent requests open more, and close them when answered. One: a worker
+answered since the last request has exactly one connection from the supervisor open (the soak counts its fds)."""
+
+
 @dataclass
 class Worker:
     """One session's worker process as the supervisor sees it."""
@@ -122,6 +128,24 @@ class Worker:
     """Client requests forwarded to it and not answered yet (a watch, a blocking call): idle culling waits for 0."""
     active_at: float = field(default_factory=time.monotonic)
     """When its last forwarded request ended (monotonic)."""
+    idle: list[WorkerConnection] = field(default_factory=list)
+    """Connections to its socket whose last request was answered, kept for the next (a connect and the worker's peer
+    check cost about a third of a millisecond); closed when it ends."""
+
+    def take_connection(self) -> WorkerConnection | None:
+        """An idle connection still open, if any (one the worker closed is dropped)."""
+        while self.idle:
+            reader, writer = connection = self.idle.pop()
+            if not (reader.at_eof() or writer.is_closing() or reader.exception() is not None):
+                return connection
+            writer.close()
+        return None
+
+    def close_idle(self) -> None:
+        """Close the kept connections (the worker ended, or the daemon stops)."""
+        idle, self.idle = self.idle, []
+        for _, writer in idle:
+            writer.close()
 
 
 class Supervisor:
@@ -530,6 +554,7 @@ class Supervisor:
     async def _monitor(self, worker: Worker) -> None:
         """Wait for a worker's end; if it was not asked to stop, report it, end its orphans and reopen the session."""
         code = await worker.process.wait()
+        worker.close_idle()
         worker.process.close_stdin()  # its pipe's end: a worker that died (kill -9) was never stopped (a leaked fd)
         if self.workers.get(worker.session_id) is worker:
             del self.workers[worker.session_id]
@@ -577,23 +602,38 @@ class Supervisor:
         del self.reports[:-REPORTS_KEPT]
 
     async def forward(self, worker: Worker, request: Request, emit: EventSink) -> JSON:
-        """Send one request to a worker and relay its events and reply."""
+        """Send one request to a worker and relay its events and reply, on a connection kept from an earlier request
+        or a new one; kept for the next once answered (not one a cancel or a stream used)."""
+        connection = worker.take_connection()
+        kept = connection is not None
+        if connection is None:
+            try:
+                connection = await asyncio.open_unix_connection(str(worker.socket), limit=MAX_REPLY_BYTES)
+            except OSError as error:
+                shortage = resource_shortage(error)
+                if shortage is not None:  # out of fds here: the worker is fine, and waiting for its end would not help
+                    raise shortage from error
+                raise WorkerUnreachableError(
+                    "worker_unavailable", f"session {worker.session_id}: {error.strerror}"
+                ) from error
+        reader, writer = connection
+        answered = False
         try:
-            reader, writer = await asyncio.open_unix_connection(str(worker.socket), limit=MAX_REPLY_BYTES)
-        except OSError as error:
-            shortage = resource_shortage(error)
-            if shortage is not None:  # out of fds here: the worker is fine, and waiting for its end would not help
-                raise shortage from error
-            raise WorkerUnreachableError(
-                "worker_unavailable", f"session {worker.session_id}: {error.strerror}"
-            ) from error
-        try:
-            writer.write(encode_request(request.id, request.op, to_builtins(request.args)))
-            await writer.drain()
+            try:
+                writer.write(encode_request(request.id, request.op, to_builtins(request.args)))
+                await writer.drain()
+            except (ConnectionError, OSError) as error:
+                # The worker closed its end before this request: on a kept connection, it died since the last one
+                # (nothing was read of this request: safe to send again, once the session is reopened).
+                name = "worker_unavailable" if kept else "worker_died"
+                what = f"session {worker.session_id}: {error.strerror or error}"
+                raise (WorkerUnreachableError if kept else RequestError)(name, what) from error
             cancelled = False
             while True:
                 try:
                     line = await reader.readline()
+                except ConnectionError as error:
+                    raise _ended_mid_request(worker) from error
                 except asyncio.CancelledError:
                     if cancelled or self._stopping:
                         raise
@@ -604,7 +644,7 @@ class Supervisor:
                     await writer.drain()
                     continue
                 if not line:
-                    raise RequestError("worker_died", f"the worker of session {worker.session_id} ended mid-request")
+                    raise _ended_mid_request(worker)
                 reply = json.loads(line)
                 if reply.get("id") != request.id:
                     continue  # the worker's answer to the cancel itself
@@ -612,6 +652,7 @@ class Supervisor:
                     emit(reply["event"])
                     await emit.drain()
                     continue
+                answered = not cancelled and request.op not in STREAMING_OPS
                 if reply.get("ok"):
                     return reply.get("result")
                 fault = reply.get("error") or {}
@@ -619,7 +660,15 @@ class Supervisor:
                 details = fault.get("details") if isinstance(fault.get("details"), dict) else None
                 raise RequestError(code, str(fault.get("message", "")), field=fault.get("field"), details=details)
         finally:
-            await close_writer(writer)
+            current = self.workers.get(worker.session_id) is worker and not worker.closing
+            if answered and current and not self._stopping and len(worker.idle) < IDLE_CONNECTIONS:
+                worker.idle.append(connection)
+            else:
+                await close_writer(writer)
+
+
+def _ended_mid_request(worker: Worker) -> RequestError:
+    return RequestError("worker_died", f"the worker of session {worker.session_id} ended mid-request")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import resource
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,7 +64,13 @@ def test_a_supervisor_out_of_fds_answers_resource_exhausted_and_serves_again(wor
         assert client.call("session.create", {"cwd": str(tmp_path)})["id"] != session
         # Room for a few fds only (one pipe of a worker's two, both but no pidfd, ...): whatever the start got to,
         # its pipes are closed again, not leaked (found by the soak); a start that got through is closed again.
+        # Settled first: a new worker's ready pipe closes just after its create is answered (at the pipe's EOF).
+        workers = len(client.call("status")["workers"])
+        deadline = time.monotonic() + 10
+        while pipes_of(supervisor) != workers and time.monotonic() < deadline:
+            time.sleep(0.01)  # bounded wait for the supervisor to see the EOF
         pipes = pipes_of(supervisor)
+        assert pipes == workers  # each worker's stdin, nothing else
         for left in range(1, 7):
             refused: DaemonError | None = None
             with no_fd_left(supervisor, left=left):

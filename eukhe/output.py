@@ -23,7 +23,7 @@ from eukhe.errors import EukheError
 from eukhe.fsio import write_all
 from eukhe.private_fs import create_private_file, make_private_dirs
 from eukhe.records.output import OutputWindow
-from eukhe.text_facts import count_text, line_lengths, read_facts
+from eukhe.text_facts import count_newlines, count_text, line_lengths, read_facts
 
 STREAM_PIECE = 1 << 20
 """Texts longer than this are fed to the core in pieces, so a single huge write stays O(limit) in memory."""
@@ -139,7 +139,7 @@ class BoundedOutput:
             # Nothing before the last margin of this piece can be in a later window: count it, don't store it.
             # Every byte is counted once, in place (no slice is made to count), and only the rest is copied, once,
             # into the store.
-            front_counts = bound.TextCounts(front, piece.count(b"\n", 0, front), piece[front - 1] == 0x0A)
+            front_counts = bound.TextCounts(front, count_newlines(piece, 0, front), piece[front - 1] == 0x0A)
             skipped = _ask(bound.SkipRequest(stepper, front_counts))
             if skipped.clears:
                 self._store.clear()
@@ -147,7 +147,7 @@ class BoundedOutput:
             stepper = skipped.stepper
             start = front
         size = len(piece) - start
-        counts = bound.TextCounts(size, piece.count(b"\n", start), size > 0 and piece[-1] == 0x0A)
+        counts = bound.TextCounts(size, count_newlines(piece, start), size > 0 and piece[-1] == 0x0A)
         answer: bound.OutAnswer = _ask(bound.OutRequest(stepper, counts))
         self._store += memoryview(piece)[start : start + answer.take]
         if answer.trim:

@@ -35,6 +35,7 @@ from pathlib import Path
 from eukhe.daemon.procs import libc
 from eukhe.records.base import decode_json, encode
 from eukhe.records.daemon import Forked, ForkRequest, WorkerReady
+from eukhe.text_facts import load_numpy
 
 MAX_REQUEST_BYTES = 1 << 20
 """The longest fork request (its environment included)."""
@@ -65,6 +66,7 @@ def warm_up() -> None:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     libc()  # loaded once, here: every worker has it
+    load_numpy()  # the bounder's wide newline counts: 20 MB, shared, not imported again in each busy worker
     try:
         rehearse()
     except Exception:  # a rehearsal that fails costs memory, never a worker: say so and go on

@@ -1,10 +1,11 @@
 """The session's job writer task (S2 jobs 5): job starts and ends become `eukhe.job` nodes, in order, off the
 callers' path.
 
-Callers `submit` and go on; nobody waits for the writer. The task takes every record queued so far as one batch and
-commits what `core.jobdocs.plan_batch` says (one commit per batch; a batch that writes nothing commits nothing). A
-batch whose commit fails is retried one record at a time; a record that fails alone becomes a `job_record_failed`
-notice in the conversation. (On open, the session ends the jobs whose nodes an old process left: `Session.open`.)
+Callers `submit` and go on; nobody waits for the writer. The task takes every record queued within BATCH_WINDOW_S of
+the first (at once for a caller waiting in `idle`) as one batch and commits what `core.jobdocs.plan_batch` says (one
+commit per batch; a batch that writes nothing commits nothing). A batch whose commit fails is retried one record at a
+time; a record that fails alone becomes a `job_record_failed` notice in the conversation. (On open, the session ends
+the jobs whose nodes an old process left: `Session.open`.)
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ from eukhe.store.journal import JournalError
 
 JSON = Any
 BATCHES_KEPT = 64
+BATCH_WINDOW_S = 0.002
+"""The writer takes a batch this long after its first record, unless someone waits for it (`idle`). A commit's
+fdatasync blocks the loop: so an answer that is ready goes out first, and records close in time share one commit (a
+job that starts and ends within it commits no node). A batching delay, not a timeout of the model: on the loop's own
+clock. A host that dies meanwhile loses these records, as it could before (nobody waits for the writer): the reopen
+records its jobs as ended with it."""
 
 
 def failure_notice(record: WriterRecord, reason: str) -> JobRecordFailed:
@@ -60,6 +67,7 @@ class JobWriter:
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
+        self._hurry = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         # The last batches taken, for tests and diagnostics (bounded: a long-lived worker must not keep them all).
         self.batches: deque[tuple[WriterRecord, ...]] = deque(maxlen=BATCHES_KEPT)
@@ -77,6 +85,8 @@ class JobWriter:
 
     async def idle(self) -> None:
         """Wait until every record submitted so far is committed (or reported as failed)."""
+        if not self._idle.is_set():
+            self._hurry.set()
         await self._idle.wait()
 
     async def close(self) -> None:
@@ -93,6 +103,9 @@ class JobWriter:
         # forever), and `idle` is set whenever the queue is empty.
         while True:
             await self._wake.wait()
+            if not self._hurry.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._hurry.wait(), BATCH_WINDOW_S)
             self._wake.clear()
             batch, self._queue = tuple(self._queue), []
             try:
@@ -104,6 +117,7 @@ class JobWriter:
             finally:
                 if not self._queue:
                     self._idle.set()
+                    self._hurry.clear()
 
     def _write_batch(self, batch: Sequence[WriterRecord]) -> None:
         writes = plan_batch(self._nodes(), batch)

@@ -79,6 +79,36 @@ def test_a_job_that_starts_and_ends_in_one_batch_commits_nothing(tmp_path: Path)
     asyncio.run(scenario())
 
 
+def test_records_within_the_batch_window_share_one_commit_and_a_waiter_hurries_it(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A start, then its end one loop turn later (the writer is awake by then): one batch, nothing committed (a job
+    that ends within the window writes no node); its row then waits out the window, unless someone waits in `idle`.
+    The window is made an hour long here: only the hurry can end this test."""
+    monkeypatch.setattr("eukhe.session.writer.BATCH_WINDOW_S", 3600.0)
+
+    async def scenario() -> None:
+        ledger, writer, commits = make(tmp_path)
+        writer.start()
+        writer.submit(JobStarted("a", {}))
+        for _ in range(5):
+            await asyncio.sleep(0)  # loop turns: the writer has woken and is in its window
+        writer.submit(JobEnded("a"))
+        writer.submit(WriterEntry("notice", {"notice": "eukhe.bash", "job": "a"}))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert commits == []  # still in the window
+        await asyncio.wait_for(writer.idle(), 30)  # the waiter hurries it
+        assert list(writer.batches) == [
+            (JobStarted("a", {}), JobEnded("a"), WriterEntry("notice", {"notice": "eukhe.bash", "job": "a"}))
+        ]
+        assert [[type(r) for r in c.records] for c in commits] == [[EntryRecord]]
+        await writer.close()
+        ledger.close()
+
+    asyncio.run(scenario())
+
+
 def test_a_failed_batch_is_retried_one_record_at_a_time_and_a_lone_failure_becomes_a_notice(tmp_path: Path) -> None:
     async def scenario() -> None:
         ledger, writer, commits = make(tmp_path)

@@ -122,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker[%(process)d] %(levelname)s %(message)s")
     daemon = Path(args.daemon) if args.daemon else None
+    if sys.version_info < (3, 12):  # 3.12 chooses a pidfd watcher itself (and deprecates choosing one)
+        asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
     return asyncio.run(run_worker(Path(args.socket), None if args.create else args.session, daemon))
 
 

@@ -323,6 +323,25 @@ def test_stdin_eof_shuts_the_stub_down() -> None:
     run(scenario())
 
 
+@pytest.mark.parametrize("owner", ["stdin", "host"])
+def test_stdin_eof_ends_a_kernel_whose_sync_cell_holds_the_loop(owner: str) -> None:
+    """S3 sandbox 7: a wrapped kernel (its owner is stdin) whose cell never yields the loop still ends at stdin EOF,
+    with its `bash()` children: the reader thread shuts it down (EOF_GRACE_S, 30 s, only backs that up)."""
+
+    async def scenario() -> None:
+        env = {"EUKHE_KERNEL_OWNER": "stdin"} if owner == "stdin" else {}
+        kernel = await RawKernel.start(env)
+        code = "import time\np = bash_background('sleep 300'); print(p.pid, flush=True)\ntime.sleep(600)"
+        kernel.send({"request": "execute", "id": "c1", "code": code})
+        frame = await kernel.until_frame(lambda f: f["event"] == "stdout")
+        child = int(frame["text"])
+        await kernel.close()  # closes stdin, waits 10 s for the exit, else kills the group (-9)
+        assert kernel.process.returncode == 0  # it shut itself down, well inside the 30-s backstop
+        await until(lambda: process_gone(child), what="the bash() child to die")
+
+    run(scenario())
+
+
 @pytest.mark.slow
 def test_a_gib_of_output_from_a_cell_is_bounded_with_kept_and_dropped_exact() -> None:
     total = 1 << 30

@@ -1,7 +1,9 @@
 """Benchmark (issue 10 item 7): a cell round trip (`1 + 1`) and an `rlm.fs.read` of a 1 MiB file, through bubblewrap
 and through ssh to an sshd on 127.0.0.1, against the Local transport, in one run. Every kernel runs on the same
 interpreter (/usr/bin/python3, which has no eukhe: the wrapped ones get the stub over stdin). Prints medians and
-the ratios (targets: bwrap at most 1.2x Local; ssh at most Local + 1 ms per round trip). Needs root.
+the ratios (targets: bwrap at most 1.2x Local; ssh at most Local + 1 ms per round trip). ssh runs twice: with its
+default cipher (chacha20-poly1305) and with `-c aes128-gcm@openssh.com` (`ssh-gcm`), which moves a megabyte for
+about half the cost on a CPU with AES instructions (docs/transports.md). Needs root.
 
     uv run python bench/transport_roundtrip.py [--runs N]
 """
@@ -92,6 +94,13 @@ def main() -> None:
                 command="shell",
                 path_map=[Mount(sandbox=str(remote), host=str(work))],
             ),
+            # The same with ssh's AES-GCM cipher (AES instructions): a megabyte costs ssh about half as much here.
+            "ssh-gcm": KernelTransport(
+                argv_prefix=[*server.argv_prefix[:-1], "-c", "aes128-gcm@openssh.com", server.argv_prefix[-1]],
+                python=SANDBOX_PYTHON,
+                command="shell",
+                path_map=[Mount(sandbox=str(remote), host=str(work))],
+            ),
         }
         cells: dict[str, list[float]] = {name: [] for name in transports}
         reads: dict[str, list[float]] = {name: [] for name in transports}
@@ -103,11 +112,13 @@ def main() -> None:
     median = {name: statistics.median(times) * 1000 for name, times in cells.items()}
     read = {name: statistics.median(times) * 1000 for name, times in reads.items()}
     for name in transports:
-        print(f"{name:6} cell round trip: median {median[name]:.3f} ms; fs.read 1 MiB: median {read[name]:.2f} ms")
+        print(f"{name:8} cell round trip: median {median[name]:.3f} ms; fs.read 1 MiB: median {read[name]:.2f} ms")
     print(f"bwrap / local, cell round trip: {median['bwrap'] / median['local']:.2f} (target <= 1.2)")
     print(f"bwrap / local, fs.read 1 MiB: {read['bwrap'] / read['local']:.2f} (target <= 1.2)")
     print(f"ssh - local, cell round trip: {median['ssh'] - median['local']:+.3f} ms (target <= +1 ms)")
     print(f"ssh - local, fs.read 1 MiB: {read['ssh'] - read['local']:+.2f} ms (target <= +1 ms)")
+    print(f"ssh-gcm - local, cell round trip: {median['ssh-gcm'] - median['local']:+.3f} ms (target <= +1 ms)")
+    print(f"ssh-gcm - local, fs.read 1 MiB: {read['ssh-gcm'] - read['local']:+.2f} ms (target <= +1 ms)")
 
 
 if __name__ == "__main__":

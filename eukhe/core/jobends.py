@@ -84,7 +84,7 @@ def group_is_the_jobs(
     Only in the same boot. With its leader alive: exactly when the leader is the same process (same start). With the
     leader gone, start times cannot tell the job's group from a later one that took the number (every member of
     either started after the job's leader): then only a member that carries the job's mark says so."""
-    if started_boot is None or boot is None or started_boot != boot:
+    if started_boot is None or started_boot != boot:  # an unknown boot (either one) is never the same
         return False
     if leader_start is not None:
         return leader_start == mark.leader_start

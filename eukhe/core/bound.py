@@ -197,21 +197,16 @@ class Reading:
 
 
 def _counted(state: Stepper, text: TextCounts, stored: int) -> Stepper:
-    """The stepper with `text` counted and `stored` bytes in its store. (Built directly, not by
-    dataclasses.replace: this runs once per chunk a job reads, and replace costs several times more.)"""
-    if text.length == 0:  # nothing counted; an empty text says nothing of the output's last byte
-        if stored == state.stored:
-            return state
-        return Stepper(
-            state.limits, stored, state.total_bytes, state.total_newlines, state.ends_with_newline, state.closed
-        )
+    """The stepper with `text` counted and `stored` bytes in its store (an empty text says nothing of the output's
+    last byte). Built directly, not by dataclasses.replace: this runs once per chunk a job reads, and replace costs
+    several times more. A stepper that steps is open (a closed one is refused), so the new one is too."""
+    ends_with_newline = text.ends_with_newline if text.length else state.ends_with_newline
     return Stepper(
         state.limits,
         stored,
         state.total_bytes + text.length,
         state.total_newlines + text.newlines,
-        text.ends_with_newline,
-        state.closed,
+        ends_with_newline,
     )
 
 

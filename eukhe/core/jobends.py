@@ -46,12 +46,25 @@ def end_reason(stop: StopReason | None, started_boot: str | None, boot: str | No
 
 
 @dataclass(frozen=True, slots=True)
+class GroupMark:
+    """A job's process group as its node records it: the group id (its leader's pid), when the leader started (clock
+    ticks since boot), and the mark its processes carry in their environment: with these (and the boot it ran in)
+    a reopen tells the job's group from a later one that took the number."""
+
+    group: int
+    leader_start: int
+    mark: str
+
+
+@dataclass(frozen=True, slots=True)
 class LeftNode:
-    """A job node the history left: its job, the stop its host recorded on it (if any), the boot it started in."""
+    """A job node the history left: its job, the stop its host recorded on it (if any), the boot it started in, and
+    the process group it names (a bash job's; None for a cell's, or a node of an older build)."""
 
     job: str
     stop: StopReason | None
     boot: str | None
+    group: GroupMark | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,17 +75,6 @@ class ReopenedEnd:
     reason: EndReason
     killed: Literal[True] = True
     exit_code: None = None
-
-
-@dataclass(frozen=True, slots=True)
-class GroupMark:
-    """A job's process group as its node records it: the group id (its leader's pid), when the leader started (clock
-    ticks since boot), and the mark its processes carry in their environment: with these (and the boot it ran in)
-    a reopen tells the job's group from a later one that took the number."""
-
-    group: int
-    leader_start: int
-    mark: str
 
 
 def group_is_the_jobs(

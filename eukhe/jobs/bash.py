@@ -288,10 +288,10 @@ def end_left_group(group: GroupMark, started_boot: str | None, boot: str | None)
     """A reopen records a job of a host that died as ended: SIGKILL what is left of its process group, if that group
     is still the job's (`core.jobends.group_is_the_jobs`); True if it was. (A host that died with its supervisor
     gone leaves the group to init: nothing else would ever end it.)"""
-    if not group_alive(group.group):
-        return False
-    marked = members_carrying(group.group, f"{JOB_MARK_ENV}={group.mark}")
-    if not group_is_the_jobs(group, started_boot, boot, start_ticks(group.group), marked):
+    leader_start = start_ticks(group.group)
+    # The members' environments are read (a scan of every process) only when the verdict needs them: leader gone.
+    marked = 0 if leader_start is not None else members_carrying(group.group, f"{JOB_MARK_ENV}={group.mark}")
+    if not group_is_the_jobs(group, started_boot, boot, leader_start, marked):
         return False
     kill_group(group.group)
     return True

@@ -156,21 +156,14 @@ def end_row(job: Job) -> EndRow:
 
 
 def left_node(job_id: str, value: Any) -> LeftNode:
-    """The facts a reopen reads from a node the history left (a node it cannot read: no stop, no boot known)."""
+    """The facts a reopen reads from a node the history left (a node it cannot read: no stop, no boot, no group)."""
     document = node_document(value)
     if document is None:
         return LeftNode(job_id, None, None)
-    return LeftNode(job_id, document.stop_reason, document.boot_id)
-
-
-def left_group(value: Any) -> tuple[GroupMark, str | None] | None:
-    """The process group a left node records (a bash job's), with the boot it started in; None if it records none."""
-    document = node_document(value)
-    if document is None or document.process_group is None:
-        return None
-    if document.process_start is None or document.process_mark is None:
-        return None
-    return GroupMark(document.process_group, document.process_start, document.process_mark), document.boot_id
+    group = None
+    if document.process_group is not None and document.process_start is not None and document.process_mark:
+        group = GroupMark(document.process_group, document.process_start, document.process_mark)
+    return LeftNode(job_id, document.stop_reason, document.boot_id, group)
 
 
 def reopened_row(

@@ -55,7 +55,6 @@ from eukhe.session.history import (
     end_row,
     forked_row,
     history_facts,
-    left_group,
     left_node,
     past_answer,
     past_row,
@@ -306,10 +305,11 @@ class Session:
         if not nodes:
             return
         records: list[JournalRecord] = []
-        for end in reopened_ends([left_node(job, value) for job, value in nodes.items()], self.boot_id):
-            left = left_group(nodes[end.job])
-            if left is not None and end_left_group(*left, self.boot_id):  # recorded as ended: so it is
-                log.warning("job %s: its host died and left its process group %d: killed", end.job, left[0].group)
+        left = [left_node(job, value) for job, value in nodes.items()]
+        for node in left:  # recorded as ended below: so each one is, if its group is still the job's
+            if node.group is not None and end_left_group(node.group, node.boot, self.boot_id):
+                log.warning("job %s: its host died and left its process group %d: killed", node.job, node.group.group)
+        for end in reopened_ends(left, self.boot_id):
             retire, row = reopened_row(end, nodes[end.job], self.artifact_dir, self.settings.truncation)
             records += [retire, self.entry_record("notice", row)]
         self.commit(records)

@@ -623,11 +623,10 @@ class Supervisor:
                 writer.write(encode_request(request.id, request.op, to_builtins(request.args)))
                 await writer.drain()
             except (ConnectionError, OSError) as error:
-                # The worker closed its end before this request: on a kept connection, it died since the last one
-                # (nothing was read of this request: safe to send again, once the session is reopened).
-                name = "worker_unavailable" if kept else "worker_died"
                 what = f"session {worker.session_id}: {error.strerror or error}"
-                raise (WorkerUnreachableError if kept else RequestError)(name, what) from error
+                if kept:  # it died since the last request; nothing of this one was read: sent again once reopened
+                    raise WorkerUnreachableError("worker_unavailable", what) from error
+                raise RequestError("worker_died", what) from error
             cancelled = False
             while True:
                 try:

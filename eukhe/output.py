@@ -23,7 +23,7 @@ from eukhe.errors import EukheError
 from eukhe.fsio import write_all
 from eukhe.private_fs import create_private_file, make_private_dirs
 from eukhe.records.output import OutputWindow
-from eukhe.text_facts import count_newlines, count_text, line_lengths, read_facts
+from eukhe.text_facts import NEWLINE, count_newlines, count_text, read_facts
 
 STREAM_PIECE = 1 << 20
 """Texts longer than this are fed to the core in pieces, so a single huge write stays O(limit) in memory."""
@@ -57,10 +57,11 @@ class BoundedResult:
         """Whether anything was dropped."""
         return self.bytes_dropped > 0 or self.lines_dropped > 0
 
-    def to_record(self) -> OutputWindow:
-        """The window as every answer carries it: text as UTF-8 (the exact bytes in base64 when they are not)."""
+    def to_record(self, with_text: bool = True) -> OutputWindow:
+        """The window as every answer carries it: text as UTF-8 (the exact bytes in base64 when they are not);
+        without its text (empty) when the reader gets the bytes another way (a read by reference)."""
         try:
-            text = self.text.decode("utf-8")
+            text = self.text.decode("utf-8") if with_text else ""
             exact = None
         except UnicodeDecodeError:
             text = self.text.decode("utf-8", errors="replace")
@@ -211,7 +212,7 @@ class BoundedOutput:
     def _read(self, close: bool) -> BoundedResult:
         if self._stepper is None:
             text = bytes(self._store)
-            lines = len(line_lengths(text))
+            lines = count_newlines(text) + (1 if text and text[-1] != NEWLINE else 0)  # a last unended piece too
             return BoundedResult(text, len(text), 0, lines, 0, None, None)
         limits = self._stepper.limits
         facts = read_facts(self._store, limits, self._store_starts_inside_line)

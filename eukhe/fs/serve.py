@@ -17,10 +17,10 @@ from eukhe.fs.editing import edit
 from eukhe.fs.errors import FsError, Reason
 from eukhe.fs.globbing import glob
 from eukhe.fs.grepping import grep
-from eukhe.fs.reading import read
+from eukhe.fs.reading import read, read_for_kernel
 from eukhe.fs.writing import write
 from eukhe.records.base import Record
-from eukhe.records.fs import EditArgs, FsRefusal, GlobArgs, GrepArgs, ReadArgs, WriteArgs
+from eukhe.records.fs import EditArgs, FsRefusal, GlobArgs, GrepArgs, KernelReadArgs, ReadArgs, WriteArgs
 
 REQUESTS: dict[str, tuple[type[Record], Callable[[FsContext, Any], Record]]] = {
     "fs.read": (ReadArgs, read),
@@ -31,22 +31,31 @@ REQUESTS: dict[str, tuple[type[Record], Callable[[FsContext, Any], Record]]] = {
 }
 """The host request types this module serves, with their argument record and handler."""
 
+KERNEL_REQUESTS: dict[str, tuple[type[Record], Callable[[FsContext, Any], Record]]] = {
+    **REQUESTS,
+    "fs.read": (KernelReadArgs, read_for_kernel),
+}
+"""The same for a kernel cell's host requests: its `fs.read` may ask for an answer by reference."""
 
-def decode_args(kind: str, params: object) -> Record:
-    """The typed arguments of one request; unknown keys, missing keys and wrong types are `bad_request`."""
-    if kind not in REQUESTS:
+
+def decode_args(kind: str, params: object, *, kernel: bool = False) -> Record:
+    """The typed arguments of one request (`kernel`: a cell's); unknown keys, missing keys and wrong types are
+    `bad_request`."""
+    requests = KERNEL_REQUESTS if kernel else REQUESTS
+    if kind not in requests:
         raise FsError(Reason.BAD_REQUEST, None, f"no file tool serves {kind!r}")
-    record_type, _ = REQUESTS[kind]
+    record_type, _ = requests[kind]
     try:
         return msgspec.convert(params, record_type, strict=True)
     except msgspec.ValidationError as error:
         raise FsError(Reason.BAD_REQUEST, None, f"{kind}: {error}") from error
 
 
-def serve(context: FsContext, kind: str, params: object) -> dict[str, Any]:
-    """Run the request `kind` (`fs.read` ... `fs.glob`) with `params`; its answer as JSON values."""
-    args = decode_args(kind, params)
-    _, handler = REQUESTS[kind]
+def serve(context: FsContext, kind: str, params: object, *, kernel: bool = False) -> dict[str, Any]:
+    """Run the request `kind` (`fs.read` ... `fs.glob`) with `params` (`kernel`: a cell's host request); its answer
+    as JSON values."""
+    args = decode_args(kind, params, kernel=kernel)
+    _, handler = (KERNEL_REQUESTS if kernel else REQUESTS)[kind]
     answer: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(handler(context, args)))
     return answer
 

@@ -77,7 +77,9 @@ class KernelSession(Session):
         host's and back, and refused `outside` when no mount holds them on the host disk."""
         transport = self.kernel_transport
         path_map = None if transport is None else path_map_of(transport)
-        return await self.files.serve(admission.kind, admission.params, path_map=path_map, sandbox_cwd=admission.cwd)
+        return await self.files.serve(
+            admission.kind, admission.params, path_map=path_map, sandbox_cwd=admission.cwd, kernel=True
+        )
 
     @property
     def cells(self) -> CellJobs:

@@ -22,6 +22,13 @@ class ReadArgs(Record):
     limit: int | None = None
 
 
+class KernelReadArgs(ReadArgs):
+    """`fs.read` from a kernel cell: `by_reference` lets the host answer a large unbounded text by where it lies in
+    the shared file (`ReadByReference`) instead of sending it over the kernel's pipe (docs/fs.md, "By reference")."""
+
+    by_reference: bool = False
+
+
 class WriteArgs(Record):
     """`fs.write`: create or replace the file at `path` with `content` (UTF-8)."""
 
@@ -67,6 +74,24 @@ class ReadAnswer(Bounded):
     offset: int
     lines: int
     total_lines: int
+
+
+class TextSpan(Record):
+    """Where an answer's text lies: `length` bytes from byte `start` of the file at `path` (the kernel's own path),
+    whose CRC-32 is `crc32`; the kernel reads them and checks the sum before it trusts them."""
+
+    path: str
+    start: int
+    length: int
+    crc32: int
+
+
+class ReadByReference(ReadAnswer):
+    """A kernel's `fs.read` answered by reference: every field of `ReadAnswer`, with `output.text` empty (and no
+    `text_base64`), and `text_at` the bytes the kernel reads in its place. The kernel turns it into the `ReadAnswer`
+    the host would have sent, or asks again without `by_reference` when the bytes it finds are not those."""
+
+    text_at: TextSpan
 
 
 class WriteAnswer(Record):

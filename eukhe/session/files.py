@@ -74,7 +74,15 @@ class SessionFiles:
         return await asyncio.to_thread(glob, self.context(), GlobArgs(pattern=pattern, path=path))
 
     async def serve(
-        self, kind: str, params: Any, *, path_map: PathMap | None = None, sandbox_cwd: str | None = None
+        self,
+        kind: str,
+        params: Any,
+        *,
+        path_map: PathMap | None = None,
+        sandbox_cwd: str | None = None,
+        kernel: bool = False,
     ) -> dict[str, Any]:
-        """One `fs.*` request as plain JSON values (a kernel's host request; a wrapped kernel's paths are mapped)."""
-        return await asyncio.to_thread(serve, self.context(path_map, sandbox_cwd), kind, params)
+        """One `fs.*` request as plain JSON values (`kernel`: a cell's host request, whose `fs.read` may be answered
+        by reference; a wrapped kernel's paths are mapped)."""
+        context = self.context(path_map, sandbox_cwd)
+        return await asyncio.to_thread(serve, context, kind, params, kernel=kernel)

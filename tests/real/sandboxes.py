@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +127,23 @@ def sshd(directory: Path) -> Iterator[Sshd]:
         server.wait(timeout=10)
         if server.stderr is not None:
             server.stderr.close()
+
+
+@contextlib.contextmanager
+def wrapper(kind: str, tmp_path: Path, host: Path) -> Iterator[tuple[dict[str, Any], str]]:
+    """The `kernel_transport` setting of one real wrapper, and the sandbox path of `host`."""
+    need_root(f"the {kind} wrapper")
+    if kind == "setsid":
+        with bind_mount(host, tmp_path / "sandbox") as sandbox:
+            prefix = ["setsid", "-w", "sh", "-c", 'exec "$@"', "sh"]
+            yield {"argv_prefix": prefix, "path_map": [{"sandbox": str(sandbox), "host": str(host)}]}, str(sandbox)
+    elif kind == "bwrap":
+        if not os.path.exists("/usr/bin/bwrap"):
+            pytest.skip("bubblewrap is not installed (.ci/run installs it)")
+        prefix = ["bwrap", "--ro-bind", "/", "/", "--bind", str(host), "/work", "--dev", "/dev", "--proc", "/proc"]
+        prefix += ["--tmpfs", "/tmp", "--clearenv", "--die-with-parent"]
+        yield {"argv_prefix": prefix, "path_map": [{"sandbox": "/work", "host": str(host)}]}, "/work"
+    else:
+        with sshd(tmp_path / "sshd") as server, bind_mount(host, tmp_path / "remote") as sandbox:
+            setting = {"argv_prefix": server.argv_prefix, "command": "shell"}
+            yield {**setting, "path_map": [{"sandbox": str(sandbox), "host": str(host)}]}, str(sandbox)

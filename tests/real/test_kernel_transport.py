@@ -11,11 +11,8 @@ after it too) are refused `outside`; and a kill (closing stdin) leaves no proces
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +20,7 @@ import pytest
 
 from eukhe.api import Session, Settled
 from tests.real.kernel_support import run
-from tests.real.sandboxes import SANDBOX_PYTHON, bind_mount, need_root, sshd, wrapped_kernels
+from tests.real.sandboxes import SANDBOX_PYTHON, wrapped_kernels, wrapper
 
 pytestmark = pytest.mark.real
 
@@ -43,26 +40,6 @@ REFUSED = (
     "    return 'read'\n"
     "[reason(p) for p in ({paths!r})]"
 )
-
-
-@contextlib.contextmanager
-def wrapper(kind: str, tmp_path: Path, host: Path) -> Iterator[tuple[dict[str, Any], str]]:
-    """The `kernel_transport` setting of one real wrapper, and the sandbox path of `host`."""
-    need_root(f"the {kind} wrapper")
-    if kind == "setsid":
-        with bind_mount(host, tmp_path / "sandbox") as sandbox:
-            prefix = ["setsid", "-w", "sh", "-c", 'exec "$@"', "sh"]
-            yield {"argv_prefix": prefix, "path_map": [{"sandbox": str(sandbox), "host": str(host)}]}, str(sandbox)
-    elif kind == "bwrap":
-        if not os.path.exists("/usr/bin/bwrap"):
-            pytest.skip("bubblewrap is not installed (.ci/run installs it)")
-        prefix = ["bwrap", "--ro-bind", "/", "/", "--bind", str(host), "/work", "--dev", "/dev", "--proc", "/proc"]
-        prefix += ["--tmpfs", "/tmp", "--clearenv", "--die-with-parent"]
-        yield {"argv_prefix": prefix, "path_map": [{"sandbox": "/work", "host": str(host)}]}, "/work"
-    else:
-        with sshd(tmp_path / "sshd") as server, bind_mount(host, tmp_path / "remote") as sandbox:
-            setting = {"argv_prefix": server.argv_prefix, "command": "shell"}
-            yield {**setting, "path_map": [{"sandbox": str(sandbox), "host": str(host)}]}, str(sandbox)
 
 
 async def cell(session: Session, code: str) -> Any:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any
 
+from eukhe_kernel import snapshot
 from eukhe_kernel.frames import PROTECTED_CODES, FrameWriter
 from eukhe_kernel.protocol import (
     MAX_PAYLOAD_BYTES,
@@ -239,6 +240,7 @@ class Kernel:
         owner = os.environ.get("EUKHE_KERNEL_OWNER_PID", "")
         if owner.isdigit():
             threading.Thread(target=self._watch_owner, args=(int(owner),), name="eukhe-owner", daemon=True).start()
+        restored = self._restore_snapshot()
         self.writer.frame(
             encode_frame(
                 "ready",
@@ -246,14 +248,50 @@ class Kernel:
                 {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "python": sys.version.split()[0]},
             )
         )
+        if restored:
+            self.diag(restored)
         threading.Thread(target=_load_libc, name="eukhe-libc", daemon=True).start()
         self.loop.run_until_complete(self._worker())
 
-    def shutdown(self, request_id: str | None, code: int = 0) -> None:
-        """Kill the process groups of `bash()` children, send what is pending, answer, exit (any thread)."""
+    def _restore_snapshot(self) -> str | None:
+        """Load the namespace snapshot an earlier kernel of the session left (idle culling); what to tell the host."""
+        path = os.environ.get(snapshot.SNAPSHOT_VARIABLE)
+        if not path:
+            return None
+        try:
+            found = snapshot.restore(self.namespace, path)
+        except OSError as exc:
+            return f"the namespace snapshot {path} could not be read: {exc}"
+        if found is None:
+            return None
+        restored, failed = found
+        note = f"namespace snapshot restored: {', '.join(restored) or 'no variable'}"
+        return note + (f"; not restored (they do not load here): {', '.join(failed)}" if failed else "")
+
+    def _save_snapshot(self) -> None:
+        """Write the namespace snapshot for the session's next kernel, and tell the host what it holds."""
+        path = os.environ.get(snapshot.SNAPSHOT_VARIABLE)
+        if not path:
+            self.diag("the host asked for a namespace snapshot, but this kernel has no snapshot file")
+            return
+        try:
+            saved, skipped = snapshot.save(self.namespace, path)
+        except Exception as exc:  # a full disk, a gone directory: the kernel still stops
+            self.diag(f"the namespace snapshot {path} could not be written: {type(exc).__name__}: {exc}")
+            return
+        note = f"namespace snapshot saved: {', '.join(saved) or 'no variable'}"
+        if skipped:
+            note += f"; not kept (functions, classes, values that do not pickle): {', '.join(skipped)}"
+        self.diag(note)
+
+    def shutdown(self, request_id: str | None, code: int = 0, *, take_snapshot: bool = False) -> None:
+        """Kill the process groups of `bash()` children, send what is pending, write the namespace snapshot when
+        asked, answer, exit (any thread)."""
         self.shutting_down = True
         self._kill_children()
         self._drain_pumps()
+        if take_snapshot:
+            self._save_snapshot()
         if request_id is not None:
             self.writer.frame(encode_frame("done", request_id, {"status": "ok"}))
         else:
@@ -398,7 +436,8 @@ class Kernel:
         elif kind == "host_reply":
             self._resolve_host_reply(message)
         elif kind == "shutdown":
-            self.shutdown(request_id if isinstance(request_id, str) else None)
+            take_snapshot = message.get("snapshot") is True
+            self.shutdown(request_id if isinstance(request_id, str) else None, take_snapshot=take_snapshot)
         elif kind == "call":
             from eukhe_kernel.rlm.remote import serve_call  # noqa: PLC0415 - rlm imports this module
 

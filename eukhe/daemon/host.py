@@ -157,7 +157,7 @@ class SessionHost:
         culled = False
         due = kernel_idle is not None and 0 < args.kernel_idle_ms <= kernel_idle * 1000
         if manager is not None and kernel_idle is not None and due and not manager.busy:
-            await manager.kill()  # the next cell starts a fresh kernel
+            await manager.kill(snapshot=True)  # the next cell starts a fresh kernel, with the variables of this one
             culled, live = True, False
         busy: list[str] = []
         if session.job_table.running():

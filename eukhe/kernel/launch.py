@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from eukhe_kernel.snapshot import SNAPSHOT_VARIABLE
 
 OWNER_PID_VARIABLE = "EUKHE_KERNEL_OWNER_PID"
 
@@ -29,6 +31,8 @@ class KernelLaunch:
     preamble: bytes = b""
     cwd: str | None = None
     diagnostics: tuple[str, ...] = ()
+    snapshot: bool = False
+    """Whether the kernel has a namespace snapshot file (`EUKHE_KERNEL_SNAPSHOT` in its environment)."""
 
 
 def kernel_python() -> str:
@@ -57,3 +61,8 @@ async def installed_kernel_launch() -> KernelLaunch:
 
     python = await ensure_kernel_python()
     return kernel_launch(str(python), stub_on_path=bool(os.environ.get("EUKHE_KERNEL_PYTHON")))
+
+
+def with_snapshot(launch: KernelLaunch, path: str) -> KernelLaunch:
+    """A Local kernel's launch with its namespace snapshot file (a host path: the kernel runs on the host)."""
+    return replace(launch, env={**launch.env, SNAPSHOT_VARIABLE: path}, snapshot=True)

@@ -71,6 +71,7 @@ from eukhe.records.kernel import (
     ProcessFrame,
     ReadyFrame,
     ResultFrame,
+    ShutdownRequest,
     StderrFrame,
     StdoutFrame,
 )
@@ -85,6 +86,8 @@ STDERR_TAIL = 8192
 DIAGNOSTICS_KEPT = 256
 """The last diagnostics and faults a manager keeps (a session's kernel may live long and say much)."""
 KILL_GRACE_S = 1.0
+SNAPSHOT_GRACE_S = 60.0
+"""How long a kernel stopped with a snapshot (idle culling) may take to pickle its namespace before it is killed."""
 """After closing stdin, how long the stub has to kill its `bash()` groups and exit before its group is killed."""
 
 
@@ -249,6 +252,7 @@ class _Kernel:
     host_tasks: set[asyncio.Task[None]] = field(default_factory=set)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     stderr_tail: bytearray = field(default_factory=bytearray)
+    snapshot: bool = False  # it has a namespace snapshot file: idle culling asks it to write one
     child_groups: set[int] = field(default_factory=set)  # the stub's `bash()` process groups, reaped at its end
     end_reason: KernelError | None = None
     gone: bool = False  # retired: takes no new work; the next cell starts a fresh kernel
@@ -325,6 +329,7 @@ class KernelManager:
         kernel notices (each is also logged)."""
         self.faults: list[ProtocolFault] = []
         self.kernels_started = 0
+        self._stops = 0  # shutdown requests sent (their ids)
         self.on_child_group: Callable[[int, bool], None] | None = None
         """Hears each `bash()` process group of a Local kernel start (True) and end (False): a session keeps them
         in its journal, so a host that restarts still reaps them."""
@@ -380,13 +385,29 @@ class KernelManager:
             await asyncio.gather(*list(self._ending), return_exceptions=True)
         self.background.close()
 
-    async def kill(self) -> None:
-        """Kill the kernel: close its stdin, then signal its process group; its cells end as killed."""
+    async def kill(self, *, snapshot: bool = False) -> None:
+        """Kill the kernel: close its stdin, then signal its process group; its cells end as killed. `snapshot`
+        (idle culling): first ask it to write its namespace snapshot and stop, which the next kernel reads back."""
         kernel, self._kernel = self._kernel, None
         if kernel is not None:
+            if snapshot:
+                await self._stop_with_snapshot(kernel)
             await self._terminate(
                 kernel, KernelKilledError("the Python kernel was killed; the next cell starts a fresh one")
             )
+
+    async def _stop_with_snapshot(self, kernel: _Kernel) -> None:
+        """Ask a ready kernel with a snapshot file to write its snapshot and exit; wait SNAPSHOT_GRACE_S for it (the
+        kill that follows ends it anyway). Its notes on what the snapshot holds arrive as diagnostics."""
+        if not kernel.snapshot or kernel.gone or kernel.end_reason is not None or not kernel.ready.done():
+            return
+        kernel.end_reason = KernelKilledError(
+            "the Python kernel was stopped; the next cell starts a fresh one with its namespace snapshot"
+        )
+        self._stops += 1
+        if self._send(kernel, ShutdownRequest(id=f"stop-{self._stops}", snapshot=True)):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(kernel.process.wait(), SNAPSHOT_GRACE_S)
 
     async def _ensure(self) -> _Kernel:
         if self._closed:
@@ -423,7 +444,7 @@ class KernelManager:
         if isinstance(stdout_pipe, asyncio.ReadTransport):
             stdout_pipe.set_protocol(_DirectStdout(stdout_pipe.get_protocol(), pipes))
         reader = FrameReader(frozenset(self.handlers), self.limits)
-        kernel = _Kernel(process, pipes, reader, loop.create_future())
+        kernel = _Kernel(process, pipes, reader, loop.create_future(), snapshot=launch.snapshot)
         pipes.attach(lambda data: self._on_stdout(kernel, data))
         kernel.tasks.append(asyncio.create_task(self._watch_stdout(kernel)))
         kernel.tasks.append(asyncio.create_task(self._read_stderr(kernel)))

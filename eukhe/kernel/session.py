@@ -11,14 +11,16 @@ in the journal, so a reopen after a crash reaps what the old kernel left. This i
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from eukhe.core.gate import Admission
 from eukhe.core.job import blocking_span
 from eukhe.fs import REQUESTS as FS_REQUESTS
 from eukhe.kernel.cells import CellJobs
-from eukhe.kernel.launch import KernelLaunch, installed_kernel_launch
+from eukhe.kernel.launch import KernelLaunch, installed_kernel_launch, with_snapshot
 from eukhe.kernel.manager import HostHandler, KernelManager
 from eukhe.kernel.remote import REGISTER as REMOTE_REGISTER
 from eukhe.kernel.remote import SessionRemote
@@ -28,6 +30,9 @@ from eukhe.records.jobs import Detached, Settled
 from eukhe.records.journal import DocPut, DocRetire, JournalRecord
 from eukhe.session.session import Session, StartListener
 from eukhe.store.journal import JournalError
+
+SNAPSHOT_NAME = "kernel-namespace.pickle"
+"""The namespace snapshot file in a session's directory (written by the kernel, read by the next one)."""
 
 KERNEL_GROUP_DOC = "eukhe.kernel_group"
 """A state document per live `bash()` process group of a Local kernel (key: the group id)."""
@@ -42,11 +47,22 @@ class KernelSession(Session):
     """How a Local kernel starts (the installed kernel venv; tests give another)."""
 
     def kernel_launch(self) -> KernelLaunch | Awaitable[KernelLaunch]:
-        """How this session's kernel starts: Local, or wrapped by the transport the session started with."""
+        """How this session's kernel starts: Local, or wrapped by the transport the session started with; each
+        with the session's namespace snapshot file (a wrapped kernel: when a mount holds it)."""
         transport = self.kernel_transport
         if transport is None:
-            return self.local_launch()
-        return wrapped_launch(transport, self.cwd)
+            return self._local_launch()
+        return wrapped_launch(transport, self.cwd, snapshot=str(self.snapshot_path))
+
+    async def _local_launch(self) -> KernelLaunch:
+        planned = self.local_launch()
+        launch = await planned if inspect.isawaitable(planned) else planned
+        return with_snapshot(launch, str(self.snapshot_path))
+
+    @property
+    def snapshot_path(self) -> Path:
+        """Where the kernel writes its namespace snapshot when idle culling stops it (the session's directory)."""
+        return self.dir / SNAPSHOT_NAME
 
     _cells: CellJobs | None = None
 

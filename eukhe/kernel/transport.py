@@ -27,6 +27,7 @@ from eukhe.core import pathmap
 from eukhe.errors import EukheError
 from eukhe.kernel.launch import KernelLaunch
 from eukhe.records.settings import KernelTransport
+from eukhe_kernel.snapshot import SNAPSHOT_VARIABLE
 
 OWNER_VARIABLE = "EUKHE_KERNEL_OWNER"
 HOST_PATH_VARIABLES = ("EUKHE_CODING_AGENT_DIR", "EUKHE_BASH_SHELL")
@@ -127,14 +128,40 @@ def kernel_environment(transport: KernelTransport, host: dict[str, str]) -> tupl
     return env, diagnostics
 
 
-def wrapped_launch(transport: KernelTransport, cwd: Path) -> KernelLaunch:
-    """The launch of a wrapped kernel for a session in `cwd`: the wrapper argv, the host's environment for the
-    wrapper, and the stub with its settings as the stdin preamble."""
+def snapshot_entry(transport: KernelTransport, snapshot: str | None) -> tuple[dict[str, str], list[str]]:
+    """The kernel's entry for the namespace snapshot file (host path `snapshot`): its sandbox path, or none and a
+    diagnostic when no mount holds it (the host then asks for no snapshot; S3 sandbox 6)."""
+    if snapshot is None:
+        return {}, []
+    mapped = path_map_of(transport).sandbox_of(snapshot)
+    if isinstance(mapped, pathmap.Outside):
+        diagnostic = (
+            f"the namespace snapshot file {snapshot} is outside every mount of the kernel transport: this kernel "
+            "takes no snapshot, so idle culling loses its variables"
+        )
+        return {}, [diagnostic]
+    return {SNAPSHOT_VARIABLE: mapped}, []
+
+
+def wrapped_launch(transport: KernelTransport, cwd: Path, snapshot: str | None = None) -> KernelLaunch:
+    """The launch of a wrapped kernel for a session in `cwd` (`snapshot`: the host path of its namespace snapshot
+    file): the wrapper argv, the host's environment for the wrapper, and the stub with its settings as the stdin
+    preamble."""
     start = sandbox_cwd(transport, cwd)
     env, diagnostics = kernel_environment(transport, dict(os.environ))
+    snapshot_env, snapshot_diagnostics = snapshot_entry(transport, snapshot)
+    env.update(snapshot_env)
+    diagnostics += snapshot_diagnostics
     stub, modules = stub_archive()
     meta = json.dumps({"env": env, "cwd": start, "modules": list(modules)}).encode()
     preamble = f"{len(meta):010d}{len(stub):010d}".encode() + meta + stub
     command = [transport.python, "-c", BOOT]
     argv = [*transport.argv_prefix, *([shlex.join(command)] if transport.command == "shell" else command)]
-    return KernelLaunch(tuple(argv), dict(os.environ), preamble=preamble, cwd=None, diagnostics=tuple(diagnostics))
+    return KernelLaunch(
+        tuple(argv),
+        dict(os.environ),
+        preamble=preamble,
+        cwd=None,
+        diagnostics=tuple(diagnostics),
+        snapshot=bool(snapshot_env),
+    )

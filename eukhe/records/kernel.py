@@ -114,6 +114,14 @@ class InterruptRequest(Record, tag="interrupt", tag_field="request"):
     target: str | None
 
 
+class ShutdownRequest(Record, tag="shutdown", tag_field="request"):
+    """Stop: the kernel kills its `bash()` groups, sends what is pending, writes its namespace snapshot when
+    `snapshot` (idle culling; the next kernel of the session reads it back), answers and exits."""
+
+    id: str
+    snapshot: bool = False
+
+
 class CallRequest(Record, tag="call", tag_field="request"):
     """Call the `@rlm.remote` function `name` (registered from `module`.`function`) with keyword arguments `args`,
     on the kernel's call lane (never behind a cell)."""

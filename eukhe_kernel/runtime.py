@@ -240,7 +240,6 @@ class Kernel:
         owner = os.environ.get("EUKHE_KERNEL_OWNER_PID", "")
         if owner.isdigit():
             threading.Thread(target=self._watch_owner, args=(int(owner),), name="eukhe-owner", daemon=True).start()
-        restored = self._restore_snapshot()
         self.writer.frame(
             encode_frame(
                 "ready",
@@ -248,6 +247,9 @@ class Kernel:
                 {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "python": sys.version.split()[0]},
             )
         )
+        # After `ready` (a large snapshot must not look like a start that hangs), before the first cell runs: the
+        # requests that come meanwhile wait on the loop, which starts below.
+        restored = self._restore_snapshot()
         if restored:
             self.diag(restored)
         threading.Thread(target=_load_libc, name="eukhe-libc", daemon=True).start()

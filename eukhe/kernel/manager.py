@@ -401,13 +401,15 @@ class KernelManager:
         kill that follows ends it anyway). Its notes on what the snapshot holds arrive as diagnostics."""
         if not kernel.snapshot or kernel.gone or kernel.end_reason is not None or not kernel.ready.done():
             return
+        self._stops += 1
+        if not self._send(kernel, ShutdownRequest(id=f"stop-{self._stops}", snapshot=True)):
+            return
+        # Set before the next await, so its exit reads as a stop, not a death.
         kernel.end_reason = KernelKilledError(
             "the Python kernel was stopped; the next cell starts a fresh one with its namespace snapshot"
         )
-        self._stops += 1
-        if self._send(kernel, ShutdownRequest(id=f"stop-{self._stops}", snapshot=True)):
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(kernel.process.wait(), SNAPSHOT_GRACE_S)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(kernel.process.wait(), SNAPSHOT_GRACE_S)
 
     async def _ensure(self) -> _Kernel:
         if self._closed:

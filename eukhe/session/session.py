@@ -199,7 +199,7 @@ class Session:
         self.harness = Harness(self, lambda: self.settings.bound, self.artifact_dir)
         self.jobs = SessionJobs(self)
         self.files = SessionFiles(self)
-        self.writer = JobWriter(self.commit, self.entry_record, self._job_nodes)
+        self.writer = JobWriter(self.commit, self.entry_record, self._job_nodes, on_start_lost=self._start_lost)
         self._unsubscribe = self.job_table.subscribe(self)
         self._closed = False
         self.last_read: JournalRead | None = None  # what the reopen read: its commits and skipped lines
@@ -511,6 +511,13 @@ class Session:
         """JobListener: a start becomes a node (through the writer; nobody waits)."""
         job.stop_reason = self._stop_reason  # a job started once a stop began is stopped by it too
         self.writer.submit(JobStarted(job.id, msgspec.to_builtins(job_document(job, self.boot_id))))
+
+    def _start_lost(self, job_id: str) -> None:
+        """A job whose start record could not be committed (a full disk) is killed at once: without its node, a
+        reopen after a crash could not end its process group, which would outlive its dead host."""
+        job = self.job_table.get(job_id)
+        if job is not None:
+            job.kill()
 
     def job_ended(self, job: Job, end: object) -> None:
         """JobListener: an end retires the node and records the job's row (`eukhe.bash` for a user-bash run,

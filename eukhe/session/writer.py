@@ -4,8 +4,9 @@ callers' path.
 Callers `submit` and go on; nobody waits for the writer. The task takes every record queued within BATCH_WINDOW_S of
 the first (at once for a caller waiting in `idle`) as one batch and commits what `core.jobdocs.plan_batch` says (one
 commit per batch; a batch that writes nothing commits nothing). A batch whose commit fails is retried one record at a
-time; a record that fails alone becomes a `job_record_failed` notice in the conversation. (On open, the session ends
-the jobs whose nodes an old process left: `Session.open`.)
+time; a record that fails alone becomes a `job_record_failed` notice in the conversation, and a job whose start
+record fails alone is killed (`on_start_lost`): with no node, a reopen after a crash could not end its process group.
+(On open, the session ends the jobs whose nodes an old process left: `Session.open`.)
 """
 
 from __future__ import annotations
@@ -59,10 +60,13 @@ class JobWriter:
         commit: Callable[[Sequence[JournalRecord]], Commit],
         entry_record: Callable[[str, JSON], EntryRecord],
         nodes: Callable[[], frozenset[str]],
+        on_start_lost: Callable[[str], None] | None = None,
     ) -> None:
         self._commit = commit
         self._entry_record = entry_record
         self._nodes = nodes
+        self._on_start_lost = on_start_lost
+        """Told the id of a job whose start record failed even alone: the session kills that job."""
         self._queue: list[WriterRecord] = []
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -141,6 +145,8 @@ class JobWriter:
                 self._commit([self._entry_record("notice", notice)])
             except JournalError as again:  # the conversation cannot take it either: say so where a person looks
                 _say(f"eukhe: job record failed and its notice too: {notice} ({again.reason})")
+            if isinstance(record, JobStarted) and self._on_start_lost is not None:
+                self._on_start_lost(record.job)
 
     def _records(self, writes: Sequence[Write]) -> list[JournalRecord]:
         records: list[JournalRecord] = []

@@ -28,12 +28,13 @@ class RefusingJournal(Journal):
             raise JournalError(self.path, f"refused {self.refused_job}")
 
 
-def make(tmp_path: Path) -> tuple[Ledger, JobWriter, list[Commit]]:
+def make(tmp_path: Path, lost: list[str] | None = None) -> tuple[Ledger, JobWriter, list[Commit]]:
     ledger = Ledger(RefusingJournal(tmp_path / "main.jsonl"), Trees(), [])
     writer = JobWriter(
         ledger.commit,
         ledger.entry_record,
         lambda: frozenset(k for (t, k) in ledger.trees.documents if t == JOB_DOC_TYPE),
+        on_start_lost=None if lost is None else lost.append,
     )
     commits: list[Commit] = []
     ledger.journal.observers.append(commits.append)
@@ -111,7 +112,8 @@ def test_records_within_the_batch_window_share_one_commit_and_a_waiter_hurries_i
 
 def test_a_failed_batch_is_retried_one_record_at_a_time_and_a_lone_failure_becomes_a_notice(tmp_path: Path) -> None:
     async def scenario() -> None:
-        ledger, writer, commits = make(tmp_path)
+        lost: list[str] = []
+        ledger, writer, commits = make(tmp_path, lost)
         journal = ledger.journal
         assert isinstance(journal, RefusingJournal)
         journal.refused_job = "bad"
@@ -126,6 +128,7 @@ def test_a_failed_batch_is_retried_one_record_at_a_time_and_a_lone_failure_becom
             ["job_record_failed"],
             ["other"],
         ]
+        assert lost == ["bad"], "the session is told of a start that failed alone, and of no other"
         notice = commits[1].records[0]
         assert isinstance(notice, EntryRecord)
         assert notice.kind == "notice"

@@ -24,6 +24,7 @@ from pathlib import Path
 from eukhe.children import AgentSession
 from eukhe.core.jobends import StopReason
 from eukhe.daemon.children import daemon_children
+from eukhe.daemon.childwatch import PidfdOrThreadWatcher
 from eukhe.daemon.host import SessionHost, open_host
 from eukhe.daemon.local_access import bind_private_socket, serve_private
 from eukhe.daemon.procs import become_subreaper, end_orphans
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker[%(process)d] %(levelname)s %(message)s")
     daemon = Path(args.daemon) if args.daemon else None
     if sys.version_info < (3, 12):  # 3.12 chooses a pidfd watcher itself (and deprecates choosing one)
-        asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
+        asyncio.set_child_watcher(PidfdOrThreadWatcher())
     return asyncio.run(run_worker(Path(args.socket), None if args.create else args.session, daemon))
 
 

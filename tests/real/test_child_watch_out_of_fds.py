@@ -1,0 +1,55 @@
+"""A daemon worker's child watcher (eukhe/daemon/childwatch.py) with no descriptor left for a pidfd (EMFILE, for
+real: RLIMIT_NOFILE in a child process) still learns the child's end, on a thread, instead of failing after the
+child was spawned (asyncio's PidfdChildWatcher alone raises then, and the child is nobody's)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+CHILD = r"""
+import asyncio, os, resource, subprocess, sys
+from eukhe.daemon.childwatch import PidfdOrThreadWatcher
+
+async def main():
+    watcher = PidfdOrThreadWatcher()
+    watcher.attach_loop(asyncio.get_running_loop())
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(7)"], stdin=subprocess.PIPE)
+    ended = asyncio.get_running_loop().create_future()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 1, hard))
+    fillers = []
+    try:
+        while True:  # take every free descriptor below the limit: the table is full
+            try:
+                fillers.append(os.dup(0))
+            except OSError:
+                break
+        try:
+            os.pidfd_open(child.pid)
+        except OSError as error:
+            refused = error.errno
+        else:
+            sys.exit("a pidfd was opened past the limit: the test proves nothing")
+        watcher.add_child_handler(child.pid, lambda pid, code: ended.set_result(code))
+    finally:
+        for fd in fillers:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    child.stdin.close()
+    code = await asyncio.wait_for(ended, 20)
+    assert code == 7, code
+    print("refused", refused, "ended", code)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.real
+def test_a_child_the_watcher_cannot_open_a_pidfd_for_is_still_waited_for() -> None:
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("refused 24 ended 7"), done.stdout

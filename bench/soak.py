@@ -912,9 +912,10 @@ class Soak:
         expected = job.expected()
         complete = job.marker.exists() or not killed
         self.stats.check("kept+dropped")
-        if complete and (total, lines) != (len(expected), job.lines) and reason in HOST_ENDS and total < len(expected):
+        short = (total, lines) != (len(expected), job.lines)
+        if complete and short and total < len(expected) and self.host_ended(job, reason):
             self.stats.excused[f"output_lost_{reason}"] += 1
-        elif complete and (total, lines) != (len(expected), job.lines):
+        elif complete and short:
             self.stats.violation(
                 "kept+dropped", f"{where}: {total} bytes / {lines} lines, wrote {len(expected)} / {job.lines}"
             )
@@ -929,6 +930,16 @@ class Soak:
             self.stats.check("artifact")
             if data != expected[: len(data)] or (window["artifact_error"] is None and len(data) != total):
                 self.stats.violation("artifact", f"{where}: {len(data)} bytes, {total} counted")
+
+    def host_ended(self, job: JobInfo, reason: str | None) -> bool:
+        """Whether a row's reason says its job ended with its host, so its counts are its artifact's (a reopen wrote
+        it): a host end, or `session_closed` when a fault that can end a host mid-close overlapped the job (the close
+        recorded its stop on the node, then the host died before the end row: the next open wrote the row)."""
+        if reason in HOST_ENDS:
+            return True
+        mid_close = {"kill_worker", "kill_supervisor", "enospc", "emfile"}
+        faults = self.registry.faults_between(job.started, time.monotonic(), mid_close)
+        return reason == "session_closed" and bool(faults)
 
     def check_rows(self, rows: list[dict[str, Any]]) -> None:
         with self.registry.lock:

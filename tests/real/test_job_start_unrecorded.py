@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from eukhe.procs import alive
 from eukhe.records.jobs import Detached, Settled
 from eukhe.records.journal import DocPut, JournalRecord
 from eukhe.session.session import Session
@@ -21,14 +22,6 @@ from eukhe.store.journal import JournalError
 from tests.real.kernel_support import run, until
 
 pytestmark = pytest.mark.real
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_a_job_whose_start_cannot_be_recorded_is_killed_with_its_group(tmp_path: Path) -> None:

@@ -60,12 +60,13 @@ class BoundedResult:
     def to_record(self, with_text: bool = True) -> OutputWindow:
         """The window as every answer carries it: text as UTF-8 (the exact bytes in base64 when they are not);
         without its text (empty) when the reader gets the bytes another way (a read by reference)."""
-        try:
-            text = self.text.decode("utf-8") if with_text else ""
-            exact = None
-        except UnicodeDecodeError:
-            text = self.text.decode("utf-8", errors="replace")
-            exact = base64.b64encode(self.text).decode("ascii")
+        text, exact = "", None
+        if with_text:
+            try:
+                text = self.text.decode("utf-8")
+            except UnicodeDecodeError:
+                text = self.text.decode("utf-8", errors="replace")
+                exact = base64.b64encode(self.text).decode("ascii")
         return OutputWindow(
             text=text,
             bytes_kept=self.bytes_kept,

@@ -763,7 +763,9 @@ class Injector(threading.Thread):
             end = time.monotonic() + wait
             while time.monotonic() < end and not soak.stopped.is_set():
                 time.sleep(0.05)
-            if soak.paused.is_set() or soak.stopped.is_set():
+            while soak.paused.is_set() and not soak.stopped.is_set():
+                time.sleep(0.05)  # a fault drawn during a round's checks comes after them, not never
+            if soak.stopped.is_set():
                 continue
             kind = next(kinds)
             self.idle.clear()

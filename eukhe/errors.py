@@ -26,6 +26,10 @@ CATALOGUE: dict[str, str] = {
     "bad_path": "a path a caller gave cannot be used (too long, a NUL byte, a symlink loop, no permission)",
     "working_dir_error": "a session's working directory was refused: none given, gone, not a directory, or relative",
     "fs_error": "a file tool (read, write, edit, grep, glob) refused: `reason` says why (outside, not_found, ...)",
+    # the sandbox
+    "sandbox_unavailable": "confinement does not work on this machine (no bwrap, no user namespaces, AppArmor, a "
+    "nested container): the message names the cause; run with `--sandbox off` or fix the machine",
+    "sandbox_conflict": "a sandbox policy cannot hold with the other settings (the message names both)",
     # sessions and their journal
     "unknown_session": "no saved session has this id",
     "session_exists": "a create named an id that is already a session",

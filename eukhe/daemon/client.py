@@ -11,6 +11,7 @@ import _socket
 import errno
 import json
 import os
+import signal
 import sys
 import time
 
@@ -58,6 +59,17 @@ def default_socket_path() -> Path:
 def socket_path(option: str | None) -> str:
     """The socket the CLI talks to: `--daemon-socket` if given, else the default; made absolute."""
     return os.path.abspath(option) if option else default_socket_file()
+
+
+def hear_ctrl_c() -> None:
+    """Make SIGINT raise KeyboardInterrupt in this process, whatever it inherited: a process started with SIGINT
+    ignored (a shell's background job, `nohup`, a supervisor that ignores it) or blocked would otherwise never see
+    the Ctrl-C that cancels its job. Only the main thread can set a handler; elsewhere this does nothing."""
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:
+        return
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 class DaemonError(CodedError):
@@ -121,13 +133,14 @@ class DaemonClient:
         calls `on_interrupt(False)` and leaves at once (KeyboardInterrupt)."""
         request_id = self._next_id
         self._next_id += 1
+        if on_interrupt is not None:
+            hear_ctrl_c()
         self._send(encode_request(request_id, op, args))
         try:
             return self._answer(request_id, on_event)
         except KeyboardInterrupt:
             if on_interrupt is None:
                 raise
-        import signal  # noqa: PLC0415  (lazy: only a Ctrl-C needs it; CLI start-up time)
 
         cancel_id = f"cancel-{request_id}"
         try:

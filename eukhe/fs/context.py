@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from eukhe.core import pathmap
+from eukhe.core import sandbox as policy
 from eukhe.core.limits import DEFAULT_TRUNCATION, Keep, On, Truncation
 from eukhe.fs.errors import FsError, Reason, os_error
 from eukhe.output import BoundedOutput, BoundedResult
@@ -49,6 +50,14 @@ class FsContext:
     artifact_dir: Path | None = None
     path_map: pathmap.PathMap | None = None
     sandbox_cwd: str | None = None
+    sandbox: policy.Facts | None = None
+    """The session's sandbox, read off the disk for this request (None: no policy, the user's full rights)."""
+
+    def hidden_below(self, host_dir: str) -> tuple[str, ...]:
+        """The denied paths below a host directory a search walks (its results there are left out)."""
+        if self.sandbox is None:
+            return ()
+        return tuple(path for path, _ in self.sandbox.denied if pathmap.is_within(path, host_dir) and path != host_dir)
 
     def bounded(self, prefix: str) -> BoundedOutput:
         """A bounded output for one answer: the session's limits, keeping the head (a listing or a file reads from
@@ -95,6 +104,7 @@ class Locator:
 
     def __init__(self, context: FsContext) -> None:
         self.local = context.path_map is None
+        self.sandbox = context.sandbox
         self.map = pathmap.PathMap.identity() if context.path_map is None else _real_map(context.path_map)
         host_cwd = os.path.abspath(os.fspath(context.cwd))
         if context.sandbox_cwd is not None:
@@ -126,10 +136,21 @@ class Locator:
         return Place(walked.host, walked.sandbox, walked.kind, asked)
 
     def place(self, path: str, doing: str = "resolve") -> Place:
-        """The checked place of a request path (relative paths against the cwd), or an `FsError`."""
+        """The checked place of a request path (relative paths against the cwd), or an `FsError`; the sandbox
+        policy is checked on the resolved host path (`reason: sandbox`, naming the path and the rule)."""
         if not isinstance(path, str):
             raise FsError(Reason.BAD_REQUEST, None, f"a path must be a string, got {type(path).__name__}")
-        return self._resolve(path, self.cwd, doing)
+        place = self._resolve(path, self.cwd, doing)
+        if self.sandbox is not None:
+            want = policy.Want.WRITE if doing in WRITING else policy.Want.READ
+            verdict = policy.access(self.sandbox, place.host, want)
+            if isinstance(verdict, policy.Denied):
+                raise FsError(Reason.SANDBOX, path, verdict.message(place.shown, want))
+        return place
+
+
+WRITING = frozenset({"write", "edit"})
+"""What `place` is asked for that changes the file (the rest only read)."""
 
 
 class BoundedFields(TypedDict):

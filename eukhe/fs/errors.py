@@ -20,6 +20,7 @@ class Reason(enum.StrEnum):
     """Why a file tool refused a request."""
 
     OUTSIDE = "outside"  # outside every mount, the sandbox home, or a symlink / `..` that leaves the mounts
+    SANDBOX = "sandbox"  # the sandbox policy refuses it: a deny_read path, or a write outside the writable roots
     NOT_FOUND = "not_found"  # nothing at the path (or the search root)
     NOT_A_FILE = "not_a_file"  # read of a directory, FIFO, socket or device
     IS_A_DIRECTORY = "is_a_directory"  # write onto a directory

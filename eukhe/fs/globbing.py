@@ -14,12 +14,14 @@ Results come in the walk's order (sorted by path, component by component) and ar
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from dataclasses import dataclass
 
 from eukhe.core.pathmap import Kind
 from eukhe.fs.context import FsContext, Locator, bounded_fields
 from eukhe.fs.errors import FsError, Reason, os_error
+from eukhe.fs.grepping import denied
 from eukhe.fs.walk import Admit, Rules, Verdict, ignored, walk
 from eukhe.records.fs import GlobAnswer, GlobArgs
 
@@ -139,10 +141,13 @@ def glob(context: FsContext, args: GlobArgs) -> GlobAnswer:
         raise FsError(Reason.NOT_FOUND, place.asked, f"cannot list {place.asked}: no such directory")
     if place.kind is not Kind.DIR:
         raise FsError(Reason.NOT_A_DIRECTORY, place.asked, f"cannot list {place.asked}: not a directory")
+    hidden = context.hidden_below(place.host)
     output = context.bounded("fs-glob")
     count = 0
     try:
         for relative in walk(place.host, glob_policy(pattern)):
+            if hidden and denied(os.path.join(place.host, relative), hidden):
+                continue
             output.write(relative.encode("utf-8", errors="surrogateescape") + b"\n")
             count += 1
     except OSError as error:

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from eukhe.core.pathmap import Kind
+from eukhe.core.pathmap import Kind, is_within
 from eukhe.fs.context import FsContext, Locator, bounded_fields
 from eukhe.fs.errors import FsError, Reason, os_error
 from eukhe.fs.walk import Override, grep_policy, walk
@@ -183,6 +183,11 @@ def rg_matches(
 # --- the tool -----------------------------------------------------------------------------------------------------
 
 
+def denied(host: str, hidden: tuple[str, ...]) -> bool:
+    """Whether a result of a walk lies under a denied path of the sandbox."""
+    return any(is_within(host, path) for path in hidden)
+
+
 def grep(context: FsContext, args: GrepArgs, engine: Engine = "auto") -> GrepAnswer:
     """Lines matching `pattern` under `path` (a directory or one file), in files `glob` selects.
 
@@ -209,6 +214,7 @@ def grep(context: FsContext, args: GrepArgs, engine: Engine = "auto") -> GrepAns
         directory, target = place.host, None
     else:
         directory, target = os.path.split(place.host)
+    hidden = context.hidden_below(directory)
     output = context.bounded("fs-grep")
     matches = files = 0
     last_path: bytes | None = None
@@ -219,6 +225,8 @@ def grep(context: FsContext, args: GrepArgs, engine: Engine = "auto") -> GrepAns
     )
     try:
         for match in found:
+            if hidden and denied(os.path.join(directory, os.fsdecode(match.path)), hidden):
+                continue
             output.write(match.render())
             matches += 1
             if match.path != last_path:

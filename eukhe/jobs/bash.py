@@ -54,6 +54,7 @@ from eukhe.procs import (
     start_ticks,
 )
 from eukhe.records.jobs import Detached, Settled
+from eukhe.sandbox.group import Confine, SandboxGroup
 
 F_SETPIPE_SZ = 1031  # fcntl: set a pipe's buffer size (Linux)
 PIPE_BYTES = 1 << 18
@@ -179,6 +180,7 @@ class BashRun:
         pid = transport.get_pid()
         assert pid is not None
         self.pgid = pid  # start_new_session: the leader's pid is the group's id
+        self.sandbox: SandboxGroup | None = None  # a confined job: the group inside the sandbox
         self.job: Job | None = None
         self.task: asyncio.Task[None] | None = None
         self._kill_timer: Cancellable | None = None
@@ -192,9 +194,21 @@ class BashRun:
         if self._terminating:
             return
         self._terminating = True
-        signal_group(self.pgid, signal.SIGTERM)
+        if self.sandbox is None:
+            signal_group(self.pgid, signal.SIGTERM)
+        elif not self.sandbox.terminate():
+            kill_group(self.pgid)  # bwrap has not said yet where the command runs: end all of it now
         deadline = self.clock.now_ms() + self.options.kill_grace_ms
-        self._kill_timer = self.clock.call_at(deadline, lambda: kill_group(self.pgid))
+        self._kill_timer = self.clock.call_at(deadline, self._kill)
+
+    def _kill(self) -> None:
+        kill_group(self.pgid)
+        if self.sandbox is not None:
+            self.sandbox.kill()
+
+    def alive(self) -> bool:
+        """Whether any process of the job is left: its group, and a confined job's group inside the sandbox."""
+        return group_alive(self.pgid) or (self.sandbox is not None and self.sandbox.alive())
 
     async def supervise(self, job: Job) -> None:
         """Wait for the leader, drain, end the group, close the pipe, report the end."""
@@ -204,15 +218,17 @@ class BashRun:
             await self.pipe.exited
             code = self.transport.get_returncode()
             await wait_within(clock, self.pipe.eof, options.drain_ms)
-            if group_alive(self.pgid):
+            if self.alive():
                 self._terminate()
                 give_up = clock.now_ms() + options.kill_grace_ms + GIVE_UP_MS
-                await poll_until(clock, lambda: not group_alive(self.pgid), give_up)
+                await poll_until(clock, lambda: not self.alive(), give_up)
             await wait_within(clock, self.pipe.eof, max(options.drain_ms, EOF_AFTER_GROUP_MS))
             done = True
         finally:
             if not done:  # cancelled (the loop is closing): leave no process behind
-                kill_group(self.pgid)
+                self._kill()
+            if self.sandbox is not None:
+                self.sandbox.close()
             if self._kill_timer is not None:
                 self._kill_timer.cancel()
             self.transport.close()
@@ -232,21 +248,26 @@ async def start_bash(
     table: JobTable,
     options: BashOptions | None = None,
     env: Mapping[str, str] | None = None,
+    confine: Confine | None = None,
 ) -> Job:
-    """Start `bash -c command` in `cwd` as a job of `table` (kind "bash", title the command)."""
+    """Start `bash -c command` in `cwd` as a job of `table` (kind "bash", title the command); with `confine`, under
+    the argv it makes (a sandbox: its `--info-fd` names the group inside, which a kill's SIGTERM goes to)."""
     opts = options if options is not None else BashOptions()
     loop = asyncio.get_running_loop()
     terminal = has_controlling_terminal()
     mark = uuid.uuid4().hex
     job_env = dict(os.environ if env is None else env)
     job_env[JOB_MARK_ENV] = mark  # a reopen after the host died knows the job's processes by it (see GroupMark)
+    argv = ["bash", "-c", command]
+    info: SandboxGroup | None = None
+    if confine is not None:
+        info = SandboxGroup(loop)
+        argv = confine(argv, info.write_end)
     read_end, write_end = os.pipe()
     try:
         transport, pipe = await loop.subprocess_exec(
             _Pipe,
-            "bash",
-            "-c",
-            command,
+            *argv,
             stdin=subprocess.DEVNULL,
             stdout=write_end,
             stderr=write_end,
@@ -257,20 +278,26 @@ async def start_bash(
             # so the kernel's autogroup scheduling does not weigh the host as one group against each of its jobs.
             start_new_session=terminal,
             process_group=None if terminal else 0,
+            pass_fds=() if info is None else (info.write_end,),
         )
     except OSError as error:
         os.close(read_end)
+        if info is not None:
+            info.close()
         raise BashStartError(command, cwd, error.strerror or str(error)) from error
     finally:
         os.close(write_end)  # the child holds its copy: the EOF comes when the last writer closes it
+        if info is not None:
+            info.started()
     pipe.read_from(read_end)
     run = BashRun(transport, pipe, opts, table.clock)
+    run.sandbox = info
     leader_start = start_ticks(run.pgid)  # None: the leader has ended already (its group may live on)
     group = None if leader_start is None else GroupMark(run.pgid, leader_start, mark)
     try:
         job = table.start(JobSpec("bash", command, truncation, artifact_dir, group=group), run)
     except BaseException:  # a closed table (JobTableClosedError) or a failing listener: leave no process behind
-        kill_group(run.pgid)
+        run._kill()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(pipe.exited), GIVE_UP_MS / 1000)  # reaped before the transport goes
         transport.close()
@@ -311,6 +338,7 @@ async def bash_and_wait(
     options: BashOptions | None = None,
     env: Mapping[str, str] | None = None,
     on_start: Callable[[Job], None] | None = None,
+    confine: Confine | None = None,
 ) -> Settled | Detached:
     """Start a bash job, wait at most `budget_ms`: settled with its end, or detached with its output so far.
 
@@ -318,7 +346,14 @@ async def bash_and_wait(
     then re-raises the cancellation (see `settle_or_detach`)."""
     deadline_ms = table.clock.now_ms() + max(0, budget_ms)  # the budget runs from the call, spawn included
     job = await start_bash(
-        command, cwd, truncation=truncation, artifact_dir=artifact_dir, table=table, options=options, env=env
+        command,
+        cwd,
+        truncation=truncation,
+        artifact_dir=artifact_dir,
+        table=table,
+        options=options,
+        env=env,
+        confine=confine,
     )
     if on_start is not None:
         on_start(job)

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from eukhe_kernel.snapshot import SNAPSHOT_VARIABLE
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from eukhe.sandbox.confine import Confinement
+
 OWNER_PID_VARIABLE = "EUKHE_KERNEL_OWNER_PID"
+OWNER_VARIABLE = "EUKHE_KERNEL_OWNER"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,9 @@ class KernelLaunch:
     diagnostics: tuple[str, ...] = ()
     snapshot: bool = False
     """Whether the kernel has a namespace snapshot file (`EUKHE_KERNEL_SNAPSHOT` in its environment)."""
+    host_pids: bool = True
+    """Whether the pids the kernel reports are the host's (a Local kernel), so the host may signal them; a wrapped
+    or confined kernel lives in a pid namespace of its own and reaps its own children."""
 
 
 def kernel_python() -> str:
@@ -61,6 +69,15 @@ async def installed_kernel_launch() -> KernelLaunch:
 
     python = await ensure_kernel_python()
     return kernel_launch(str(python), stub_on_path=bool(os.environ.get("EUKHE_KERNEL_PYTHON")))
+
+
+def confined_launch(launch: KernelLaunch, sandbox: Confinement, *, writable: Sequence[str] = ()) -> KernelLaunch:
+    """A Local launch run in the session's sandbox: the same argv under bwrap, the host's environment, and the
+    stdin owner rule (the kernel's pid namespace has no host pid to watch: it ends at its stdin's EOF)."""
+    env = {name: value for name, value in launch.env.items() if name != OWNER_PID_VARIABLE}
+    env[OWNER_VARIABLE] = "stdin"
+    argv = sandbox.wrap(list(launch.argv), writable=writable, readable=[os.path.dirname(launch.argv[0])])
+    return replace(launch, argv=tuple(argv), env=env, host_pids=False)
 
 
 def with_snapshot(launch: KernelLaunch, path: str) -> KernelLaunch:

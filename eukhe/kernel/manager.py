@@ -254,6 +254,7 @@ class _Kernel:
     stderr_tail: bytearray = field(default_factory=bytearray)
     snapshot: bool = False  # it has a namespace snapshot file: idle culling asks it to write one
     child_groups: set[int] = field(default_factory=set)  # the stub's `bash()` process groups, reaped at its end
+    host_pids: bool = True  # the stub's pids are the host's (Local): its groups may be reaped from here
     end_reason: KernelError | None = None
     gone: bool = False  # retired: takes no new work; the next cell starts a fresh kernel
     ended: bool = False  # what was in flight has ended (after the process and its stdout are gone)
@@ -447,6 +448,7 @@ class KernelManager:
             stdout_pipe.set_protocol(_DirectStdout(stdout_pipe.get_protocol(), pipes))
         reader = FrameReader(frozenset(self.handlers), self.limits)
         kernel = _Kernel(process, pipes, reader, loop.create_future(), snapshot=launch.snapshot)
+        kernel.host_pids = launch.host_pids
         pipes.attach(lambda data: self._on_stdout(kernel, data))
         kernel.tasks.append(asyncio.create_task(self._watch_stdout(kernel)))
         kernel.tasks.append(asyncio.create_task(self._read_stderr(kernel)))
@@ -813,7 +815,7 @@ class KernelManager:
             kernel.ready.set_result(frame)
 
     def _on_process(self, kernel: _Kernel, frame: ProcessFrame) -> None:
-        if frame.pgid > 1:
+        if frame.pgid > 1 and kernel.host_pids:  # another pid namespace's pids name no process of the host's
             if frame.state == "started":
                 kernel.child_groups.add(frame.pgid)
             else:

@@ -20,7 +20,7 @@ from eukhe.core.gate import Admission
 from eukhe.core.job import blocking_span
 from eukhe.fs import REQUESTS as FS_REQUESTS
 from eukhe.kernel.cells import CellJobs
-from eukhe.kernel.launch import KernelLaunch, installed_kernel_launch, with_snapshot
+from eukhe.kernel.launch import KernelLaunch, confined_launch, installed_kernel_launch, with_snapshot
 from eukhe.kernel.manager import HostHandler, KernelManager
 from eukhe.kernel.remote import REGISTER as REMOTE_REGISTER
 from eukhe.kernel.remote import SessionRemote
@@ -32,7 +32,10 @@ from eukhe.session.session import Session, StartListener
 from eukhe.store.journal import JournalError
 
 SNAPSHOT_NAME = "kernel-namespace.pickle"
-"""The namespace snapshot file in a session's directory (written by the kernel, read by the next one)."""
+"""The namespace snapshot file (written by the kernel, read by the next one), in the session's kernel directory."""
+
+KERNEL_DIR_NAME = "kernel"
+"""The one directory of the session's own that its kernel may write, confined or not: the snapshot's."""
 
 KERNEL_GROUP_DOC = "eukhe.kernel_group"
 """A state document per live `bash()` process group of a Local kernel (key: the group id)."""
@@ -57,12 +60,16 @@ class KernelSession(Session):
     async def _local_launch(self) -> KernelLaunch:
         planned = self.local_launch()
         launch = await planned if inspect.isawaitable(planned) else planned
-        return with_snapshot(launch, str(self.snapshot_path))
+        self.snapshot_path.parent.mkdir(mode=0o700, exist_ok=True)
+        launch = with_snapshot(launch, str(self.snapshot_path))
+        if not self.sandbox.confined:
+            return launch
+        return confined_launch(launch, self.sandbox, writable=[str(self.snapshot_path.parent)])
 
     @property
     def snapshot_path(self) -> Path:
         """Where the kernel writes its namespace snapshot when idle culling stops it (the session's directory)."""
-        return self.dir / SNAPSHOT_NAME
+        return self.dir / KERNEL_DIR_NAME / SNAPSHOT_NAME
 
     _cells: CellJobs | None = None
 
@@ -114,8 +121,9 @@ class KernelSession(Session):
 
     def _kernel_group(self, pgid: int, started: bool) -> None:
         """A Local kernel's `bash()` group started or ended: kept as a state document, so a restarted host still
-        reaps what the kernel left (S3 sandbox 8). A wrapped kernel's pids are not the host's: it reaps its own."""
-        if self.kernel_transport is not None:
+        reaps what the kernel left (S3 sandbox 8). A wrapped or confined kernel's pids are not the host's: it reaps
+        its own (a confined kernel's pid namespace ends with it)."""
+        if self.kernel_transport is not None or self.sandbox.confined:
             return
         record: JournalRecord
         if started:

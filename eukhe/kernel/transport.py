@@ -164,4 +164,5 @@ def wrapped_launch(transport: KernelTransport, cwd: Path, snapshot: str | None =
         cwd=None,
         diagnostics=tuple(diagnostics),
         snapshot=bool(snapshot_env),
+        host_pids=False,
     )

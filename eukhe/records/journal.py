@@ -12,6 +12,7 @@ from eukhe.core.jobends import EndReason
 from eukhe.records.base import Record
 from eukhe.records.jobs import CellError, CellOutcomeName
 from eukhe.records.output import OutputWindow
+from eukhe.records.sandbox import SandboxPolicy
 from eukhe.records.settings import KernelTransport, SessionSettings, TruncationSetting
 
 JOURNAL_FORMAT = 2
@@ -31,7 +32,7 @@ class ForkOrigin(Record):
 
 class SessionHeader(Record, tag="session", tag_field="t"):
     """The first record of every journal: the format, the session id, its working dir, its settings, where it was
-    forked from, and the kernel transport it started with (null: Local)."""
+    forked from, the kernel transport it started with (null: Local), and its sandbox policy."""
 
     format: int
     id: str
@@ -39,6 +40,8 @@ class SessionHeader(Record, tag="session", tag_field="t"):
     settings: SessionSettings
     forked_from: ForkOrigin | None = None
     kernel_transport: KernelTransport | None = None
+    sandbox: SandboxPolicy | None = None
+    """The sandbox policy in force (null: a session made before policies, which runs unconfined)."""
 
 
 class EntryRecord(Record, tag="entry", tag_field="t"):

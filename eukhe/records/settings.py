@@ -13,6 +13,7 @@ import msgspec
 from eukhe.core.limits import DEFAULT_LIMITS, Keep, Off, On, OutputLimits, Truncation
 from eukhe.errors import InputError
 from eukhe.records.base import Record, refusal
+from eukhe.records.sandbox import ProjectSandbox, SandboxPolicy
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 Seconds = Annotated[float, msgspec.Meta(ge=0)]
@@ -131,6 +132,7 @@ class UserSettings(Record):
     upkeep (idle culling, artifact retention: `Upkeep`, whose defaults a missing key keeps)."""
 
     kernel_transport: KernelTransport | None = None
+    sandbox: SandboxPolicy | None = None
     truncation: TruncationSetting | None = None
     tool_blocking_budget_ms: NonNegative | None = None
     session_idle_timeout_s: Seconds | None = None
@@ -169,8 +171,9 @@ class Upkeep(Record):
 
 class ProjectSettings(Record):
     """`<cwd>/.eukhe/settings.json`: a project's settings, over the user's. A project (an untrusted scope) cannot set
-    `kernel_transport`: the key is read only to refuse it by name."""
+    `kernel_transport`: the key is read only to refuse it by name. Its `sandbox` may only tighten the user's."""
 
     truncation: TruncationSetting | None = None
     tool_blocking_budget_ms: NonNegative | None = None
     kernel_transport: Any = None
+    sandbox: ProjectSandbox | None = None

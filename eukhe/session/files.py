@@ -51,6 +51,7 @@ class SessionFiles:
             artifact_dir=session.artifact_dir,
             path_map=path_map,
             sandbox_cwd=sandbox_cwd,
+            sandbox=session.sandbox.facts(sockets=False) if session.sandbox.confined else None,
         )
 
     async def read(self, path: str, offset: int | None = None, limit: int | None = None) -> ReadAnswer:

@@ -35,6 +35,7 @@ from eukhe.harness.board import EventStream
 from eukhe.harness.harness import Harness
 from eukhe.jobs import Job, JobTable, wait_until
 from eukhe.jobs.bash import BashOptions, bash_and_wait, end_left_group
+from eukhe.paths import kernel_venv_dir
 from eukhe.private_fs import check_working_dir
 from eukhe.procs import boot_id
 from eukhe.records.jobs import Detached, JobDocument, JobRow, Rewound, Settled
@@ -48,7 +49,11 @@ from eukhe.records.journal import (
     LeafRecord,
     SessionHeader,
 )
+from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport, SessionSettings
+from eukhe.sandbox.bwrap import available
+from eukhe.sandbox.confine import UNCONFINED, Confinement, check_composition, choose
+from eukhe.sandbox.group import Confine
 from eukhe.session.files import SessionFiles
 from eukhe.session.history import (
     EndRow,
@@ -193,6 +198,8 @@ class Session:
         self.cwd = cwd
         header = ledger.trees.header
         self.settings = header.settings if header is not None else SessionSettings()
+        policy = header.sandbox if header is not None and header.sandbox is not None else UNCONFINED
+        self.sandbox = Confinement(policy, cwd=cwd, session_dir=directory, readable=self._sandbox_readable())
         self.job_table = JobTable(clock)
         ledger.entry_listeners.append(self.job_table.observe)
         self._bash_options = bash_options or BashOptions()
@@ -220,15 +227,23 @@ class Session:
         clock: Clock | None = None,
         bash_options: BashOptions | None = None,
         kernel_transport: KernelTransport | FromSettings | None = FROM_SETTINGS,
+        sandbox: SandboxPolicy | SandboxChoice | None = None,
     ) -> Self:
         """A new session in `cwd` (which must name an existing directory: the spec's three refusals).
 
         Its settings are `settings`, else the user's and the project's settings files over the defaults; its kernel
-        transport is the user settings file's (`kernel_transport`), unless `kernel_transport` names one here.
-        A settings file that does not decode is refused (`bad_setting`, naming the file and the key)."""
+        transport is the user settings file's (`kernel_transport`), unless `kernel_transport` names one here. Its
+        sandbox policy is `sandbox`, else the settings files' (a `SandboxChoice` sets only its mode or network over
+        them); bwrap is probed first, and a session whose confinement cannot work is not made
+        (`sandbox_unavailable`). A settings file that does not decode is refused (`bad_setting`, naming the file
+        and the key)."""
         working = check_working_dir(cwd)
         loaded = load_settings(working)
         transport = loaded.kernel_transport if isinstance(kernel_transport, FromSettings) else kernel_transport
+        policy = sandbox if isinstance(sandbox, SandboxPolicy) else choose(loaded.sandbox, sandbox)
+        check_composition(policy, transport)
+        if policy.confined:
+            available()  # sandbox_unavailable before anything is made
         base = dirs.resolve_root(root)
         sid = session_id or dirs.new_session_id()
         directory = dirs.create_session_dir(base, sid)
@@ -239,6 +254,7 @@ class Session:
             cwd=str(working),
             settings=settings or loaded.settings,
             kernel_transport=transport,
+            sandbox=policy,
         )
         notices = [
             ledger.entry_record("notice", {"notice": "settings", "message": text}) for text in loaded.diagnostics
@@ -255,6 +271,12 @@ class Session:
         session = cls(
             root=base, directory=directory, ledger=ledger, cwd=working, clock=clock, bash_options=bash_options
         )
+        try:
+            session.sandbox.start()
+        except BaseException:
+            session._unsubscribe()
+            ledger.close()
+            raise
         session.writer.start()
         return session
 
@@ -286,6 +308,7 @@ class Session:
         )
         session.last_read = read
         try:
+            session.sandbox.start()  # sandbox_unavailable: the session does not open
             session.harness.settle_interrupted(ledger.trees.slots)
             session._end_leftover_jobs()
             session._after_reopen()
@@ -527,6 +550,17 @@ class Session:
 
     # ---- user bash -----------------------------------------------------------------------------------------------
 
+    def bash_confinement(self) -> Confine | None:
+        """How this session's bash jobs are confined (None: the policy is off)."""
+        if not self.sandbox.confined:
+            return None
+        sandbox = self.sandbox
+        return lambda argv, info_fd: sandbox.wrap(argv, info_fd=info_fd)
+
+    def _sandbox_readable(self) -> list[Path]:
+        """What a confined process reads of eukhe's own directories: this session's artifacts, the kernel venv."""
+        return [self.artifact_dir, kernel_venv_dir()]
+
     async def execute_bash_and_wait(
         self, command: str, budget_ms: int | None = None, *, on_start: StartListener | None = None
     ) -> Settled | Detached:
@@ -544,6 +578,7 @@ class Session:
             budget_ms=budget,
             options=self._bash_options,
             on_start=None if on_start is None else (lambda job: on_start(job.id)),
+            confine=self.bash_confinement(),
         )
         return await self.recorded(answer)
 
@@ -602,6 +637,7 @@ class Session:
             settings=self.settings,
             forked_from=ForkOrigin(session=parent, entry=entry_id),
             kernel_transport=self.kernel_transport,
+            sandbox=self.sandbox.policy,
         )
         copied: list[JournalRecord] = [
             EntryRecord(id=entry.id, parent=entry.parent, kind=entry.kind, content=entry.content)  # type: ignore[arg-type]
@@ -654,5 +690,6 @@ class Session:
         ledger.entry_listeners.append(self.job_table.observe)
         old, self._ledger, self.dir = self._ledger, ledger, directory
         self.harness.retarget(self.artifact_dir)
+        self.sandbox = self.sandbox.moved(directory, readable=self._sandbox_readable())
         old.close()
         self._read_past_jobs()  # the fork's history: the rows on its branch (this life's jobs stay in the table)

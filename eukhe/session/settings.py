@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eukhe import paths
+from eukhe.core import sandbox as policy_rules
 from eukhe.errors import InputError
 from eukhe.records.base import decode_json
+from eukhe.records.sandbox import SandboxPolicy
 from eukhe.records.settings import KernelTransport, ProjectSettings, SessionSettings, Upkeep, UserSettings
 
 USER_FILE = "settings.json"
@@ -26,6 +28,7 @@ class LoadedSettings:
     settings: SessionSettings
     kernel_transport: KernelTransport | None
     diagnostics: tuple[str, ...] = field(default_factory=tuple)
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
 
 
 def user_settings_path() -> Path:
@@ -67,7 +70,17 @@ def load_settings(cwd: str | os.PathLike[str]) -> LoadedSettings:
             f"ignored here and the session's kernel runs Local; set it in {user_settings_path()}"
         )
     transport = user.kernel_transport if isinstance(user, UserSettings) else None
-    return LoadedSettings(settings, transport, tuple(diagnostics))
+    user_policy = user.sandbox if isinstance(user, UserSettings) and user.sandbox is not None else SandboxPolicy()
+    project_policy = project.sandbox if isinstance(project, ProjectSettings) else None
+    tightened = policy_rules.tighten(
+        user_policy.to_core(), None if project_policy is None else project_policy.to_core()
+    )
+    for looser in tightened.refused:
+        diagnostics.append(
+            f"{project_path}: {looser.key} would loosen the sandbox ({looser.detail}): a project may only tighten "
+            f"the user's policy, so the session starts with the user's ({user_settings_path()})"
+        )
+    return LoadedSettings(settings, transport, tuple(diagnostics), SandboxPolicy.of(tightened.policy))
 
 
 def load_upkeep() -> Upkeep:

@@ -1,0 +1,340 @@
+"""The sandbox policy: what a confined process and the file tools may read and write (docs/sandbox.md).
+
+One policy holds on every path the agent reaches: bash jobs and the kernel run under bubblewrap with a mount plan
+made here; the file tools ask `access` here before they act. Both read the same layers, so a path a confined command
+cannot write is a path the file tools refuse to write.
+
+Theory of operation.
+- A policy is a mode (`workspace_write`, `read_only`, `off`), the network (`on`, `off`), extra writable roots and the
+  `deny_read` paths. `tighten(user, project)` is the one scope rule: a project may only make the user's policy
+  stricter; every looser key is named, and then the user's policy holds whole.
+- `layers(facts)` turns a policy and what the shell found on disk (real paths that exist) into layers: the root is
+  readable, each writable root writable, each protected path and each read carve-out readable only, each denied path
+  masked. The deepest layer holding a path decides for it (at one path, the later kind in `Kind` wins: a denial
+  beats a grant), exactly as the deepest mount decides in the sandbox.
+- `bwrap_argv(facts)` mounts the layers in that order (shallow first, so deeper ones land on top), then adds the
+  namespaces: a pid namespace, `--unshare-net` when the network is off, a new session, no capabilities, and
+  `--die-with-parent`.
+- `access(facts, path, want)` is the file tools' verdict on a resolved host path: the deciding layer, plus the
+  protected names (`.git/hooks`, `.git/config`, `.eukhe`, `.agents`) anywhere below a writable root.
+
+Paths are text, absolute and symlink-free (the shell resolves them first, as the `outside` check does).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from eukhe.core.pathmap import is_within, normalize, split
+
+
+class Mode(enum.StrEnum):
+    """How much a confined process may change."""
+
+    WORKSPACE_WRITE = "workspace_write"  # the working directory, the writable roots, a private /tmp, caches
+    READ_ONLY = "read_only"  # nothing of the host's (a private /tmp only)
+    OFF = "off"  # not confined: the user's full rights
+
+
+class Network(enum.StrEnum):
+    """Whether a confined process reaches the network."""
+
+    ON = "on"
+    OFF = "off"  # its own network namespace: only its own loopback
+
+
+STRICTNESS = {Mode.OFF: 0, Mode.WORKSPACE_WRITE: 1, Mode.READ_ONLY: 2}
+"""Modes from the loosest to the strictest: a project may only move up."""
+
+PROTECTED_NAMES: tuple[tuple[str, ...], ...] = ((".git", "hooks"), (".git", "config"), (".eukhe",), (".agents",))
+"""Inside a writable root, read-only even under `workspace_write`: what could loosen the next session or run code
+on the user's next commit. The rest of `.git` stays writable, so `git add` and `git commit` work."""
+
+CACHE_DIRS: tuple[str, ...] = (
+    ".cache",
+    ".npm",
+    ".cargo/registry",
+    ".cargo/git",
+    "go/pkg/mod",
+    ".m2/repository",
+    ".gradle/caches",
+    ".local/share/uv",
+    ".local/share/pnpm",
+    ".yarn",
+    ".bun/install/cache",
+)
+"""Toolchain caches under the home, writable under `workspace_write` (those that exist), so package managers work."""
+
+CREDENTIALS: tuple[str, ...] = (
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.kube",
+    "~/.docker",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.config/gh",
+    "~/.pypirc",
+    "~/.npmrc",
+)
+"""The default `deny_read`: the user's credentials. (eukhe's own agent dir is always denied, apart from what a
+session needs; it is not in this list, so no setting can open it.)"""
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A sandbox policy: `writable_roots` and `deny_read` as given (the shell expands `~` and resolves them)."""
+
+    mode: Mode = Mode.WORKSPACE_WRITE
+    network: Network = Network.ON
+    writable_roots: tuple[str, ...] = ()
+    deny_read: tuple[str, ...] = CREDENTIALS
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectPolicy:
+    """What a project's settings file says of the sandbox (None: not set there)."""
+
+    mode: Mode | None = None
+    network: Network | None = None
+    writable_roots: tuple[str, ...] | None = None
+    deny_read: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Looser:
+    """A project key that would loosen the user's policy: refused by name."""
+
+    key: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Tightened:
+    """The policy a session starts with, and the project keys refused (any: the user's policy holds whole)."""
+
+    policy: Policy
+    refused: tuple[Looser, ...] = ()
+
+
+def tighten(user: Policy, project: ProjectPolicy | None) -> Tightened:
+    """The user's policy made stricter by a project's: a stricter mode, the network off, more `deny_read`. Anything
+    looser (a looser mode, the network on over off, any writable root) refuses the project's keys, naming each."""
+    if project is None:
+        return Tightened(user)
+    refused: list[Looser] = []
+    mode, network, deny = user.mode, user.network, user.deny_read
+    if project.mode is not None:
+        if STRICTNESS[project.mode] < STRICTNESS[user.mode]:
+            refused.append(Looser("sandbox.mode", f"{project.mode} is looser than the user's {user.mode}"))
+        else:
+            mode = project.mode
+    if project.network is not None:
+        if project.network is Network.ON and user.network is Network.OFF:
+            refused.append(Looser("sandbox.network", "on is looser than the user's off"))
+        else:
+            network = project.network
+    if project.writable_roots:
+        refused.append(Looser("sandbox.writable_roots", "a project cannot add writable roots"))
+    if project.deny_read is not None:
+        dropped = [path for path in user.deny_read if path not in project.deny_read]
+        if dropped:
+            refused.append(Looser("sandbox.deny_read", f"it leaves out the user's {', '.join(dropped)}"))
+        else:
+            deny = tuple(project.deny_read)
+    if refused:
+        return Tightened(user, tuple(refused))
+    return Tightened(Policy(mode, network, user.writable_roots, deny))
+
+
+class Kind(enum.IntEnum):
+    """What a layer does to the paths below it; at one path, the larger kind wins."""
+
+    READ = 0  # readable, not writable (the root; a carve-out of a denied directory)
+    WRITE = 1  # writable (a writable root)
+    PROTECT = 2  # readable, not writable, although inside a writable root
+    DENY = 3  # neither: masked (an empty read-only directory, or /dev/null for a file or socket)
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    """One path's rule; `is_dir` says how a denial masks it (an empty directory, or /dev/null)."""
+
+    path: str
+    kind: Kind
+    is_dir: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the shell found for one confined launch: every path real (symlink-free), absolute and existing.
+
+    `cwd`: the working directory; `tmp`: the session's private temp directory, seen as /tmp; `writable`: the extra
+    writable roots and caches; `denied`: the `deny_read` paths and eukhe's own directories, each with whether it is a
+    directory; `readable`: what a session needs of a denied directory (the kernel venv, its artifacts); `protected`:
+    the protected paths found below the writable roots; `sockets`: Unix sockets outside the writable roots."""
+
+    mode: Mode
+    network: Network
+    cwd: str
+    tmp: str
+    writable: tuple[str, ...] = ()
+    denied: tuple[tuple[str, bool], ...] = ()
+    readable: tuple[str, ...] = ()
+    protected: tuple[tuple[str, bool], ...] = ()
+    sockets: tuple[str, ...] = ()
+
+
+SANDBOX_TMP = "/tmp"
+
+
+def writable_roots(facts: Facts) -> tuple[str, ...]:
+    """The host directories a confined process may write: none under `read_only`; else the cwd, the private temp
+    directory and the other writable roots."""
+    if facts.mode is not Mode.WORKSPACE_WRITE:
+        return ()
+    return (facts.cwd, facts.tmp, *facts.writable)
+
+
+def protected_paths(roots: Sequence[str], present: frozenset[str]) -> tuple[str, ...]:
+    """The protected paths directly below each writable root that the shell found (`present`: the real paths that
+    exist), for a mount plan: `ROOT/.git/hooks`, `ROOT/.git/config`, `ROOT/.eukhe`, `ROOT/.agents`."""
+    found = []
+    for root in roots:
+        for names in PROTECTED_NAMES:
+            path = normalize(root + "/" + "/".join(names))
+            if path in present and path not in found:
+                found.append(path)
+    return tuple(found)
+
+
+def layers(facts: Facts) -> tuple[Layer, ...]:
+    """Every layer of a launch, shallow first; at one path, by kind (so a later layer always decides)."""
+    found = [Layer("/", Kind.READ)]
+    found += [Layer(path, Kind.WRITE) for path in writable_roots(facts)]
+    found += [Layer(path, Kind.READ) for path in facts.readable]
+    found += [Layer(path, Kind.PROTECT, is_dir) for path, is_dir in facts.protected]
+    found += [Layer(path, Kind.DENY, is_dir) for path, is_dir in facts.denied]
+    found += [Layer(path, Kind.DENY, False) for path in facts.sockets]
+    unique = {(layer.path, layer.kind): layer for layer in found}
+    ordered = sorted(unique.values(), key=lambda layer: (len(split(layer.path)), layer.path, layer.kind))
+    kept: list[Layer] = []
+    for layer in ordered:
+        if kept and EFFECT[deciding(kept, layer.path).kind] == EFFECT[layer.kind]:
+            continue  # what holds it already does the same: a mount more would change nothing
+        kept.append(layer)
+    return tuple(kept)
+
+
+EFFECT = {Kind.READ: "read-only", Kind.PROTECT: "read-only", Kind.WRITE: "writable", Kind.DENY: "masked"}
+
+
+def deciding(all_layers: Sequence[Layer], path: str) -> Layer:
+    """The layer that decides for `path`: the deepest holding it; at one path, the largest kind."""
+    best = all_layers[0]
+    for layer in all_layers:
+        if is_within(path, layer.path):
+            best = layer  # layers are sorted: a later holder is deeper, or the same path with a larger kind
+    return best
+
+
+class Want(enum.Enum):
+    """What a file tool is about to do with a path."""
+
+    READ = "read"
+    WRITE = "write"
+
+
+@dataclass(frozen=True, slots=True)
+class Allowed:
+    """The file tool may act."""
+
+
+@dataclass(frozen=True, slots=True)
+class Denied:
+    """The file tool is refused (`reason: sandbox`): `rule` names which (`deny_read`, `read_only`,
+    `outside_writable_roots`, `protected`), `root` the path that rule is about."""
+
+    rule: str
+    root: str
+
+    def message(self, path: str, want: Want) -> str:
+        """A sentence for the caller: the path, the rule, and the way on."""
+        if self.rule == "deny_read":
+            return f"{path} is under {self.root}, which the sandbox policy denies (deny_read)"
+        if self.rule == "read_only":
+            return f"cannot write {path}: the sandbox is read_only"
+        if self.rule == "protected":
+            return (
+                f"cannot write {path}: {self.root} is protected inside the writable roots (it could loosen the next "
+                "session or run code on the next commit); change it outside eukhe"
+            )
+        return f"cannot {want.value} {path}: it is outside the writable roots (add it to sandbox.writable_roots)"
+
+
+ALLOWED = Allowed()
+
+
+def access(facts: Facts, path: str, want: Want) -> Allowed | Denied:
+    """The file tools' verdict on a resolved host path: what a confined process could do there, plus the protected
+    names anywhere below a writable root. `off` allows everything."""
+    if facts.mode is Mode.OFF:
+        return ALLOWED
+    layer = deciding(layers(facts), path)
+    if layer.kind is Kind.DENY:
+        return Denied("deny_read", layer.path)
+    if want is Want.READ:
+        return ALLOWED
+    if facts.mode is Mode.READ_ONLY:
+        return Denied("read_only", "/")
+    if layer.kind is Kind.PROTECT:
+        return Denied("protected", layer.path)
+    if layer.kind is not Kind.WRITE:
+        return Denied("outside_writable_roots", path)
+    named = _protected_below(layer.path, path)
+    return ALLOWED if named is None else Denied("protected", named)
+
+
+def _protected_below(root: str, path: str) -> str | None:
+    """The protected path on the way from a writable `root` down to `path`, if one is."""
+    rest = split(path[len(root) :]) if root != "/" else split(path)
+    for start in range(len(rest)):
+        for names in PROTECTED_NAMES:
+            if tuple(rest[start : start + len(names)]) == names:
+                return normalize(root + "/" + "/".join(rest[: start + len(names)]))
+    return None
+
+
+def bwrap_argv(facts: Facts, command: Sequence[str], *, info_fd: int | None = None) -> tuple[str, ...]:
+    """The bubblewrap arguments (without the program) that run `command` confined by `facts`."""
+    argv: list[str] = []
+    masks: list[str] = []  # made read-only last: a deeper mount inside a mask needs its mount point made first
+    for layer in layers(facts):
+        if layer.path == "/":
+            argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+            argv += ["--bind" if facts.mode is not Mode.OFF else "--ro-bind", facts.tmp, SANDBOX_TMP]
+        elif layer.path == facts.tmp and layer.kind is Kind.WRITE:
+            continue  # the private temp directory is the sandbox's /tmp, bound with the root
+        elif layer.kind is Kind.WRITE:
+            argv += ["--bind", layer.path, layer.path]
+        elif layer.kind in (Kind.READ, Kind.PROTECT):
+            argv += ["--ro-bind", layer.path, layer.path]
+        elif layer.is_dir:
+            argv += ["--tmpfs", layer.path]
+            masks.append(layer.path)
+        else:
+            argv += ["--ro-bind", "/dev/null", layer.path]
+    for path in masks:
+        argv += ["--remount-ro", path]
+    argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    if facts.network is Network.OFF:
+        argv.append("--unshare-net")
+    argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    argv += ["--setenv", "TMPDIR", SANDBOX_TMP, "--chdir", facts.cwd]
+    if info_fd is not None:
+        argv += ["--info-fd", str(info_fd)]
+    return (*argv, "--", *command)

@@ -1,0 +1,68 @@
+"""The sandbox policy as settings and as the session header records it (docs/sandbox.md; rules in
+`eukhe.core.sandbox`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from eukhe.core import sandbox as core
+from eukhe.records.base import Record
+
+ModeName = Literal["workspace_write", "read_only", "off"]
+NetworkName = Literal["on", "off"]
+
+
+class SandboxPolicy(Record):
+    """`sandbox` in the user settings and in a session: `mode`, `network`, extra `writable_roots`, and the
+    `deny_read` paths (`~` is the user's home). A missing key keeps its default."""
+
+    mode: ModeName = "workspace_write"
+    network: NetworkName = "on"
+    writable_roots: list[str] = msgspec.field(default_factory=list)
+    deny_read: list[str] = msgspec.field(default_factory=lambda: list(core.CREDENTIALS))
+
+    def to_core(self) -> core.Policy:
+        return core.Policy(
+            core.Mode(self.mode), core.Network(self.network), tuple(self.writable_roots), tuple(self.deny_read)
+        )
+
+    @classmethod
+    def of(cls, policy: core.Policy) -> SandboxPolicy:
+        return cls(
+            mode=policy.mode.value,
+            network=policy.network.value,
+            writable_roots=list(policy.writable_roots),
+            deny_read=list(policy.deny_read),
+        )
+
+    @property
+    def confined(self) -> bool:
+        """Whether anything runs confined under this policy."""
+        return self.mode != "off"
+
+
+class ProjectSandbox(Record):
+    """`sandbox` in a project's settings file: each key may only tighten the user's policy."""
+
+    mode: ModeName | None = None
+    network: NetworkName | None = None
+    writable_roots: list[str] | None = None
+    deny_read: list[str] | None = None
+
+    def to_core(self) -> core.ProjectPolicy:
+        return core.ProjectPolicy(
+            None if self.mode is None else core.Mode(self.mode),
+            None if self.network is None else core.Network(self.network),
+            None if self.writable_roots is None else tuple(self.writable_roots),
+            None if self.deny_read is None else tuple(self.deny_read),
+        )
+
+
+class SandboxChoice(Record):
+    """A policy's mode or network chosen where a session is made (`--sandbox MODE --network on|off`), over the
+    settings files' policy (None: the files' value)."""
+
+    mode: ModeName | None = None
+    network: NetworkName | None = None

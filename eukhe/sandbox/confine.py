@@ -1,0 +1,147 @@
+"""A session's confinement: its policy, the probed bwrap, its private /tmp, and the two things every path asks of
+it: `wrap` (the argv of a confined launch) and `check` (the file tools' verdict, before they act)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from eukhe.core import sandbox as core
+from eukhe.errors import EukheError
+from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
+from eukhe.records.settings import KernelTransport
+from eukhe.sandbox.bwrap import Bubblewrap, available
+from eukhe.sandbox.facts import ensure_dir, eukhe_dirs, gather
+
+TMP_NAME = "tmp"
+"""The session's private temp directory, in its own directory: a confined process sees it as /tmp."""
+
+UNCONFINED = SandboxPolicy(mode="off")
+"""The policy of a session recorded before policies existed."""
+
+
+class SandboxConflictError(EukheError):
+    """A sandbox policy that cannot hold with the other settings."""
+
+    code = "sandbox_conflict"
+
+
+def choose(policy: SandboxPolicy, choice: SandboxChoice | None) -> SandboxPolicy:
+    """The settings files' policy with the mode or network chosen at creation over it."""
+    if choice is None:
+        return policy
+    return SandboxPolicy(
+        mode=choice.mode or policy.mode,
+        network=choice.network or policy.network,
+        writable_roots=policy.writable_roots,
+        deny_read=policy.deny_read,
+    )
+
+
+def check_composition(policy: SandboxPolicy, transport: KernelTransport | None) -> None:
+    """A user's `kernel_transport` is its own confinement: eukhe runs it as it is (bwrap around a `docker exec` or
+    an `ssh` would confine the client, not the kernel). So a policy with the network off cannot hold for that
+    kernel, and is refused rather than half kept."""
+    if transport is not None and policy.confined and policy.network == "off":
+        raise SandboxConflictError(
+            "sandbox.network is off, but the kernel runs under the user's kernel_transport "
+            f"({transport.argv_prefix[0]} ...), whose network eukhe cannot cut: cut it in the transport and set "
+            "network on, or unset kernel_transport so that the kernel runs in eukhe's sandbox"
+        )
+
+
+class Confinement:
+    """One session's sandbox. `start()` probes bwrap (SandboxUnavailableError when confinement does not work);
+    with mode `off` nothing is probed and nothing is confined."""
+
+    def __init__(
+        self,
+        policy: SandboxPolicy,
+        *,
+        cwd: Path,
+        session_dir: Path,
+        readable: Sequence[Path] = (),
+        hidden: Sequence[str] = (),
+    ) -> None:
+        self.policy = policy
+        self.rules = policy.to_core()
+        self.cwd = cwd
+        self.tmp = session_dir / TMP_NAME
+        self.readable = [str(path) for path in readable]
+        self.hidden = list(hidden)
+        self.bwrap: Bubblewrap | None = None
+
+    @property
+    def confined(self) -> bool:
+        return self.rules.mode is not core.Mode.OFF
+
+    def start(self) -> None:
+        """Probe bwrap and make the private /tmp; a policy that is off does neither."""
+        if not self.confined:
+            return
+        self.bwrap = available()
+        ensure_dir(self.tmp)
+
+    def moved(self, session_dir: Path, *, readable: Sequence[Path]) -> Confinement:
+        """The same confinement for the session's new directory (a fork continues in it)."""
+        moved = Confinement(self.policy, cwd=self.cwd, session_dir=session_dir, readable=readable, hidden=self.hidden)
+        if self.bwrap is not None:
+            moved.start()
+        return moved
+
+    def hide(self, path: str) -> None:
+        """One more of eukhe's own paths no confined process sees (a worker's socket directory)."""
+        if path not in self.hidden:
+            self.hidden.append(path)
+
+    def facts(self, *, sockets: bool = True, readable: Sequence[str] = (), writable: Sequence[str] = ()) -> core.Facts:
+        """What a launch or a check reads off the disk now (`sockets`: also the Unix sockets to mask)."""
+        return gather(
+            self.rules.mode,
+            self.rules.network,
+            cwd=str(self.cwd),
+            tmp=str(self.tmp),
+            writable_roots=[*self.rules.writable_roots, *writable],
+            deny_read=self.rules.deny_read,
+            hidden=[*eukhe_dirs(), *self.hidden],
+            readable=[*self.readable, *readable],
+            sockets=None if sockets else (),
+        )
+
+    def wrap(
+        self,
+        command: Sequence[str],
+        *,
+        info_fd: int | None = None,
+        readable: Sequence[str] = (),
+        writable: Sequence[str] = (),
+    ) -> list[str]:
+        """The argv that runs `command` confined (as it is when the policy is off); `readable` and `writable`: more
+        of eukhe's own paths this launch needs (the kernel's interpreter, its snapshot directory)."""
+        if not self.confined:
+            return list(command)
+        if self.bwrap is None:
+            self.start()
+        assert self.bwrap is not None
+        self._protect_git_hooks()
+        facts = self.facts(readable=readable, writable=writable)
+        return [self.bwrap.path, *core.bwrap_argv(facts, command, info_fd=info_fd)]
+
+    def check(self, host_path: str, want: core.Want) -> core.Denied | None:
+        """The file tools' verdict on a resolved host path: the denial, or None when it may go ahead."""
+        if not self.confined:
+            return None
+        verdict = core.access(self.facts(sockets=False), host_path, want)
+        return verdict if isinstance(verdict, core.Denied) else None
+
+    def _protect_git_hooks(self) -> None:
+        """A repository in the cwd without `.git/hooks` gets an empty one, so that a confined command finds it
+        read-only instead of making it (git makes it at `git init` anyway)."""
+        if self.rules.mode is not core.Mode.WORKSPACE_WRITE:
+            return
+        git = self.cwd / ".git"
+        if git.is_dir() and not os.path.lexists(git / "hooks"):
+            with contextlib.suppress(OSError):  # a read-only repository: nothing can write it anyway
+                (git / "hooks").mkdir()

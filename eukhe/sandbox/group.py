@@ -1,0 +1,100 @@
+"""The process group inside a confined job's sandbox, learnt from bwrap's `--info-fd`.
+
+bwrap runs the command in a new session inside its own pid namespace: the host's process group of the job holds
+only bwrap itself, and the command's group is the sandbox's first process (its pid 1, which bwrap reports as
+`child-pid`). So a kill's SIGTERM goes to that inner group (pid 1 of a namespace takes no signal it has no handler
+for, so only the command and its children hear it), and the SIGKILL after the grace ends bwrap, whose
+`--die-with-parent` takes the whole namespace with it: no process of the job outlives it, not even one that called
+setsid. Until bwrap has reported, a kill is a SIGKILL at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from eukhe.procs import group_alive, kill_group, signal_group
+
+Confine = Callable[[Sequence[str], int], list[str]]
+"""Makes the argv that runs a command confined, given the descriptor bwrap writes its info to."""
+
+
+class BwrapInfo(msgspec.Struct):
+    """What bwrap writes to its `--info-fd` (it also writes namespace ids, which are not read)."""
+
+    child_pid: int = msgspec.field(name="child-pid")
+
+
+_INFO = msgspec.json.Decoder(BwrapInfo)
+MAX_INFO_BYTES = 4096
+
+
+class SandboxGroup:
+    """The inner group of one confined job: `write_end` goes to bwrap, the read end is read on the loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._read_end, self.write_end = os.pipe()
+        os.set_blocking(self._read_end, False)
+        self._data = b""
+        self.pgid: int | None = None
+        self._wanted = False  # a kill came before bwrap reported: the group is killed as soon as it is known
+        self._outer_kill: Callable[[], None] | None = None
+
+    def started(self) -> None:
+        """bwrap holds its copy of the write end now: close ours and read the report."""
+        self._close_write_end()
+        if self._read_end >= 0:
+            self.loop.add_reader(self._read_end, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self._read_end, MAX_INFO_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if chunk and len(self._data) < MAX_INFO_BYTES:
+            self._data += chunk
+            return
+        self.close()
+        with contextlib.suppress(msgspec.DecodeError):
+            self.pgid = _INFO.decode(self._data).child_pid
+        if self.pgid is not None and self._wanted:
+            kill_group(self.pgid)
+
+    def terminate(self) -> bool:
+        """SIGTERM to the group inside; False when it is not known yet (the caller kills at once instead)."""
+        if self.pgid is None:
+            self._wanted = True
+            return False
+        signal_group(self.pgid, signal.SIGTERM)
+        return True
+
+    def kill(self) -> None:
+        """SIGKILL to the group inside (pid 1 of the namespace too: its end takes every process of it along)."""
+        if self.pgid is None:
+            self._wanted = True
+        else:
+            kill_group(self.pgid)
+
+    def alive(self) -> bool:
+        return self.pgid is not None and group_alive(self.pgid)
+
+    def close(self) -> None:
+        """Stop reading the report (idempotent)."""
+        fd, self._read_end = self._read_end, -1
+        if fd >= 0:
+            self.loop.remove_reader(fd)
+            os.close(fd)
+        self._close_write_end()
+
+    def _close_write_end(self) -> None:
+        fd, self.write_end = self.write_end, -1
+        if fd >= 0:
+            os.close(fd)

@@ -1,6 +1,6 @@
 """The Python API: a durable session with user bash, jobs, rewinds, a Python kernel and children (docs/python-api.md).
 
-    from eukhe.api import Session, SessionSettings
+    from eukhe.api import SandboxPolicy, Session, SessionSettings
 
 Answers are the records of `eukhe.records` (snake_case, `.to_json()` for plain JSON values).
 """
@@ -15,6 +15,7 @@ from eukhe.kernel.errors import RemoteCallError
 from eukhe.records.children import ChildError, ChildReport, ChildRow
 from eukhe.records.jobs import Detached, JobRow, Rewound, Settled
 from eukhe.records.remote import RemoteCallAnswer, RemoteCallFailure, RemoteFunction
+from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import Limits, SessionSettings
 from eukhe.session.session import SessionClosedError, SessionHasJobsError, UnknownJobError
 from eukhe.store.tree import UnknownEntryError
@@ -35,6 +36,8 @@ __all__ = [
     "RemoteCallFailure",
     "RemoteFunction",
     "Rewound",
+    "SandboxChoice",
+    "SandboxPolicy",
     "Session",
     "SessionClosedError",
     "SessionHasJobsError",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from eukhe.records.children import RunEnd, RunRequest
+from eukhe.records.sandbox import SandboxPolicy
 
 if TYPE_CHECKING:
     from eukhe.children.session import AgentSession
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
 class ChildHost(Protocol):
     """Start a child session in a working directory, run its code, stop it (its session stays on disk)."""
 
-    async def start(self, cwd: Path) -> str:
-        """Create the child's session in `cwd`; its id."""
+    async def start(self, cwd: Path, sandbox: SandboxPolicy) -> str:
+        """Create the child's session in `cwd` under the sandbox policy `sandbox`; its id."""
         ...
 
     async def run(self, session_id: str, request: RunRequest) -> RunEnd:
@@ -45,8 +46,8 @@ class InProcessHost:
         self._root = root
         self._open: dict[str, AgentSession] = {}
 
-    async def start(self, cwd: Path) -> str:
-        child = await self._session_class.create(cwd, root=self._root)
+    async def start(self, cwd: Path, sandbox: SandboxPolicy) -> str:
+        child = await self._session_class.create(cwd, root=self._root, sandbox=sandbox)
         self._open[child.id] = child
         return child.id
 

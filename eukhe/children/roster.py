@@ -41,6 +41,7 @@ from eukhe.records.children import (
     SpawnRequest,
 )
 from eukhe.records.journal import DocPut, DocRetire, JournalRecord
+from eukhe.records.sandbox import UNCONFINED, SandboxPolicy
 from eukhe.records.workspace import HandbackOutcome, HandbackReport
 from eukhe.session.session import SessionClosedError
 from eukhe.workspace import (
@@ -72,6 +73,14 @@ class Parent:
     cwd: Path
     workspaces: Path
     budget_ms: int
+    sandbox: SandboxPolicy = UNCONFINED
+    """The parent's policy: a shared child gets it; an isolated one's only writable root is its copy."""
+
+    def child_policy(self, workspace: str) -> SandboxPolicy:
+        """The sandbox policy of a child working in `workspace` ("shared" or "isolated")."""
+        if workspace != "isolated":
+            return self.sandbox
+        return msgspec.structs.replace(self.sandbox, writable_roots=[])
 
 
 class Children:
@@ -157,7 +166,7 @@ class Children:
                 copy = await asyncio.to_thread(create_workspace, self._parent.cwd, layout, max_files=self.max_files)
                 cwd = layout.copy
             try:
-                session_id = await self._host.start(cwd)
+                session_id = await self._host.start(cwd, self._parent.child_policy(request.workspace))
             except BaseException:
                 if copy is not None:  # no child works in it: the copy goes (the parent's files are untouched)
                     await asyncio.to_thread(remove_tree, self._layout(request.name).dir)

@@ -83,7 +83,11 @@ class AgentSession(KernelSession):
             make_host = type(self).child_host
             host = make_host(self) if make_host is not None else InProcessHost(type(self), self.root)
             parent = Parent(
-                session_id=self.id, cwd=self.cwd, workspaces=workspaces_root(self.root), budget_ms=self.budget_ms
+                session_id=self.id,
+                cwd=self.cwd,
+                workspaces=workspaces_root(self.root),
+                budget_ms=self.budget_ms,
+                sandbox=self.sandbox.policy,
             )
             self._roster = Children(parent, host, self.commit, self.job_table.clock)
         return self._roster

@@ -86,3 +86,33 @@ def positive_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative: {value}")
     return value
+
+
+SANDBOX_MODES = ("workspace_write", "read_only", "off")
+
+
+def add_sandbox_options(parser: argparse.ArgumentParser) -> None:
+    """`--sandbox MODE --network on|off`: the new session's policy over the settings files' (docs/sandbox.md)."""
+    parser.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        help="confine what the agent runs: workspace_write (the default), read_only, or off (your full rights)",
+    )
+    parser.add_argument("--network", choices=("on", "off"), help="whether confined commands reach the network")
+
+
+def sandbox_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The `sandbox` a session.create asks for, from `--sandbox` and `--network` (nothing when neither is given)."""
+    choice = {key: value for key, value in (("mode", args.sandbox), ("network", args.network)) if value is not None}
+    return {"sandbox": choice} if choice else {}
+
+
+def sandbox_line(policy: dict[str, Any]) -> str:
+    """How `session show` says the policy in force."""
+    if policy.get("mode") == "off":
+        return "sandbox: off (commands run with your full rights)"
+    roots = ", ".join(policy.get("writable_roots") or []) or "none"
+    return (
+        f"sandbox: {policy.get('mode')}, network {policy.get('network')}, extra writable roots: {roots}, "
+        f"deny_read: {', '.join(policy.get('deny_read') or [])}"
+    )

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 
+from eukhe.cli.common import add_sandbox_options, sandbox_args
 from eukhe.daemon.client import socket_path
+from eukhe.errors import UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
 if TYPE_CHECKING:
@@ -20,7 +22,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve until the client closes stdin."""
     from eukhe.mcp.server import run  # noqa: PLC0415  (lazy: the SDK and asyncio only for this command)
 
-    return run(socket_path(args.daemon_socket), cwd=args.cwd, session=args.session)
+    if args.session is not None and (args.sandbox is not None or args.network is not None):
+        raise UsageError("--sandbox and --network set the policy of a new session: not with --session")
+    return run(socket_path(args.daemon_socket), cwd=args.cwd, session=args.session, sandbox=sandbox_args(args))
 
 
 def register(subparsers: Any) -> None:
@@ -32,4 +36,5 @@ def register(subparsers: Any) -> None:
     target.add_argument("--cwd", metavar="DIR", help="create the session in DIR (default: the current directory)")
     target.add_argument("--session", metavar="ID", help="attach to an existing session instead")
     parser.add_argument("--daemon-socket", metavar="PATH", help="the daemon's socket (default $TMPDIR/eukhe-UID/...)")
+    add_sandbox_options(parser)
     parser.set_defaults(handler=cmd_mcp)

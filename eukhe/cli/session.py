@@ -10,7 +10,7 @@ import argparse
 import json
 import os
 
-from eukhe.cli.common import emit_json
+from eukhe.cli.common import add_sandbox_options, emit_json, sandbox_args, sandbox_line
 from eukhe.cli.daemon import add_daemon_options, call
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
@@ -22,7 +22,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     """Create a session in an explicit working directory."""
     # The daemon runs elsewhere: a relative directory is taken relative to this shell's. "" stays "" (refused).
     cwd = os.path.abspath(args.cwd) if args.cwd else args.cwd
-    result = call(args, "session.create", {"cwd": cwd})
+    result = call(args, "session.create", {"cwd": cwd, **sandbox_args(args)})
     if args.json:
         emit_json(result)
     else:
@@ -54,6 +54,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"kernel transport: wrapped by {' '.join(transport['argv_prefix'])} (python {transport['python']})")
     else:
         print("kernel transport: local")
+    policy = result.get("sandbox")
+    if policy:
+        print(sandbox_line(policy))
     for entry in result.get("entries", []):
         marker = "*" if entry["id"] == result.get("leaf") else " "
         print(f" {marker} {entry['id']}  parent {entry['parent']}  {entry['kind']}  {summary(entry.get('content'))}")
@@ -96,6 +99,7 @@ def register(subparsers: Any) -> None:
     commands = session.add_subparsers(dest="session_command", required=True, parser_class=type(session))
     create = commands.add_parser("create", help="create a session (prints its id)")
     create.add_argument("--cwd", required=True, help="the session's working directory (must exist)")
+    add_sandbox_options(create)
     create.set_defaults(handler=cmd_create)
     listing = commands.add_parser("list", help="list saved sessions")
     listing.set_defaults(handler=cmd_list)

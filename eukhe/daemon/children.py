@@ -13,6 +13,7 @@ from eukhe.children import AgentSession
 from eukhe.daemon.asking import AskError, ask
 from eukhe.records.base import convert
 from eukhe.records.children import RunEnd, RunRequest
+from eukhe.records.sandbox import SandboxPolicy
 
 
 class DaemonHost:
@@ -21,8 +22,8 @@ class DaemonHost:
     def __init__(self, socket: Path) -> None:
         self.socket = socket
 
-    async def start(self, cwd: Path) -> str:
-        created = await ask(self.socket, "session.create", {"cwd": str(cwd)})
+    async def start(self, cwd: Path, sandbox: SandboxPolicy) -> str:
+        created = await ask(self.socket, "session.create", {"cwd": str(cwd), "policy": sandbox.to_json()})
         return str(created["id"])
 
     async def run(self, session_id: str, request: RunRequest) -> RunEnd:

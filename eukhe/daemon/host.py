@@ -28,8 +28,10 @@ from eukhe.jobs.job import Job
 from eukhe.jobs.wait import CallCancelledError
 from eukhe.paths import sessions_root
 from eukhe.private_fs import open_private_file
+from eukhe.records.base import decode_json
 from eukhe.records.children import ChildReport, ChildRow, Reports, Roster, RunEnd, RunRequest
 from eukhe.records.daemon import (
+    CREATION_ENV,
     WORKER_OPS,
     BashArgs,
     CallStarted,
@@ -53,6 +55,7 @@ from eukhe.records.daemon import (
     Pong,
     RemoteCallArgs,
     RewindArgs,
+    SandboxCreation,
     SessionArgs,
     SessionPong,
     SessionShow,
@@ -60,6 +63,7 @@ from eukhe.records.daemon import (
 )
 from eukhe.records.jobs import CallAnswer, JobList, Rewound
 from eukhe.records.remote import RemoteCallAnswer, RemoteList
+from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.store import dirs
 
 LOCK_NAME = dirs.WORKER_LOCK_NAME
@@ -198,6 +202,7 @@ class SessionHost:
             cwd=str(session.cwd),
             settings=session.settings,
             kernel_transport=session.kernel_transport,
+            sandbox=session.sandbox.policy,
             leaf=session.leaf,
             entries=[EntryRow(id=e.id, parent=e.parent, kind=e.kind, content=e.content) for e in session.entries()],
             running_jobs=[job.id for job in session.job_table.running()],
@@ -383,10 +388,18 @@ def _answer_now(job: Job) -> CallAnswer:
     return job.answer(verdict, 0)
 
 
+def creation_of(text: str | None) -> SandboxPolicy | SandboxChoice | None:
+    """The sandbox a new session's worker was told of (None: the settings files')."""
+    if not text:
+        return None
+    creation = decode_json(text.encode(), SandboxCreation, code="bad_args", what="the sandbox of a new session")
+    return creation.policy if creation.policy is not None else creation.sandbox
+
+
 async def open_host(session_id: str | None, cwd: Path, session_class: type[AgentSession] = AgentSession) -> SessionHost:
     """Open the saved session `session_id` in `cwd` (its journal read once), or create a new one when it is None."""
     if session_id is None:
-        session = await session_class.create(cwd)
+        session = await session_class.create(cwd, sandbox=creation_of(os.environ.pop(CREATION_ENV, None)))
         try:
             return SessionHost(session, await lock_session(session.id))
         except BaseException:  # the new session is closed, its journal descriptor and writer task with it

@@ -68,13 +68,14 @@ class ExecWorker:
         self.process = process
 
     @classmethod
-    async def start(cls, args: list[str], cwd: str) -> ExecWorker:
+    async def start(cls, args: list[str], cwd: str, *, env: dict[str, str] | None = None) -> ExecWorker:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "eukhe.daemon.worker",
             *args,
             cwd=cwd,
+            env=None if env is None else {**os.environ, **env},
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             start_new_session=True,
@@ -225,8 +226,11 @@ class ForkServer:
             raise ForkServerError(f"the fork server did not get ready (it said {said!r})")
         log.info("fork server %d ready", self.pid)
 
-    async def fork(self, session_id: str | None, cwd: str, sock: Path, daemon: Path) -> ForkedWorker:
-        """A worker forked for `session_id` (None: a new session) in `cwd`, with this process's environment."""
+    async def fork(
+        self, session_id: str | None, cwd: str, sock: Path, daemon: Path, *, env: dict[str, str] | None = None
+    ) -> ForkedWorker:
+        """A worker forked for `session_id` (None: a new session) in `cwd`, with this process's environment and
+        `env` over it."""
         control = self._control
         if control is None or self.pid is None:
             raise ForkServerError("the fork server is not running")
@@ -243,7 +247,7 @@ class ForkServer:
             daemon=os.fsencode(daemon),
             session=session_id,
             cwd=os.fsencode(cwd),
-            env=sorted(os.environb.items()),
+            env=sorted({**os.environb, **{os.fsencode(k): os.fsencode(v) for k, v in (env or {}).items()}}.items()),
         )
         # The request and its answer are one exchange that a cancelled caller (a client that left, a protocol
         # `cancel`) must not cut: an answer left unread on the socket would be read by the next fork as its own,

@@ -42,8 +42,9 @@ from eukhe.daemon.upkeep import Upkeeper
 from eukhe.errors import CATALOGUE, EukheError, resource_shortage
 from eukhe.paths import sessions_root
 from eukhe.private_fs import check_working_dir, open_private_file
-from eukhe.records.base import decode_json
+from eukhe.records.base import decode_json, encode
 from eukhe.records.daemon import (
+    CREATION_ENV,
     SESSION_OPS,
     CloseArgs,
     CreateArgs,
@@ -53,6 +54,7 @@ from eukhe.records.daemon import (
     GcReport,
     Pong,
     ReopenedWorker,
+    SandboxCreation,
     SessionArgs,
     SessionClosed,
     SessionCreated,
@@ -437,7 +439,12 @@ class Supervisor:
     async def create_session(self, args: CreateArgs) -> SessionCreated:
         """Create a session in an explicit, existing, absolute working dir, hosted by a new worker."""
         cwd = check_working_dir(args.cwd, absolute=True, field="args.cwd")
-        worker = await self._spawn(None, str(cwd))
+        creation = (
+            None
+            if args.sandbox is None and args.policy is None
+            else encode(SandboxCreation(sandbox=args.sandbox, policy=args.policy))
+        )
+        worker = await self._spawn(None, str(cwd), creation=creation)
         return SessionCreated(id=worker.session_id, cwd=worker.cwd, pid=worker.process.pid)
 
     async def ensure_worker(self, session_id: str) -> Worker:
@@ -466,8 +473,9 @@ class Supervisor:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
 
-    async def _spawn(self, session_id: str | None, cwd: str) -> Worker:
-        """Start a worker in `cwd` for `session_id` (None: create a new session) and wait for its ready line."""
+    async def _spawn(self, session_id: str | None, cwd: str, *, creation: bytes | None = None) -> Worker:
+        """Start a worker in `cwd` for `session_id` (None: create a new session, with the sandbox `creation` asks
+        for) and wait for its ready line."""
         if self._stopping:
             raise RequestError("daemon_stopping", "the daemon is stopping")
         check_working_dir(cwd)  # gone at a restart: the restart fails with the spec's text
@@ -475,7 +483,7 @@ class Supervisor:
         sock = self._worker_socket()
         # Under the spawn lock from fork to registration: an orphan sweep never sees an unregistered worker.
         async with self._spawn_lock:
-            process = await self._start_process(session_id, cwd, sock)
+            process = await self._start_process(session_id, cwd, sock, creation)
             placeholder = Worker(session_id or key, cwd, sock, process)
             self.workers[placeholder.session_id] = placeholder
         try:
@@ -512,18 +520,22 @@ class Supervisor:
         log.info("worker %d serves session %s in %s", process.pid, worker.session_id, cwd)
         return worker
 
-    async def _start_process(self, session_id: str | None, cwd: str, sock: Path) -> WorkerProcess:
+    async def _start_process(
+        self, session_id: str | None, cwd: str, sock: Path, creation: bytes | None = None
+    ) -> WorkerProcess:
         """A worker process for `session_id` (None: a new session) in `cwd`: forked by the warm fork server, or a
-        fresh Python when there is none (EUKHE_WORKER_START=exec) or it fails."""
+        fresh Python when there is none (EUKHE_WORKER_START=exec) or it fails. `creation` (the sandbox a new
+        session asks for) goes in its environment."""
+        env = None if creation is None else {CREATION_ENV: creation.decode()}
         server = await self._ready_fork_server()
         if server is not None:
             try:
-                return await server.fork(session_id, cwd, sock, self.socket_path)
+                return await server.fork(session_id, cwd, sock, self.socket_path, env=env)
             except ForkServerError as error:
                 log.warning("%s; this worker starts as a fresh Python", error)
         args = ["--socket", str(sock), "--daemon", str(self.socket_path)]
         args += ["--session", session_id] if session_id else ["--create"]
-        return await ExecWorker.start(args, cwd)
+        return await ExecWorker.start(args, cwd, env=env)
 
     async def _ready_fork_server(self) -> ForkServer | None:
         """The running fork server, started (again) if it is not running; None when there is none to use."""

@@ -69,6 +69,8 @@ async def run_worker(socket_path: Path, session_id: str | None, daemon_socket: P
     except EukheError as error:
         _announce(WorkerReady(ready=False, error=error_code(error), message=str(error)))
         return 1
+    for private in {socket_path.parent, *(() if daemon_socket is None else (daemon_socket.parent,))}:
+        host.session.sandbox.hide(str(private))  # no confined process reaches the daemon or this worker
     try:
         listener = bind_private_socket(socket_path)
     except EukheError as error:

@@ -54,12 +54,16 @@ class Target:
     cwd: str
 
 
-def open_session(client: DaemonClient, *, cwd: str | None, session: str | None) -> Target:
-    """Attach to `session` (the daemon reopens it if it is closed), or create one in `cwd` (default: here)."""
+def open_session(
+    client: DaemonClient, *, cwd: str | None, session: str | None, sandbox: dict[str, Any] | None = None
+) -> Target:
+    """Attach to `session` (the daemon reopens it if it is closed), or create one in `cwd` (default: here), with
+    the sandbox `sandbox` asks for (`{"sandbox": {"mode": ..., "network": ...}}`; none: the settings files')."""
     if session is not None:
         pong = client.call("session.ping", {"session": session})
         return Target(session=str(pong["session"]), cwd=str(pong["cwd"]))
-    created = client.call("session.create", {"cwd": os.path.abspath(cwd if cwd is not None else os.getcwd())})
+    where = os.path.abspath(cwd if cwd is not None else os.getcwd())
+    created = client.call("session.create", {"cwd": where, **(sandbox or {})})
     return Target(session=str(created["id"]), cwd=str(created["cwd"]))
 
 
@@ -202,11 +206,11 @@ def configure_logging() -> None:
     log.setLevel(logging.INFO)
 
 
-def run(socket: str, *, cwd: str | None, session: str | None) -> int:
+def run(socket: str, *, cwd: str | None, session: str | None, sandbox: dict[str, Any] | None = None) -> int:
     """`eukhe mcp`: open (or attach) the session, then serve until the client leaves; the exit code."""
     configure_logging()
     with connect(socket) as client:
-        target = open_session(client, cwd=cwd, session=session)
+        target = open_session(client, cwd=cwd, session=session, sandbox=sandbox)
     log.info("serving session %s (working directory %s) over stdio", target.session, target.cwd)
     anyio.run(serve, DaemonLink(socket), target)
     log.info("the client left; session %s stays in the daemon", target.session)

@@ -39,6 +39,7 @@ from eukhe.records.jobs import CallAnswer, JobList, JobRow, Rewound
 from eukhe.records.journal import ForkOrigin
 from eukhe.records.output import OutputWindow
 from eukhe.records.remote import RemoteCallAnswer, RemoteList
+from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport, NonNegative, SessionSettings
 
 PROTOCOL_VERSION = 1
@@ -106,9 +107,22 @@ class SessionArgs(Record):
 
 
 class CreateArgs(Record):
-    """`session.create`: the session's working directory, an absolute path that exists."""
+    """`session.create`: the session's working directory, an absolute path that exists; `sandbox`: a mode or
+    network over the settings files' policy; `policy`: the whole policy instead (a parent's child)."""
 
     cwd: str
+    sandbox: SandboxChoice | None = None
+    policy: SandboxPolicy | None = None
+
+
+class SandboxCreation(Record):
+    """What a new session's worker is told of its sandbox, in its environment (`CREATION_ENV`)."""
+
+    sandbox: SandboxChoice | None = None
+    policy: SandboxPolicy | None = None
+
+
+CREATION_ENV = "EUKHE_SANDBOX_CREATION"
 
 
 class CloseArgs(Record):
@@ -436,6 +450,7 @@ class SessionShow(Record):
     cwd: str
     settings: SessionSettings
     kernel_transport: KernelTransport | None
+    sandbox: SandboxPolicy | None
     leaf: str | None
     entries: list[EntryRow]
     running_jobs: list[str]

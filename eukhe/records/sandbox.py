@@ -66,3 +66,7 @@ class SandboxChoice(Record):
 
     mode: ModeName | None = None
     network: NetworkName | None = None
+
+
+UNCONFINED = SandboxPolicy(mode="off")
+"""The policy of a session recorded before policies existed: not confined."""

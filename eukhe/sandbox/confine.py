@@ -18,9 +18,6 @@ from eukhe.sandbox.facts import ensure_dir, eukhe_dirs, gather
 TMP_NAME = "tmp"
 """The session's private temp directory, in its own directory: a confined process sees it as /tmp."""
 
-UNCONFINED = SandboxPolicy(mode="off")
-"""The policy of a session recorded before policies existed."""
-
 
 class SandboxConflictError(EukheError):
     """A sandbox policy that cannot hold with the other settings."""

@@ -49,10 +49,10 @@ from eukhe.records.journal import (
     LeafRecord,
     SessionHeader,
 )
-from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
+from eukhe.records.sandbox import UNCONFINED, SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport, SessionSettings
 from eukhe.sandbox.bwrap import available
-from eukhe.sandbox.confine import UNCONFINED, Confinement, check_composition, choose
+from eukhe.sandbox.confine import Confinement, check_composition, choose
 from eukhe.sandbox.group import Confine
 from eukhe.session.files import SessionFiles
 from eukhe.session.history import (

@@ -70,6 +70,11 @@ class DaemonEnv:
         assert done.returncode != 0, done.stdout
         return done.returncode, json.loads(done.stdout)
 
+    def json_any(self, *args: str, timeout: float = 60) -> tuple[int, Any]:
+        """Run `eukhe ARGS --json` whatever its exit: (exit code, the JSON value it printed)."""
+        done = self.cli(*with_json(args), timeout=timeout)
+        return done.returncode, json.loads(done.stdout)
+
     def daemon_pid(self) -> int | None:
         done = self.cli("daemon", "status", "--json")
         if done.returncode != 0:

@@ -145,7 +145,8 @@ def test_git_hooks_and_config_are_protected_while_git_add_and_commit_work(box: B
     assert (config.read_bytes() == before) is box.confined
     answer = box.bash(
         "echo more >> README && git add README && "
-        "git -c user.name=t -c user.email=t@t.invalid -c core.hooksPath=.git/hooks commit -qm second && git log --oneline | wc -l"
+        "git -c user.name=t -c user.email=t@t.invalid -c core.hooksPath=.git/hooks commit -qm second && "
+        "git log --oneline | wc -l"
     )
     assert answer["exit_code"] == 0, answer
     assert str(answer["output"]["text"]).strip().endswith("2")  # type: ignore[index]
@@ -314,7 +315,9 @@ def tiny_wheel(directory: Path) -> Path:
     files = {
         "eukhe_tiny.py": "X = 42\n",
         "eukhe_tiny-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: eukhe-tiny\nVersion: 0.1\n",
-        "eukhe_tiny-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        "eukhe_tiny-0.1.dist-info/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
     }
     record = "".join(f"{name},,\n" for name in files) + "eukhe_tiny-0.1.dist-info/RECORD,,\n"
     with zipfile.ZipFile(path, "w") as archive:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from eukhe.procs import group_alive, kill_group, signal_group
+from eukhe.procs import kill_group, signal_group, start_ticks
 
 Confine = Callable[[Sequence[str], int], list[str]]
 """Makes the argv that runs a command confined, given the descriptor bwrap writes its info to."""
@@ -43,6 +43,7 @@ class SandboxGroup:
         os.set_blocking(self._read_end, False)
         self._data = b""
         self.pgid: int | None = None
+        self._started: int | None = None  # pid 1's start time: its pid names it across reuse
         self._wanted = False  # a kill came before bwrap reported: the group is killed as soon as it is known
         self._outer_kill: Callable[[], None] | None = None
 
@@ -65,6 +66,7 @@ class SandboxGroup:
         self.close()
         with contextlib.suppress(msgspec.DecodeError):
             self.pgid = _INFO.decode(self._data).child_pid
+            self._started = start_ticks(self.pgid)
         if self.pgid is not None and self._wanted:
             kill_group(self.pgid)
 
@@ -84,7 +86,10 @@ class SandboxGroup:
             kill_group(self.pgid)
 
     def alive(self) -> bool:
-        return self.pgid is not None and group_alive(self.pgid)
+        """Whether the sandbox's pid 1 still lives. When it ends, the kernel kills every other process of its pid
+        namespace and waits for them before pid 1 is a zombie: so its life is the life of all of them (one read
+        of /proc, not a scan of every process)."""
+        return self.pgid is not None and self._started is not None and start_ticks(self.pgid) == self._started
 
     def close(self) -> None:
         """Stop reading the report (idempotent)."""

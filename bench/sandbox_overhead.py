@@ -1,0 +1,113 @@
+"""Benchmark: what the sandbox costs, in one run (docs/sandbox.md).
+
+- A `bash true` round trip through a session (`execute_bash_and_wait`), confined and unconfined; and, as the
+  baseline, raw `bwrap <the same flags> bash -c true` against raw `bash -c true`. Target: what eukhe adds on top of
+  bwrap's own cost is at most half of that cost, (confined - unconfined) <= 1.5 x (raw bwrap - raw bash).
+- A cell's round trip (`1 + 1`) on a confined kernel and an unconfined one. Target: confined <= 1.1 x unconfined.
+
+Rounds are interleaved so drift hits each side alike; medians.
+
+    uv run python bench/sandbox_overhead.py [--runs N] [--cells N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from eukhe.kernel.session import KernelSession
+from eukhe.records.jobs import Settled
+from eukhe.records.sandbox import SandboxPolicy
+
+
+def raw(argv: list[str], runs: int, cwd: Path) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+async def bash_round_trips(session: KernelSession, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        answer = await session.execute_bash_and_wait("true", 60_000)
+        times.append(time.perf_counter() - start)
+        assert isinstance(answer, Settled) and answer.exit_code == 0, answer
+    return times
+
+
+async def cell_round_trips(session: KernelSession, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        answer = await session.ipython("1 + 1", 60_000)
+        times.append(time.perf_counter() - start)
+        assert isinstance(answer, Settled) and answer.result == "2", answer
+    return times
+
+
+async def measure(runs: int, cells: int, root: Path) -> dict[str, list[float]]:
+    cwd = root / "cwd"
+    cwd.mkdir()
+    confined = await KernelSession.create(cwd, root=root / "sessions", sandbox=SandboxPolicy())
+    unconfined = await KernelSession.create(cwd, root=root / "sessions", sandbox=SandboxPolicy(mode="off"))
+    try:
+        bwrap_argv = confined.sandbox.wrap(["bash", "-c", "true"])
+        found: dict[str, list[float]] = {key: [] for key in ("raw", "bwrap", "off", "on", "cell_off", "cell_on")}
+        await bash_round_trips(confined, 5)  # warm-up
+        await bash_round_trips(unconfined, 5)
+        await cell_round_trips(confined, 5)
+        await cell_round_trips(unconfined, 5)
+        rounds = 8
+        for _ in range(rounds):
+            found["raw"] += raw(["bash", "-c", "true"], runs // rounds, cwd)
+            found["bwrap"] += raw(bwrap_argv, runs // rounds, cwd)
+            found["off"] += await bash_round_trips(unconfined, runs // rounds)
+            found["on"] += await bash_round_trips(confined, runs // rounds)
+            found["cell_off"] += await cell_round_trips(unconfined, cells // rounds)
+            found["cell_on"] += await cell_round_trips(confined, cells // rounds)
+        return found
+    finally:
+        await confined.close()
+        await unconfined.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=400)
+    parser.add_argument("--cells", type=int, default=800)
+    args = parser.parse_args()
+    os.environ.setdefault("EUKHE_KERNEL_PYTHON", sys.executable)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["EUKHE_CODING_AGENT_DIR"] = str(Path(tmp) / "agent")
+        found = asyncio.run(measure(args.runs, args.cells, Path(tmp)))
+    ms = {key: statistics.median(values) * 1000 for key, values in found.items()}
+    for key, label in (
+        ("raw", "raw bash -c true"),
+        ("bwrap", "raw bwrap <same flags> bash -c true"),
+        ("off", "bash true through a session, unconfined"),
+        ("on", "bash true through a session, confined"),
+        ("cell_off", "cell 1 + 1, unconfined kernel"),
+        ("cell_on", "cell 1 + 1, confined kernel"),
+    ):
+        print(f"{label}: median {ms[key]:.3f} ms over {len(found[key])} runs")
+    bwrap_cost = ms["bwrap"] - ms["raw"]
+    added = ms["on"] - ms["off"]
+    ratio = added / bwrap_cost if bwrap_cost > 0 else float("inf")
+    print(f"bwrap's own cost: {bwrap_cost:.3f} ms; confined - unconfined: {added:.3f} ms")
+    print(f"(confined - unconfined) / (raw bwrap - raw): {ratio:.2f} (target <= 1.5)")
+    print(f"confined cell / unconfined cell: {ms['cell_on'] / ms['cell_off']:.3f} (target <= 1.1)")
+
+
+if __name__ == "__main__":
+    main()

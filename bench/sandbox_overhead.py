@@ -42,7 +42,8 @@ async def bash_round_trips(session: KernelSession, runs: int) -> list[float]:
         start = time.perf_counter()
         answer = await session.execute_bash_and_wait("true", 60_000)
         times.append(time.perf_counter() - start)
-        assert isinstance(answer, Settled) and answer.exit_code == 0, answer
+        assert isinstance(answer, Settled), answer
+        assert answer.exit_code == 0, answer
     return times
 
 
@@ -52,7 +53,8 @@ async def cell_round_trips(session: KernelSession, runs: int) -> list[float]:
         start = time.perf_counter()
         answer = await session.ipython("1 + 1", 60_000)
         times.append(time.perf_counter() - start)
-        assert isinstance(answer, Settled) and answer.result == "2", answer
+        assert isinstance(answer, Settled), answer
+        assert answer.result == "2", answer
     return times
 
 

@@ -11,6 +11,10 @@ The grammar is modelled on Codex's apply_patch and written out in docs/fs.md. In
     *** End of File               optional, after a hunk: its lines are the file's last lines
     *** End Patch
 
+Marker and header lines (every line above that starts with `***`) are read with leading and trailing whitespace
+trimmed, wherever they stand: a line whose trimmed form is one is that marker or header, also where a hunk's context
+line could be. Every other line keeps its exact text.
+
 Theory of operation. `parse` reads one patch text into a `Patch` (or raises one `PatchSyntaxError` naming the line
 and what was expected); `render` writes a `Patch` back as text, and `parse(render(p)) == p`. Paths are opaque strings
 here: the parser reports each header path exactly as written, and `Patch.map_paths` rewrites them all, so the shell
@@ -38,6 +42,8 @@ UPDATE = "*** Update File: "
 MOVE = "*** Move to: "
 END_OF_FILE = "*** End of File"
 HUNK = "@@"
+MARKERS = (BEGIN, END, END_OF_FILE)
+HEADERS = (ADD, DELETE, UPDATE, MOVE)
 
 
 # --- the patch ----------------------------------------------------------------------------------------------------
@@ -191,14 +197,30 @@ class _Lines:
 
 
 def _is_marker(line: str, marker: str) -> bool:
-    return line.rstrip() == marker
+    return line.strip() == marker
 
 
-def _header_path(line: str, marker: str) -> str | None:
-    """The path of a `marker PATH` line (trailing whitespace dropped), or None when the line is no such header."""
-    if not line.startswith(marker):
+def _header_path(line: str, header: str) -> str | None:
+    """The path of a `header PATH` line read trimmed ('' when it has none), or None when the line is no such header.
+
+    The path is what follows the header's space: leading spaces of the path are kept, trailing ones are trimmed.
+    """
+    trimmed = line.strip()
+    if trimmed == header.rstrip():
+        return ""
+    if not trimmed.startswith(header):
         return None
-    return line[len(marker) :].rstrip()
+    return trimmed[len(header) :]
+
+
+def reads_as_marker(line: str) -> bool:
+    """Whether a patch line, trimmed, is a marker or a header: then it is one wherever it stands, never a hunk line."""
+    return line.strip() in MARKERS or any(_header_path(line, header) is not None for header in HEADERS)
+
+
+def _ends_hunks(line: str) -> bool:
+    """A line no hunk line can be: a marker, a header, or another `***` line (which the section reading refuses)."""
+    return line.startswith("***") or reads_as_marker(line)
 
 
 def parse(text: str) -> Patch:
@@ -237,15 +259,15 @@ def _path(lines: _Lines, marker: str) -> str:
 def _section(lines: _Lines) -> Section:
     line = lines.peek()
     assert line is not None
-    if line.startswith(ADD):
+    if _header_path(line, ADD) is not None:
         path = _path(lines, ADD)
         added: list[str] = []
         while (line := lines.peek()) is not None and line.startswith("+"):
             added.append(lines.take()[1:])
         return AddFile(path, tuple(added))
-    if line.startswith(DELETE):
+    if _header_path(line, DELETE) is not None:
         return DeleteFile(_path(lines, DELETE))
-    if line.startswith(UPDATE):
+    if _header_path(line, UPDATE) is not None:
         return _update(lines)
     raise lines.fail(f"a section header ('{ADD}PATH', '{DELETE}PATH' or '{UPDATE}PATH') or '{END}'")
 
@@ -253,13 +275,13 @@ def _section(lines: _Lines) -> Section:
 def _update(lines: _Lines) -> UpdateFile:
     path = _path(lines, UPDATE)
     move_to = None
-    if (line := lines.peek()) is not None and line.startswith(MOVE):
+    if (line := lines.peek()) is not None and _header_path(line, MOVE) is not None:
         move_to = _path(lines, MOVE)
     hunks: list[Hunk] = []
     while True:
         _skip_separators(lines)
         line = lines.peek()
-        if line is None or line.startswith("***"):
+        if line is None or _ends_hunks(line):
             break
         hunks.append(_hunk(lines, first=not hunks))
     if not hunks and move_to is None:
@@ -268,11 +290,12 @@ def _update(lines: _Lines) -> UpdateFile:
 
 
 def _skip_separators(lines: _Lines) -> None:
-    """Skip blank lines that run into a hunk header, a `***` line or the end: they separate, they are not context."""
+    """Skip blank lines that run into a hunk header, a marker, header or `***` line, or the end: they separate, they
+    are not context."""
     index = lines.index
     while index < len(lines.lines) and lines.lines[index].strip() == "":
         index += 1
-    if index == len(lines.lines) or lines.lines[index].startswith(("***", HUNK)):
+    if index == len(lines.lines) or lines.lines[index].startswith(HUNK) or _ends_hunks(lines.lines[index]):
         lines.index = index
 
 
@@ -303,7 +326,7 @@ def _hunk(lines: _Lines, first: bool) -> Hunk:
             lines.take()
             continue
         op = _OPS.get(line[0])
-        if op is None:
+        if op is None or reads_as_marker(line):
             break
         body.extend(HunkLine(Op.KEEP, "") for _ in range(blanks))
         blanks = 0
@@ -315,7 +338,7 @@ def _hunk(lines: _Lines, first: bool) -> Hunk:
         end_of_file = True
     _skip_separators(lines)
     line = lines.peek()
-    if line is not None and not line.startswith((HUNK, "***")):
+    if line is not None and not (line.startswith(HUNK) or _ends_hunks(line)):
         raise lines.fail(f"a hunk line, '{HUNK}', a section header or '{END}'")
     return Hunk(tuple(body), context, end_of_file)
 
@@ -328,7 +351,8 @@ def render(patch: Patch) -> str:
 
     Raises ValueError for a patch the grammar cannot say: a path or line with a newline, an empty path, a path or
     context with trailing whitespace, an empty or whitespace-only context (use None), an update with no hunks and
-    no move, or an empty hunk.
+    no move, an empty hunk, or a context line that reads as a marker or header once trimmed (say it as a removal and
+    an insertion of the same line).
     """
     out = [BEGIN]
     for section in patch.sections:
@@ -346,6 +370,13 @@ def _check_path(path: str) -> str:
 def _check_line(text: str) -> str:
     if "\n" in text or text.endswith("\r"):
         raise ValueError(f"the patch grammar cannot carry the line {text!r}")
+    return text
+
+
+def _hunk_line(line: HunkLine) -> str:
+    text = line.op.value + _check_line(line.text)
+    if reads_as_marker(text):
+        raise ValueError(f"the context line {line.text!r} reads as a marker; say it as a '-' and a '+' line")
     return text
 
 
@@ -371,7 +402,7 @@ def _render_section(section: Section) -> Iterator[str]:
             yield f"{HUNK} {_check_line(hunk.context)}"
         if not hunk.lines:
             raise ValueError("a hunk needs at least one line")
-        yield from (line.op.value + _check_line(line.text) for line in hunk.lines)
+        yield from (_hunk_line(line) for line in hunk.lines)
         if hunk.end_of_file:
             yield END_OF_FILE
 

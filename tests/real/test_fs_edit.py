@@ -123,6 +123,36 @@ def test_edit_refusals_name_the_path_and_change_nothing(
     assert snapshot(tmp_path) == before
 
 
+def test_edit_takes_padded_markers_and_headers_as_models_write_them(tmp_path: Path) -> None:
+    """Marker and header lines with whitespace around them are the markers; hunk lines keep their exact text."""
+    make_tree(tmp_path, {"foo.txt": "keep\nold\n  indented\n", "gone.txt": "bye\n", "m.txt": "m\n"})
+    text = (
+        " *** Begin Patch\n"
+        "  *** Update File: foo.txt\n"
+        " keep\n"
+        "-old\n"
+        "+new\n"
+        "   indented\n"
+        " *** End of File\n"
+        "\t*** Add File: added.txt \n"
+        "+ *** End Patch\n"
+        "  *** Delete File: gone.txt\n"
+        " *** Update File: m.txt\n"
+        "  *** Move to: moved.txt\t\n"
+        " *** End Patch  \n"
+    )
+    answer = edit(local(tmp_path), EditArgs(patch=text))
+    assert [(change.action, change.path, change.destination) for change in answer.changes] == [
+        ("updated", str(tmp_path / "foo.txt"), None),
+        ("added", str(tmp_path / "added.txt"), None),
+        ("deleted", str(tmp_path / "gone.txt"), None),
+        ("moved", str(tmp_path / "m.txt"), str(tmp_path / "moved.txt")),
+    ]
+    assert (tmp_path / "foo.txt").read_text() == "keep\nnew\n  indented\n"
+    assert (tmp_path / "added.txt").read_text() == " *** End Patch\n"
+    assert sorted(os.listdir(tmp_path)) == ["added.txt", "foo.txt", "moved.txt"]
+
+
 def test_edit_whose_third_section_fails_leaves_the_first_two_files_untouched(tmp_path: Path) -> None:
     make_tree(tmp_path, {"one.txt": "1\n", "three.txt": "3\n"})
     before = snapshot(tmp_path)

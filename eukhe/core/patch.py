@@ -13,7 +13,7 @@ The grammar is modelled on Codex's apply_patch and written out in docs/fs.md. In
 
 Marker and header lines (every line above that starts with `***`) are read with leading and trailing whitespace
 trimmed, wherever they stand: a line whose trimmed form is one is that marker or header, also where a hunk's context
-line could be. Every other line keeps its exact text.
+line could be. Every other line keeps its exact text. A patch has at least one section.
 
 Theory of operation. `parse` reads one patch text into a `Patch` (or raises one `PatchSyntaxError` naming the line
 and what was expected); `render` writes a `Patch` back as text, and `parse(render(p)) == p`. Paths are opaque strings
@@ -154,15 +154,23 @@ _OPS = {op.value: op for op in Op}
 # --- parsing ------------------------------------------------------------------------------------------------------
 
 
-class PatchSyntaxError(ValueError):
-    """A patch text that is not in the grammar: the 1-based line, what was expected there, and what was found."""
+NOT_PARSED = "the patch does not parse"
+CHANGES_NOTHING = "the patch changes nothing"
 
-    def __init__(self, line: int, expected: str, found: str | None) -> None:
+
+class PatchSyntaxError(ValueError):
+    """A patch text that is not in the grammar: the 1-based line, what was expected there, and what was found.
+
+    `problem` says what is wrong with the patch as a whole: it does not parse, or (no sections) it changes nothing.
+    """
+
+    def __init__(self, line: int, expected: str, found: str | None, problem: str = NOT_PARSED) -> None:
         got = "the end of the patch" if found is None else repr(found)
         super().__init__(f"patch line {line}: expected {expected}, got {got}")
         self.line = line
         self.expected = expected
         self.found = found
+        self.problem = problem
 
 
 class _Lines:
@@ -238,6 +246,9 @@ def parse(text: str) -> Patch:
         if line is None:
             raise lines.fail(f"a section header or '{END}'")
         if _is_marker(line, END):
+            if not sections:
+                expected = f"a section header ('{ADD}PATH', '{DELETE}PATH' or '{UPDATE}PATH')"
+                raise PatchSyntaxError(lines.number, expected, line, CHANGES_NOTHING)
             lines.take()
             break
         sections.append(_section(lines))
@@ -349,11 +360,13 @@ def _hunk(lines: _Lines, first: bool) -> Hunk:
 def render(patch: Patch) -> str:
     """The patch as text in the grammar; `parse(render(p)) == p` for every patch `render` accepts.
 
-    Raises ValueError for a patch the grammar cannot say: a path or line with a newline, an empty path, a path or
-    context with trailing whitespace, an empty or whitespace-only context (use None), an update with no hunks and
-    no move, an empty hunk, or a context line that reads as a marker or header once trimmed (say it as a removal and
-    an insertion of the same line).
+    Raises ValueError for a patch the grammar cannot say: a patch with no sections, a path or line with a newline,
+    an empty path, a path or context with trailing whitespace, an empty or whitespace-only context (use None), an
+    update with no hunks and no move, an empty hunk, or a context line that reads as a marker or header once
+    trimmed (say it as a removal and an insertion of the same line).
     """
+    if not patch.sections:
+        raise ValueError("a patch with no sections changes nothing: the grammar has no such patch")
     out = [BEGIN]
     for section in patch.sections:
         out.extend(_render_section(section))

@@ -55,7 +55,7 @@ def edit(context: FsContext, args: EditArgs, before_step: StepHook | None = None
     try:
         patch = core.parse(args.patch)
     except core.PatchSyntaxError as error:
-        raise FsError(Reason.PATCH_FAILED, None, f"the patch does not parse: {error}") from error
+        raise FsError(Reason.PATCH_FAILED, None, f"{error.problem}: {error}") from error
     locator = Locator(context)
     places = {path: locator.place(path, "edit") for path in patch.paths()}
     shown = {place.host: place.shown for place in places.values()}

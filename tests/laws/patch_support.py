@@ -78,7 +78,7 @@ sections_st: st.SearchStrategy[Section] = st.one_of(
     st.builds(DeleteFile, paths_st),
     updates(),
 )
-patches_st = st.lists(sections_st, max_size=5).map(lambda sections: Patch(tuple(sections)))
+patches_st = st.lists(sections_st, min_size=1, max_size=5).map(lambda sections: Patch(tuple(sections)))
 
 
 def diff_hunks(

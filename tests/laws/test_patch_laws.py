@@ -100,6 +100,11 @@ def test_patch_render_refuses_a_context_line_that_reads_as_a_marker(text: str, o
     assert parse(render(Patch((said,)))) == Patch((said,))
 
 
+def test_patch_render_refuses_an_empty_patch() -> None:
+    with pytest.raises(ValueError, match="changes nothing"):
+        render(Patch(()))
+
+
 PATCH_LINES = [
     "*** Begin Patch",
     "*** End Patch",
@@ -154,10 +159,10 @@ def small_patch_texts() -> Iterator[str]:
             yield "\n".join(["*** Begin Patch", *body, "*** End Patch"])
 
 
-def outcome_of(text: str) -> Patch | tuple[int, str]:
-    """The patch a text says, or where and why it is refused (the line and what was expected)."""
+def outcome_of(text: str) -> Patch | tuple[int, str, str]:
+    """The patch a text says, or where and why it is refused (the line, what was expected, the problem)."""
     outcome = parse_or_error(text)
-    return outcome if isinstance(outcome, Patch) else (outcome.line, outcome.expected)
+    return outcome if isinstance(outcome, Patch) else (outcome.line, outcome.expected, outcome.problem)
 
 
 @given(st.lists(st.sampled_from(PATCH_LINES) | st.text(LINE_ALPHABET + "\r", max_size=5), max_size=10), st.data())
@@ -202,13 +207,15 @@ def test_patch_parse_is_total_small_scope() -> None:
         ("*** Begin Patch\n*** Update File: a\n@@\n+x\nx\n*** End Patch", 5, "a hunk line, '@@'"),
         ("*** Begin Patch\n*** Update File: a\n@@x\n+x\n*** End Patch", 3, "'@@' or '@@ CONTEXT'"),
         ("*** Begin Patch\n*** Update File: a\n+x\n*** End of File\n+y\n*** End Patch", 5, "a hunk line, '@@'"),
-        ("*** Begin Patch\n*** End Patch\nx", 3, "nothing after '*** End Patch'"),
+        ("*** Begin Patch\n*** Delete File: a\n*** End Patch\nx", 4, "nothing after '*** End Patch'"),
         (" *** Begin Patch\n  *** Frob: a\n *** End Patch", 2, "a section header"),
         ("\t*** Begin Patch \n  *** Add File: \t\n*** End Patch", 2, "a path after '*** Add File:'"),
         ("*** Begin Patch\n *** Update File: a \n  *** End Patch", 3, "a hunk ('@@') or '*** Move to: NEWPATH'"),
         ("*** Begin Patch\n*** Update File: a\n@@\n  *** End Patch", 4, "a hunk line"),
         ("*** Begin Patch\n*** Update File: a\n+x\n *** End of File\n+y\n*** End Patch", 5, "a hunk line, '@@'"),
-        (" *** Begin Patch\n *** End Patch \n x", 3, "nothing after '*** End Patch'"),
+        (" *** Begin Patch\n*** Delete File: a\n *** End Patch \n x", 4, "nothing after '*** End Patch'"),
+        ("*** Begin Patch\n*** End Patch", 2, "a section header"),
+        ("\n *** Begin Patch\n\n  *** End Patch\n", 4, "a section header"),
     ],
 )
 def test_patch_syntax_errors_name_the_line_and_what_was_expected(text: str, line: int, expected: str) -> None:
@@ -216,6 +223,16 @@ def test_patch_syntax_errors_name_the_line_and_what_was_expected(text: str, line
         parse(text)
     assert caught.value.line == line
     assert caught.value.expected.startswith(expected)
+
+
+def test_patch_with_no_sections_is_refused_as_changing_nothing() -> None:
+    with pytest.raises(PatchSyntaxError) as caught:
+        parse("*** Begin Patch\n*** End Patch\n")
+    assert caught.value.problem == "the patch changes nothing"
+    assert str(caught.value).startswith("patch line 2: expected a section header ('*** Add File: PATH'")
+    with pytest.raises(PatchSyntaxError) as caught:
+        parse("*** Begin Patch\n*** Frob\n*** End Patch\n")
+    assert caught.value.problem == "the patch does not parse"
 
 
 def test_patch_padded_markers_example() -> None:

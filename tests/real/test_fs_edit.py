@@ -153,6 +153,17 @@ def test_edit_takes_padded_markers_and_headers_as_models_write_them(tmp_path: Pa
     assert sorted(os.listdir(tmp_path)) == ["added.txt", "foo.txt", "moved.txt"]
 
 
+def test_edit_refuses_an_empty_patch_as_changing_nothing(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"a.txt": "a\n"})
+    before = snapshot(tmp_path)
+    for text in ("*** Begin Patch\n*** End Patch\n", " *** Begin Patch\n\n  *** End Patch"):
+        error = refused(lambda text=text: edit(local(tmp_path), EditArgs(patch=text)), Reason.PATCH_FAILED)
+        assert error.path is None
+        assert error.message.startswith("the patch changes nothing: patch line ")
+        assert "expected a section header" in error.message
+    assert snapshot(tmp_path) == before
+
+
 def test_edit_whose_third_section_fails_leaves_the_first_two_files_untouched(tmp_path: Path) -> None:
     make_tree(tmp_path, {"one.txt": "1\n", "three.txt": "3\n"})
     before = snapshot(tmp_path)

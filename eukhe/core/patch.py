@@ -637,12 +637,26 @@ def _absent_reason(state: FileState) -> str:
     return "does not exist"
 
 
-def plan(patch: Patch, files: Mapping[str, FileState]) -> Plan | PatchFailure:
+_OCCUPANTS: dict[type[FileState], str] = {
+    Text: "a file",
+    Directory: "a directory",
+    Special: "something that is not a regular file",
+}
+"""What stands at a path that is not free, by its state."""
+
+
+def _as_given(path: str) -> str:
+    return path
+
+
+def plan(patch: Patch, files: Mapping[str, FileState], show: Callable[[str], str] = _as_given) -> Plan | PatchFailure:
     """Run the patch over `files` (the state of each of `patch.paths()`) in memory: all of it, or one failure.
 
     Sections apply in order to the result of the ones before, so a patch may add a file and then update it.
     Rules: Add needs nothing at its path; Delete and Update need a regular file; a Move needs nothing at its
-    destination (moving a file onto its own path is an update).
+    destination (moving a file onto its own path is an update). A refusal of an Add over a file or a Move onto one
+    says how to get the effect: an Update, or a Delete earlier in the patch. `show` names a path in a reason (the
+    shell shows the caller's spelling of a path it has mapped).
     """
     tree = {path: _Node(files[path], path if isinstance(files[path], Text) else None) for path in patch.paths()}
     changes: list[Change] = []
@@ -650,8 +664,14 @@ def plan(patch: Patch, files: Mapping[str, FileState]) -> Plan | PatchFailure:
         node = tree[section.path]
         if isinstance(section, AddFile):
             if not isinstance(node.state, Absent):
-                kind = "a directory" if isinstance(node.state, Directory) else "a file"
-                return PatchFailure(number, section.path, f"cannot add: {kind} already exists there")
+                reason = f"cannot add: {_OCCUPANTS[type(node.state)]} already exists there"
+                if isinstance(node.state, Text):
+                    where = show(section.path)
+                    reason += (
+                        f"; to change it, use '{UPDATE}{where}', or to replace it, put '{DELETE}{where}'"
+                        " before this section"
+                    )
+                return PatchFailure(number, section.path, reason)
             tree[section.path] = _Node(Text(section.content), None)
             changes.append(Change(Action.ADDED, section.path))
             continue
@@ -670,8 +690,13 @@ def plan(patch: Patch, files: Mapping[str, FileState]) -> Plan | PatchFailure:
             tree[section.path] = _Node(Text(new), node.origin)
             changes.append(Change(Action.UPDATED, section.path))
             continue
-        if not isinstance(tree[destination].state, Absent):
-            return PatchFailure(number, section.path, f"cannot move to {destination}: something exists there")
+        there = tree[destination].state
+        if not isinstance(there, Absent):
+            where = show(destination)
+            reason = f"cannot move to {where}: {_OCCUPANTS[type(there)]} already exists there"
+            if isinstance(there, Text):
+                reason += f"; to replace it, put '{DELETE}{where}' before this section"
+            return PatchFailure(number, section.path, reason)
         tree[destination] = _Node(Text(new), node.origin)
         tree[section.path] = _Node(Absent(), None)
         changes.append(Change(Action.MOVED, section.path, destination))

@@ -64,7 +64,7 @@ def edit(context: FsContext, args: EditArgs, before_step: StepHook | None = None
     for place in places.values():
         if place.host not in states:
             states[place.host] = _state(place, modes)
-    result = core.plan(patch.map_paths(lambda path: places[path].host), states)
+    result = core.plan(patch.map_paths(lambda path: places[path].host), states, show=shown.__getitem__)
     if isinstance(result, core.PatchFailure):
         where = shown[result.path]
         raise FsError(Reason.PATCH_FAILED, where, f"section {result.section} ({where}): {result.reason}")

@@ -517,17 +517,39 @@ def test_patch_failed_hunk_leaves_nothing_changed(
 def test_patch_plan_refusals_say_why() -> None:
     files: dict[str, FileState] = {"a": Text("x\n"), "d": Directory(), "n": Absent(), "s": Special()}
     cases: list[tuple[Section, str]] = [
-        (AddFile("a"), "cannot add: a file already exists there"),
+        (
+            AddFile("a"),
+            "cannot add: a file already exists there; to change it, use '*** Update File: <a>', or to replace it,"
+            " put '*** Delete File: <a>' before this section",
+        ),
         (AddFile("d"), "cannot add: a directory already exists there"),
+        (AddFile("s"), "cannot add: something that is not a regular file already exists there"),
         (DeleteFile("n"), "cannot delete: the path does not exist"),
         (DeleteFile("d"), "cannot delete: the path is a directory"),
         (UpdateFile("s", (Hunk((HunkLine(Op.INSERT, "y"),)),)), "cannot update: the path is not a regular file"),
-        (UpdateFile("a", (), "d"), "cannot move to d: something exists there"),
+        (
+            UpdateFile("a", (), "a2"),
+            "cannot move to <a2>: a file already exists there; to replace it, put '*** Delete File: <a2>' before"
+            " this section",
+        ),
+        (UpdateFile("a", (), "d"), "cannot move to <d>: a directory already exists there"),
+        (UpdateFile("a", (), "s"), "cannot move to <s>: something that is not a regular file already exists there"),
     ]
     for section, reason in cases:
-        result = plan(Patch((section,)), files)
+        result = plan(Patch((section,)), {**files, "a2": Text("y\n")}, show=lambda path: f"<{path}>")
         assert isinstance(result, PatchFailure)
         assert (result.section, result.path, result.reason) == (1, section.path, reason)
+
+
+def test_patch_plan_refusals_say_how_to_get_the_effect() -> None:
+    """What the refusals of an Add over a file and a Move onto one advise does apply."""
+    files: dict[str, FileState] = {"a": Text("x\n"), "b": Text("y\n")}
+    replaced = plan(Patch((DeleteFile("a"), AddFile("a", ("new",)))), files)
+    assert isinstance(replaced, Plan) and carry_out(files, replaced) == {"a": Text("new\n"), "b": Text("y\n")}
+    changed = plan(Patch((UpdateFile("a", (Hunk((HunkLine(Op.REMOVE, "x"), HunkLine(Op.INSERT, "new"))),)),)), files)
+    assert isinstance(changed, Plan) and carry_out(files, changed) == {"a": Text("new\n"), "b": Text("y\n")}
+    moved = plan(Patch((DeleteFile("b"), UpdateFile("a", (), "b"))), files)
+    assert isinstance(moved, Plan) and carry_out(files, moved) == {"a": Absent(), "b": Text("x\n")}
 
 
 def test_patch_plan_keeps_the_mode_origin_of_updated_and_moved_files() -> None:

@@ -11,7 +11,7 @@ import pytest
 from eukhe.fs import EditArgs, EditChange, FsError, Reason, edit
 from eukhe.fs.commit import ORIGINAL_TAG, TEMP_TAG
 from eukhe.fs.context import sibling
-from tests.real.fs_support import local, make_tree, refused, snapshot
+from tests.real.fs_support import local, make_tree, refused, snapshot, wrapped
 
 pytestmark = pytest.mark.real
 
@@ -98,13 +98,25 @@ def test_edit_through_a_symlink_updates_its_target(tmp_path: Path) -> None:
     ("lines", "path", "words"),
     [
         (("*** Update File: a.txt", "x"), None, "patch line 3: expected"),
-        (("*** Update File: a.txt", "-not there", "+y"), "a.txt", "section 1 (A): hunk 1: its 1 old line(s)"),
+        (("*** Update File: a.txt", "-not there", "+y"), "a.txt", "section 1 (<A>): hunk 1: its 1 old line(s)"),
         (("*** Update File: a.txt", "@@ nowhere", "+y"), "a.txt", "context line 'nowhere' not found"),
         (("*** Update File: missing.txt", "+y"), "missing.txt", "cannot update: the path does not exist"),
         (("*** Delete File: missing.txt",), "missing.txt", "cannot delete: the path does not exist"),
         (("*** Delete File: d",), "d", "cannot delete: the path is a directory"),
-        (("*** Add File: a.txt", "+y"), "a.txt", "cannot add: a file already exists there"),
-        (("*** Update File: a.txt", "*** Move to: b.txt"), "a.txt", "cannot move to B: something exists there"),
+        (
+            ("*** Add File: a.txt", "+y"),
+            "a.txt",
+            "cannot add: a file already exists there; to change it, use '*** Update File: <A>', or to replace it, put"
+            " '*** Delete File: <A>' before this section",
+        ),
+        (("*** Add File: d", "+y"), "d", "cannot add: a directory already exists there"),
+        (
+            ("*** Update File: a.txt", "*** Move to: b.txt"),
+            "a.txt",
+            "cannot move to <B>: a file already exists there; to replace it, put '*** Delete File: <B>' before this"
+            " section",
+        ),
+        (("*** Update File: a.txt", "*** Move to: d"), "a.txt", "cannot move to <D>: a directory already exists there"),
         (("*** Add File: a.txt/x", "+y"), "a.txt/x", "is not a directory"),
     ],
 )
@@ -119,7 +131,9 @@ def test_edit_refusals_name_the_path_and_change_nothing(
     if path == "a.txt/x":
         expected = path  # refused while checking the path: the argument as given
     assert error.path == expected
-    assert words.replace("(A)", f"({tmp_path}/a.txt)").replace(" B:", f" {tmp_path}/b.txt:") in error.message
+    for letter, name in {"A": "a.txt", "B": "b.txt", "D": "d"}.items():
+        words = words.replace(f"<{letter}>", str(tmp_path / name))
+    assert words in error.message
     assert snapshot(tmp_path) == before
 
 
@@ -162,6 +176,33 @@ def test_edit_refuses_an_empty_patch_as_changing_nothing(tmp_path: Path) -> None
         assert error.message.startswith("the patch changes nothing: patch line ")
         assert "expected a section header" in error.message
     assert snapshot(tmp_path) == before
+
+
+def test_edit_refusals_name_the_path_as_the_kernel_sees_it(tmp_path: Path) -> None:
+    """Through a path map, the advice of a refusal names sandbox paths, never the host's."""
+    host = make_tree(tmp_path / "host", {"a.txt": "a\n", "b.txt": "b\n"})
+    context = wrapped(host, {"/work": host}, sandbox_cwd="/work")
+    add = refused(lambda: edit(context, patch("*** Add File: a.txt", "+y")), Reason.PATCH_FAILED)
+    assert add.path == "/work/a.txt"
+    assert add.message == (
+        "section 1 (/work/a.txt): cannot add: a file already exists there; to change it, use"
+        " '*** Update File: /work/a.txt', or to replace it, put '*** Delete File: /work/a.txt' before this section"
+    )
+    move = refused(lambda: edit(context, patch("*** Update File: a.txt", "*** Move to: b.txt")), Reason.PATCH_FAILED)
+    assert move.message == (
+        "section 1 (/work/a.txt): cannot move to /work/b.txt: a file already exists there; to replace it, put"
+        " '*** Delete File: /work/b.txt' before this section"
+    )
+    assert str(tmp_path) not in add.message + move.message
+
+
+def test_edit_refusals_advice_applies(tmp_path: Path) -> None:
+    """Delete then Add replaces a file; Delete the destination first and the Move goes through."""
+    make_tree(tmp_path, {"a.txt": "a\n", "b.txt": "b\n"})
+    edit(local(tmp_path), patch("*** Delete File: a.txt", "*** Add File: a.txt", "+A"))
+    assert (tmp_path / "a.txt").read_text() == "A\n"
+    edit(local(tmp_path), patch("*** Delete File: b.txt", "*** Update File: a.txt", "*** Move to: b.txt"))
+    assert sorted(os.listdir(tmp_path)) == ["b.txt"] and (tmp_path / "b.txt").read_text() == "A\n"
 
 
 def test_edit_whose_third_section_fails_leaves_the_first_two_files_untouched(tmp_path: Path) -> None:

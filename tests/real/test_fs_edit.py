@@ -6,11 +6,15 @@ import os
 import stat
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from eukhe.fs import EditArgs, EditChange, FsError, Reason, edit
 from eukhe.fs.commit import ORIGINAL_TAG, TEMP_TAG
 from eukhe.fs.context import sibling
+from eukhe.records.cli import CliError
+from eukhe.records.fs import EditAnswer
+from tests.real.conftest import DaemonEnv
 from tests.real.fs_support import local, make_tree, refused, snapshot, wrapped
 
 pytestmark = pytest.mark.real
@@ -203,6 +207,38 @@ def test_edit_refusals_advice_applies(tmp_path: Path) -> None:
     assert (tmp_path / "a.txt").read_text() == "A\n"
     edit(local(tmp_path), patch("*** Delete File: b.txt", "*** Update File: a.txt", "*** Move to: b.txt"))
     assert sorted(os.listdir(tmp_path)) == ["b.txt"] and (tmp_path / "b.txt").read_text() == "A\n"
+
+
+def test_cli_fs_edit_takes_padded_markers_refuses_an_empty_patch_and_explains_its_refusals(world: DaemonEnv) -> None:
+    project = world.root / "project"
+    make_tree(project, {"a.txt": "one\n", "b.txt": "two\n"})
+    session = world.json("session", "create", "--cwd", str(project))["id"]
+    source = world.root / "p.patch"
+
+    def edit_with(text: str) -> tuple[int, CliError]:
+        source.write_text(text)
+        code, error = world.json_error("fs", "edit", "--session", session, str(source))
+        return code, msgspec.convert(error, CliError)
+
+    source.write_text(" *** Begin Patch\n  *** Update File: a.txt\n-one\n+ONE\n *** End Patch\n")
+    edited = msgspec.convert(world.json("fs", "edit", "--session", session, str(source)), EditAnswer)
+    assert [(c.action, c.path) for c in edited.changes] == [("updated", str(project / "a.txt"))]
+    assert (project / "a.txt").read_text() == "ONE\n"
+
+    code, empty = edit_with("*** Begin Patch\n*** End Patch\n")
+    assert code == 1 and empty.error == "fs_error"
+    assert empty.details == {"reason": "patch_failed", "path": None, "version": "transport@1"}
+    assert empty.message.startswith("the patch changes nothing: ")
+
+    a, b = project / "a.txt", project / "b.txt"
+    _, add = edit_with(f"*** Begin Patch\n*** Add File: {a}\n+x\n*** End Patch\n")
+    assert add.details == {"reason": "patch_failed", "path": str(a), "version": "transport@1"}
+    assert f"use '*** Update File: {a}', or to replace it, put '*** Delete File: {a}' before" in add.message
+    _, move = edit_with(f"*** Begin Patch\n*** Update File: {a}\n*** Move to: {b}\n*** End Patch\n")
+    assert f"cannot move to {b}: a file already exists there; to replace it, put '*** Delete File: {b}'" in (
+        move.message
+    )
+    assert (a.read_text(), b.read_text()) == ("ONE\n", "two\n")
 
 
 def test_edit_whose_third_section_fails_leaves_the_first_two_files_untouched(tmp_path: Path) -> None:

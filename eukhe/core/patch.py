@@ -11,6 +11,10 @@ The grammar is modelled on Codex's apply_patch and written out in docs/fs.md. In
     *** End of File               optional, after a hunk: its lines are the file's last lines
     *** End Patch
 
+Marker and header lines (every line above that starts with `***`) are read with leading and trailing whitespace
+trimmed, wherever they stand: a line whose trimmed form is one is that marker or header, also where a hunk's context
+line could be. Every other line keeps its exact text. A patch has at least one section.
+
 Theory of operation. `parse` reads one patch text into a `Patch` (or raises one `PatchSyntaxError` naming the line
 and what was expected); `render` writes a `Patch` back as text, and `parse(render(p)) == p`. Paths are opaque strings
 here: the parser reports each header path exactly as written, and `Patch.map_paths` rewrites them all, so the shell
@@ -38,6 +42,8 @@ UPDATE = "*** Update File: "
 MOVE = "*** Move to: "
 END_OF_FILE = "*** End of File"
 HUNK = "@@"
+MARKERS = (BEGIN, END, END_OF_FILE)
+HEADERS = (ADD, DELETE, UPDATE, MOVE)
 
 
 # --- the patch ----------------------------------------------------------------------------------------------------
@@ -148,15 +154,23 @@ _OPS = {op.value: op for op in Op}
 # --- parsing ------------------------------------------------------------------------------------------------------
 
 
-class PatchSyntaxError(ValueError):
-    """A patch text that is not in the grammar: the 1-based line, what was expected there, and what was found."""
+NOT_PARSED = "the patch does not parse"
+CHANGES_NOTHING = "the patch changes nothing"
 
-    def __init__(self, line: int, expected: str, found: str | None) -> None:
+
+class PatchSyntaxError(ValueError):
+    """A patch text that is not in the grammar: the 1-based line, what was expected there, and what was found.
+
+    `problem` says what is wrong with the patch as a whole: it does not parse, or (no sections) it changes nothing.
+    """
+
+    def __init__(self, line: int, expected: str, found: str | None, problem: str = NOT_PARSED) -> None:
         got = "the end of the patch" if found is None else repr(found)
         super().__init__(f"patch line {line}: expected {expected}, got {got}")
         self.line = line
         self.expected = expected
         self.found = found
+        self.problem = problem
 
 
 class _Lines:
@@ -191,14 +205,30 @@ class _Lines:
 
 
 def _is_marker(line: str, marker: str) -> bool:
-    return line.rstrip() == marker
+    return line.strip() == marker
 
 
-def _header_path(line: str, marker: str) -> str | None:
-    """The path of a `marker PATH` line (trailing whitespace dropped), or None when the line is no such header."""
-    if not line.startswith(marker):
+def _header_path(line: str, header: str) -> str | None:
+    """The path of a `header PATH` line read trimmed ('' when it has none), or None when the line is no such header.
+
+    The path is what follows the header's space: leading spaces of the path are kept, trailing ones are trimmed.
+    """
+    trimmed = line.strip()
+    if trimmed == header.rstrip():
+        return ""
+    if not trimmed.startswith(header):
         return None
-    return line[len(marker) :].rstrip()
+    return trimmed[len(header) :]
+
+
+def reads_as_marker(line: str) -> bool:
+    """Whether a patch line, trimmed, is a marker or a header: then it is one wherever it stands, never a hunk line."""
+    return line.strip() in MARKERS or any(_header_path(line, header) is not None for header in HEADERS)
+
+
+def _ends_hunks(line: str) -> bool:
+    """A line no hunk line can be: a marker, a header, or another `***` line (which the section reading refuses)."""
+    return line.startswith("***") or reads_as_marker(line)
 
 
 def parse(text: str) -> Patch:
@@ -216,6 +246,9 @@ def parse(text: str) -> Patch:
         if line is None:
             raise lines.fail(f"a section header or '{END}'")
         if _is_marker(line, END):
+            if not sections:
+                expected = f"a section header ('{ADD}PATH', '{DELETE}PATH' or '{UPDATE}PATH')"
+                raise PatchSyntaxError(lines.number, expected, line, CHANGES_NOTHING)
             lines.take()
             break
         sections.append(_section(lines))
@@ -237,15 +270,15 @@ def _path(lines: _Lines, marker: str) -> str:
 def _section(lines: _Lines) -> Section:
     line = lines.peek()
     assert line is not None
-    if line.startswith(ADD):
+    if _header_path(line, ADD) is not None:
         path = _path(lines, ADD)
         added: list[str] = []
         while (line := lines.peek()) is not None and line.startswith("+"):
             added.append(lines.take()[1:])
         return AddFile(path, tuple(added))
-    if line.startswith(DELETE):
+    if _header_path(line, DELETE) is not None:
         return DeleteFile(_path(lines, DELETE))
-    if line.startswith(UPDATE):
+    if _header_path(line, UPDATE) is not None:
         return _update(lines)
     raise lines.fail(f"a section header ('{ADD}PATH', '{DELETE}PATH' or '{UPDATE}PATH') or '{END}'")
 
@@ -253,13 +286,13 @@ def _section(lines: _Lines) -> Section:
 def _update(lines: _Lines) -> UpdateFile:
     path = _path(lines, UPDATE)
     move_to = None
-    if (line := lines.peek()) is not None and line.startswith(MOVE):
+    if (line := lines.peek()) is not None and _header_path(line, MOVE) is not None:
         move_to = _path(lines, MOVE)
     hunks: list[Hunk] = []
     while True:
         _skip_separators(lines)
         line = lines.peek()
-        if line is None or line.startswith("***"):
+        if line is None or _ends_hunks(line):
             break
         hunks.append(_hunk(lines, first=not hunks))
     if not hunks and move_to is None:
@@ -268,11 +301,12 @@ def _update(lines: _Lines) -> UpdateFile:
 
 
 def _skip_separators(lines: _Lines) -> None:
-    """Skip blank lines that run into a hunk header, a `***` line or the end: they separate, they are not context."""
+    """Skip blank lines that run into a hunk header, a marker, header or `***` line, or the end: they separate, they
+    are not context."""
     index = lines.index
     while index < len(lines.lines) and lines.lines[index].strip() == "":
         index += 1
-    if index == len(lines.lines) or lines.lines[index].startswith(("***", HUNK)):
+    if index == len(lines.lines) or lines.lines[index].startswith(HUNK) or _ends_hunks(lines.lines[index]):
         lines.index = index
 
 
@@ -303,7 +337,7 @@ def _hunk(lines: _Lines, first: bool) -> Hunk:
             lines.take()
             continue
         op = _OPS.get(line[0])
-        if op is None:
+        if op is None or reads_as_marker(line):
             break
         body.extend(HunkLine(Op.KEEP, "") for _ in range(blanks))
         blanks = 0
@@ -315,7 +349,7 @@ def _hunk(lines: _Lines, first: bool) -> Hunk:
         end_of_file = True
     _skip_separators(lines)
     line = lines.peek()
-    if line is not None and not line.startswith((HUNK, "***")):
+    if line is not None and not (line.startswith(HUNK) or _ends_hunks(line)):
         raise lines.fail(f"a hunk line, '{HUNK}', a section header or '{END}'")
     return Hunk(tuple(body), context, end_of_file)
 
@@ -326,10 +360,13 @@ def _hunk(lines: _Lines, first: bool) -> Hunk:
 def render(patch: Patch) -> str:
     """The patch as text in the grammar; `parse(render(p)) == p` for every patch `render` accepts.
 
-    Raises ValueError for a patch the grammar cannot say: a path or line with a newline, an empty path, a path or
-    context with trailing whitespace, an empty or whitespace-only context (use None), an update with no hunks and
-    no move, or an empty hunk.
+    Raises ValueError for a patch the grammar cannot say: a patch with no sections, a path or line with a newline,
+    an empty path, a path or context with trailing whitespace, an empty or whitespace-only context (use None), an
+    update with no hunks and no move, an empty hunk, or a context line that reads as a marker or header once
+    trimmed (say it as a removal and an insertion of the same line).
     """
+    if not patch.sections:
+        raise ValueError("a patch with no sections changes nothing: the grammar has no such patch")
     out = [BEGIN]
     for section in patch.sections:
         out.extend(_render_section(section))
@@ -346,6 +383,13 @@ def _check_path(path: str) -> str:
 def _check_line(text: str) -> str:
     if "\n" in text or text.endswith("\r"):
         raise ValueError(f"the patch grammar cannot carry the line {text!r}")
+    return text
+
+
+def _hunk_line(line: HunkLine) -> str:
+    text = line.op.value + _check_line(line.text)
+    if reads_as_marker(text):
+        raise ValueError(f"the context line {line.text!r} reads as a marker; say it as a '-' and a '+' line")
     return text
 
 
@@ -371,7 +415,7 @@ def _render_section(section: Section) -> Iterator[str]:
             yield f"{HUNK} {_check_line(hunk.context)}"
         if not hunk.lines:
             raise ValueError("a hunk needs at least one line")
-        yield from (line.op.value + _check_line(line.text) for line in hunk.lines)
+        yield from (_hunk_line(line) for line in hunk.lines)
         if hunk.end_of_file:
             yield END_OF_FILE
 
@@ -593,12 +637,26 @@ def _absent_reason(state: FileState) -> str:
     return "does not exist"
 
 
-def plan(patch: Patch, files: Mapping[str, FileState]) -> Plan | PatchFailure:
+_OCCUPANTS: dict[type[FileState], str] = {
+    Text: "a file",
+    Directory: "a directory",
+    Special: "something that is not a regular file",
+}
+"""What stands at a path that is not free, by its state."""
+
+
+def _as_given(path: str) -> str:
+    return path
+
+
+def plan(patch: Patch, files: Mapping[str, FileState], show: Callable[[str], str] = _as_given) -> Plan | PatchFailure:
     """Run the patch over `files` (the state of each of `patch.paths()`) in memory: all of it, or one failure.
 
     Sections apply in order to the result of the ones before, so a patch may add a file and then update it.
     Rules: Add needs nothing at its path; Delete and Update need a regular file; a Move needs nothing at its
-    destination (moving a file onto its own path is an update).
+    destination (moving a file onto its own path is an update). A refusal of an Add over a file or a Move onto one
+    says how to get the effect: an Update, or a Delete earlier in the patch. `show` names a path in a reason (the
+    shell shows the caller's spelling of a path it has mapped).
     """
     tree = {path: _Node(files[path], path if isinstance(files[path], Text) else None) for path in patch.paths()}
     changes: list[Change] = []
@@ -606,8 +664,14 @@ def plan(patch: Patch, files: Mapping[str, FileState]) -> Plan | PatchFailure:
         node = tree[section.path]
         if isinstance(section, AddFile):
             if not isinstance(node.state, Absent):
-                kind = "a directory" if isinstance(node.state, Directory) else "a file"
-                return PatchFailure(number, section.path, f"cannot add: {kind} already exists there")
+                reason = f"cannot add: {_OCCUPANTS[type(node.state)]} already exists there"
+                if isinstance(node.state, Text):
+                    where = show(section.path)
+                    reason += (
+                        f"; to change it, use '{UPDATE}{where}', or to replace it, put '{DELETE}{where}'"
+                        " before this section"
+                    )
+                return PatchFailure(number, section.path, reason)
             tree[section.path] = _Node(Text(section.content), None)
             changes.append(Change(Action.ADDED, section.path))
             continue
@@ -626,8 +690,13 @@ def plan(patch: Patch, files: Mapping[str, FileState]) -> Plan | PatchFailure:
             tree[section.path] = _Node(Text(new), node.origin)
             changes.append(Change(Action.UPDATED, section.path))
             continue
-        if not isinstance(tree[destination].state, Absent):
-            return PatchFailure(number, section.path, f"cannot move to {destination}: something exists there")
+        there = tree[destination].state
+        if not isinstance(there, Absent):
+            where = show(destination)
+            reason = f"cannot move to {where}: {_OCCUPANTS[type(there)]} already exists there"
+            if isinstance(there, Text):
+                reason += f"; to replace it, put '{DELETE}{where}' before this section"
+            return PatchFailure(number, section.path, reason)
         tree[destination] = _Node(Text(new), node.origin)
         tree[section.path] = _Node(Absent(), None)
         changes.append(Change(Action.MOVED, section.path, destination))

@@ -55,7 +55,7 @@ def edit(context: FsContext, args: EditArgs, before_step: StepHook | None = None
     try:
         patch = core.parse(args.patch)
     except core.PatchSyntaxError as error:
-        raise FsError(Reason.PATCH_FAILED, None, f"the patch does not parse: {error}") from error
+        raise FsError(Reason.PATCH_FAILED, None, f"{error.problem}: {error}") from error
     locator = Locator(context)
     places = {path: locator.place(path, "edit") for path in patch.paths()}
     shown = {place.host: place.shown for place in places.values()}
@@ -64,7 +64,7 @@ def edit(context: FsContext, args: EditArgs, before_step: StepHook | None = None
     for place in places.values():
         if place.host not in states:
             states[place.host] = _state(place, modes)
-    result = core.plan(patch.map_paths(lambda path: places[path].host), states)
+    result = core.plan(patch.map_paths(lambda path: places[path].host), states, show=shown.__getitem__)
     if isinstance(result, core.PatchFailure):
         where = shown[result.path]
         raise FsError(Reason.PATCH_FAILED, where, f"section {result.section} ({where}): {result.reason}")

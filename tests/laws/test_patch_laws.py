@@ -40,7 +40,17 @@ from eukhe.core.patch import (
     plan,
     render,
 )
-from tests.laws.patch_support import LINE_ALPHABET, diff_hunks, lines_st, patches_st, paths_st
+from tests.laws.patch_support import (
+    LINE_ALPHABET,
+    PADDING,
+    diff_hunks,
+    lines_st,
+    marker_texts_st,
+    padded,
+    patches_st,
+    paths_st,
+    reads_as_marker,
+)
 
 
 def text_of(lines: list[str] | tuple[str, ...], shape: Layout) -> str:
@@ -69,6 +79,32 @@ def test_patch_parses_back_with_crlf_and_blank_separators(patch: Patch, eol: str
     assert parse(eol.join(spaced) + eol * blanks) == patch
 
 
+@given(patches_st, st.data())
+def test_patch_parses_back_with_padded_markers(patch: Patch, data: st.DataObject) -> None:
+    """Whitespace before and after a marker or header line does not change what a patch says."""
+    lines = render(patch).splitlines()
+    markers = [line for line in lines if line.startswith("***")]
+    assert all(reads_as_marker(line) for line in markers)  # what render prints as a marker reads as one
+    spaced = [padded(line, data.draw(PADDING), data.draw(PADDING)) if line in markers else line for line in lines]
+    assert parse("\n".join(spaced)) == patch
+
+
+@given(marker_texts_st.filter(reads_as_marker), st.sampled_from(["", "x"]))
+def test_patch_render_refuses_a_context_line_that_reads_as_a_marker(text: str, other: str) -> None:
+    """Such a line would parse back as the marker; the same change said as a removal and an insertion parses back."""
+    around = (HunkLine(Op.KEEP, other),) if other else ()
+    kept = UpdateFile("f", (Hunk((*around, HunkLine(Op.KEEP, text), *around)),))
+    with pytest.raises(ValueError, match="reads as a marker"):
+        render(Patch((kept,)))
+    said = UpdateFile("f", (Hunk((*around, HunkLine(Op.REMOVE, text), HunkLine(Op.INSERT, text), *around)),))
+    assert parse(render(Patch((said,)))) == Patch((said,))
+
+
+def test_patch_render_refuses_an_empty_patch() -> None:
+    with pytest.raises(ValueError, match="changes nothing"):
+        render(Patch(()))
+
+
 PATCH_LINES = [
     "*** Begin Patch",
     "*** End Patch",
@@ -86,6 +122,14 @@ PATCH_LINES = [
     "x",
     "*** Add File: ",
     "@@x",
+    " *** End Patch",
+    "  *** Update File: a ",
+    "\t*** Add File: a",
+    " *** Delete File: a\t",
+    " *** Move to: b",
+    "  *** End of File",
+    " *** Add File:",
+    " *** Frob: a",
 ]
 
 
@@ -115,6 +159,30 @@ def small_patch_texts() -> Iterator[str]:
             yield "\n".join(["*** Begin Patch", *body, "*** End Patch"])
 
 
+def outcome_of(text: str) -> Patch | tuple[int, str, str]:
+    """The patch a text says, or where and why it is refused (the line, what was expected, the problem)."""
+    outcome = parse_or_error(text)
+    return outcome if isinstance(outcome, Patch) else (outcome.line, outcome.expected, outcome.problem)
+
+
+@given(st.lists(st.sampled_from(PATCH_LINES) | st.text(LINE_ALPHABET + "\r", max_size=5), max_size=10), st.data())
+def test_patch_outcome_is_the_same_with_padded_markers(lines: list[str], data: st.DataObject) -> None:
+    """A marker or header line means what its trimmed form means, wherever it stands: padding it changes neither the
+    patch read nor the line and reason of a refusal."""
+    spaced = [padded(line, data.draw(PADDING), data.draw(PADDING)) for line in lines]
+    assert outcome_of("\n".join(spaced)) == outcome_of(
+        "\n".join(line.strip() if reads_as_marker(line) else line for line in lines)
+    )
+
+
+def test_patch_outcome_is_the_same_with_padded_markers_small_scope() -> None:
+    for text in small_patch_texts():
+        lines = text.split("\n")
+        trimmed = "\n".join(line.strip() if reads_as_marker(line) else line for line in lines)
+        assert outcome_of(text) == outcome_of(trimmed), text
+        assert outcome_of("\n".join(padded(line, " \t", " ") for line in lines)) == outcome_of(trimmed), text
+
+
 def test_patch_parse_is_total_small_scope() -> None:
     parsed = 0
     for text in small_patch_texts():
@@ -139,7 +207,15 @@ def test_patch_parse_is_total_small_scope() -> None:
         ("*** Begin Patch\n*** Update File: a\n@@\n+x\nx\n*** End Patch", 5, "a hunk line, '@@'"),
         ("*** Begin Patch\n*** Update File: a\n@@x\n+x\n*** End Patch", 3, "'@@' or '@@ CONTEXT'"),
         ("*** Begin Patch\n*** Update File: a\n+x\n*** End of File\n+y\n*** End Patch", 5, "a hunk line, '@@'"),
-        ("*** Begin Patch\n*** End Patch\nx", 3, "nothing after '*** End Patch'"),
+        ("*** Begin Patch\n*** Delete File: a\n*** End Patch\nx", 4, "nothing after '*** End Patch'"),
+        (" *** Begin Patch\n  *** Frob: a\n *** End Patch", 2, "a section header"),
+        ("\t*** Begin Patch \n  *** Add File: \t\n*** End Patch", 2, "a path after '*** Add File:'"),
+        ("*** Begin Patch\n *** Update File: a \n  *** End Patch", 3, "a hunk ('@@') or '*** Move to: NEWPATH'"),
+        ("*** Begin Patch\n*** Update File: a\n@@\n  *** End Patch", 4, "a hunk line"),
+        ("*** Begin Patch\n*** Update File: a\n+x\n *** End of File\n+y\n*** End Patch", 5, "a hunk line, '@@'"),
+        (" *** Begin Patch\n*** Delete File: a\n *** End Patch \n x", 4, "nothing after '*** End Patch'"),
+        ("*** Begin Patch\n*** End Patch", 2, "a section header"),
+        ("\n *** Begin Patch\n\n  *** End Patch\n", 4, "a section header"),
     ],
 )
 def test_patch_syntax_errors_name_the_line_and_what_was_expected(text: str, line: int, expected: str) -> None:
@@ -147,6 +223,56 @@ def test_patch_syntax_errors_name_the_line_and_what_was_expected(text: str, line
         parse(text)
     assert caught.value.line == line
     assert caught.value.expected.startswith(expected)
+
+
+def test_patch_with_no_sections_is_refused_as_changing_nothing() -> None:
+    with pytest.raises(PatchSyntaxError) as caught:
+        parse("*** Begin Patch\n*** End Patch\n")
+    assert caught.value.problem == "the patch changes nothing"
+    assert str(caught.value).startswith("patch line 2: expected a section header ('*** Add File: PATH'")
+    with pytest.raises(PatchSyntaxError) as caught:
+        parse("*** Begin Patch\n*** Frob\n*** End Patch\n")
+    assert caught.value.problem == "the patch does not parse"
+
+
+def test_patch_padded_markers_example() -> None:
+    """Markers and headers as models write them, with whitespace around; hunk lines keep their exact text."""
+    text = (
+        " *** Begin Patch\n"
+        "  *** Update File: foo.txt \n"
+        "\t*** Move to: bar.txt\n"
+        "  @@ ctx\n"  # not a hunk header: a context line ' @@ ctx'
+        "-old\n"
+        "+new\n"
+        "   indented\n"
+        " *** End of File\n"
+        "  *** Add File:  spaced name.txt\t\n"
+        "+ *** End Patch\n"
+        " *** Delete File: gone.txt\n"
+        " *** End Patch  \n"
+    )
+    assert parse(text) == Patch(
+        (
+            UpdateFile(
+                "foo.txt",
+                (
+                    Hunk(
+                        (
+                            HunkLine(Op.KEEP, " @@ ctx"),
+                            HunkLine(Op.REMOVE, "old"),
+                            HunkLine(Op.INSERT, "new"),
+                            HunkLine(Op.KEEP, "  indented"),
+                        ),
+                        None,
+                        True,
+                    ),
+                ),
+                "bar.txt",
+            ),
+            AddFile(" spaced name.txt", (" *** End Patch",)),
+            DeleteFile("gone.txt"),
+        )
+    )
 
 
 def test_patch_grammar_example() -> None:
@@ -391,17 +517,39 @@ def test_patch_failed_hunk_leaves_nothing_changed(
 def test_patch_plan_refusals_say_why() -> None:
     files: dict[str, FileState] = {"a": Text("x\n"), "d": Directory(), "n": Absent(), "s": Special()}
     cases: list[tuple[Section, str]] = [
-        (AddFile("a"), "cannot add: a file already exists there"),
+        (
+            AddFile("a"),
+            "cannot add: a file already exists there; to change it, use '*** Update File: <a>', or to replace it,"
+            " put '*** Delete File: <a>' before this section",
+        ),
         (AddFile("d"), "cannot add: a directory already exists there"),
+        (AddFile("s"), "cannot add: something that is not a regular file already exists there"),
         (DeleteFile("n"), "cannot delete: the path does not exist"),
         (DeleteFile("d"), "cannot delete: the path is a directory"),
         (UpdateFile("s", (Hunk((HunkLine(Op.INSERT, "y"),)),)), "cannot update: the path is not a regular file"),
-        (UpdateFile("a", (), "d"), "cannot move to d: something exists there"),
+        (
+            UpdateFile("a", (), "a2"),
+            "cannot move to <a2>: a file already exists there; to replace it, put '*** Delete File: <a2>' before"
+            " this section",
+        ),
+        (UpdateFile("a", (), "d"), "cannot move to <d>: a directory already exists there"),
+        (UpdateFile("a", (), "s"), "cannot move to <s>: something that is not a regular file already exists there"),
     ]
     for section, reason in cases:
-        result = plan(Patch((section,)), files)
+        result = plan(Patch((section,)), {**files, "a2": Text("y\n")}, show=lambda path: f"<{path}>")
         assert isinstance(result, PatchFailure)
         assert (result.section, result.path, result.reason) == (1, section.path, reason)
+
+
+def test_patch_plan_refusals_say_how_to_get_the_effect() -> None:
+    """What the refusals of an Add over a file and a Move onto one advise does apply."""
+    files: dict[str, FileState] = {"a": Text("x\n"), "b": Text("y\n")}
+    replaced = plan(Patch((DeleteFile("a"), AddFile("a", ("new",)))), files)
+    assert isinstance(replaced, Plan) and carry_out(files, replaced) == {"a": Text("new\n"), "b": Text("y\n")}
+    changed = plan(Patch((UpdateFile("a", (Hunk((HunkLine(Op.REMOVE, "x"), HunkLine(Op.INSERT, "new"))),)),)), files)
+    assert isinstance(changed, Plan) and carry_out(files, changed) == {"a": Text("new\n"), "b": Text("y\n")}
+    moved = plan(Patch((DeleteFile("b"), UpdateFile("a", (), "b"))), files)
+    assert isinstance(moved, Plan) and carry_out(files, moved) == {"a": Absent(), "b": Text("x\n")}
 
 
 def test_patch_plan_keeps_the_mode_origin_of_updated_and_moved_files() -> None:

@@ -6,12 +6,16 @@ import os
 import stat
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from eukhe.fs import EditArgs, EditChange, FsError, Reason, edit
 from eukhe.fs.commit import ORIGINAL_TAG, TEMP_TAG
 from eukhe.fs.context import sibling
-from tests.real.fs_support import local, make_tree, refused, snapshot
+from eukhe.records.cli import CliError
+from eukhe.records.fs import EditAnswer
+from tests.real.conftest import DaemonEnv
+from tests.real.fs_support import local, make_tree, refused, snapshot, wrapped
 
 pytestmark = pytest.mark.real
 
@@ -98,13 +102,25 @@ def test_edit_through_a_symlink_updates_its_target(tmp_path: Path) -> None:
     ("lines", "path", "words"),
     [
         (("*** Update File: a.txt", "x"), None, "patch line 3: expected"),
-        (("*** Update File: a.txt", "-not there", "+y"), "a.txt", "section 1 (A): hunk 1: its 1 old line(s)"),
+        (("*** Update File: a.txt", "-not there", "+y"), "a.txt", "section 1 (<A>): hunk 1: its 1 old line(s)"),
         (("*** Update File: a.txt", "@@ nowhere", "+y"), "a.txt", "context line 'nowhere' not found"),
         (("*** Update File: missing.txt", "+y"), "missing.txt", "cannot update: the path does not exist"),
         (("*** Delete File: missing.txt",), "missing.txt", "cannot delete: the path does not exist"),
         (("*** Delete File: d",), "d", "cannot delete: the path is a directory"),
-        (("*** Add File: a.txt", "+y"), "a.txt", "cannot add: a file already exists there"),
-        (("*** Update File: a.txt", "*** Move to: b.txt"), "a.txt", "cannot move to B: something exists there"),
+        (
+            ("*** Add File: a.txt", "+y"),
+            "a.txt",
+            "cannot add: a file already exists there; to change it, use '*** Update File: <A>', or to replace it, put"
+            " '*** Delete File: <A>' before this section",
+        ),
+        (("*** Add File: d", "+y"), "d", "cannot add: a directory already exists there"),
+        (
+            ("*** Update File: a.txt", "*** Move to: b.txt"),
+            "a.txt",
+            "cannot move to <B>: a file already exists there; to replace it, put '*** Delete File: <B>' before this"
+            " section",
+        ),
+        (("*** Update File: a.txt", "*** Move to: d"), "a.txt", "cannot move to <D>: a directory already exists there"),
         (("*** Add File: a.txt/x", "+y"), "a.txt/x", "is not a directory"),
     ],
 )
@@ -119,8 +135,110 @@ def test_edit_refusals_name_the_path_and_change_nothing(
     if path == "a.txt/x":
         expected = path  # refused while checking the path: the argument as given
     assert error.path == expected
-    assert words.replace("(A)", f"({tmp_path}/a.txt)").replace(" B:", f" {tmp_path}/b.txt:") in error.message
+    for letter, name in {"A": "a.txt", "B": "b.txt", "D": "d"}.items():
+        words = words.replace(f"<{letter}>", str(tmp_path / name))
+    assert words in error.message
     assert snapshot(tmp_path) == before
+
+
+def test_edit_takes_padded_markers_and_headers_as_models_write_them(tmp_path: Path) -> None:
+    """Marker and header lines with whitespace around them are the markers; hunk lines keep their exact text."""
+    make_tree(tmp_path, {"foo.txt": "keep\nold\n  indented\n", "gone.txt": "bye\n", "m.txt": "m\n"})
+    text = (
+        " *** Begin Patch\n"
+        "  *** Update File: foo.txt\n"
+        " keep\n"
+        "-old\n"
+        "+new\n"
+        "   indented\n"
+        " *** End of File\n"
+        "\t*** Add File: added.txt \n"
+        "+ *** End Patch\n"
+        "  *** Delete File: gone.txt\n"
+        " *** Update File: m.txt\n"
+        "  *** Move to: moved.txt\t\n"
+        " *** End Patch  \n"
+    )
+    answer = edit(local(tmp_path), EditArgs(patch=text))
+    assert [(change.action, change.path, change.destination) for change in answer.changes] == [
+        ("updated", str(tmp_path / "foo.txt"), None),
+        ("added", str(tmp_path / "added.txt"), None),
+        ("deleted", str(tmp_path / "gone.txt"), None),
+        ("moved", str(tmp_path / "m.txt"), str(tmp_path / "moved.txt")),
+    ]
+    assert (tmp_path / "foo.txt").read_text() == "keep\nnew\n  indented\n"
+    assert (tmp_path / "added.txt").read_text() == " *** End Patch\n"
+    assert sorted(os.listdir(tmp_path)) == ["added.txt", "foo.txt", "moved.txt"]
+
+
+def test_edit_refuses_an_empty_patch_as_changing_nothing(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"a.txt": "a\n"})
+    before = snapshot(tmp_path)
+    for text in ("*** Begin Patch\n*** End Patch\n", " *** Begin Patch\n\n  *** End Patch"):
+        error = refused(lambda text=text: edit(local(tmp_path), EditArgs(patch=text)), Reason.PATCH_FAILED)
+        assert error.path is None
+        assert error.message.startswith("the patch changes nothing: patch line ")
+        assert "expected a section header" in error.message
+    assert snapshot(tmp_path) == before
+
+
+def test_edit_refusals_name_the_path_as_the_kernel_sees_it(tmp_path: Path) -> None:
+    """Through a path map, the advice of a refusal names sandbox paths, never the host's."""
+    host = make_tree(tmp_path / "host", {"a.txt": "a\n", "b.txt": "b\n"})
+    context = wrapped(host, {"/work": host}, sandbox_cwd="/work")
+    add = refused(lambda: edit(context, patch("*** Add File: a.txt", "+y")), Reason.PATCH_FAILED)
+    assert add.path == "/work/a.txt"
+    assert add.message == (
+        "section 1 (/work/a.txt): cannot add: a file already exists there; to change it, use"
+        " '*** Update File: /work/a.txt', or to replace it, put '*** Delete File: /work/a.txt' before this section"
+    )
+    move = refused(lambda: edit(context, patch("*** Update File: a.txt", "*** Move to: b.txt")), Reason.PATCH_FAILED)
+    assert move.message == (
+        "section 1 (/work/a.txt): cannot move to /work/b.txt: a file already exists there; to replace it, put"
+        " '*** Delete File: /work/b.txt' before this section"
+    )
+    assert str(tmp_path) not in add.message + move.message
+
+
+def test_edit_refusals_advice_applies(tmp_path: Path) -> None:
+    """Delete then Add replaces a file; Delete the destination first and the Move goes through."""
+    make_tree(tmp_path, {"a.txt": "a\n", "b.txt": "b\n"})
+    edit(local(tmp_path), patch("*** Delete File: a.txt", "*** Add File: a.txt", "+A"))
+    assert (tmp_path / "a.txt").read_text() == "A\n"
+    edit(local(tmp_path), patch("*** Delete File: b.txt", "*** Update File: a.txt", "*** Move to: b.txt"))
+    assert sorted(os.listdir(tmp_path)) == ["b.txt"] and (tmp_path / "b.txt").read_text() == "A\n"
+
+
+def test_cli_fs_edit_takes_padded_markers_refuses_an_empty_patch_and_explains_its_refusals(world: DaemonEnv) -> None:
+    project = world.root / "project"
+    make_tree(project, {"a.txt": "one\n", "b.txt": "two\n"})
+    session = world.json("session", "create", "--cwd", str(project))["id"]
+    source = world.root / "p.patch"
+
+    def edit_with(text: str) -> tuple[int, CliError]:
+        source.write_text(text)
+        code, error = world.json_error("fs", "edit", "--session", session, str(source))
+        return code, msgspec.convert(error, CliError)
+
+    source.write_text(" *** Begin Patch\n  *** Update File: a.txt\n-one\n+ONE\n *** End Patch\n")
+    edited = msgspec.convert(world.json("fs", "edit", "--session", session, str(source)), EditAnswer)
+    assert [(c.action, c.path) for c in edited.changes] == [("updated", str(project / "a.txt"))]
+    assert (project / "a.txt").read_text() == "ONE\n"
+
+    code, empty = edit_with("*** Begin Patch\n*** End Patch\n")
+    assert code == 1 and empty.error == "fs_error"
+    assert empty.details == {"reason": "patch_failed", "path": None, "version": "transport@1"}
+    assert empty.message.startswith("the patch changes nothing: ")
+
+    a, b = project / "a.txt", project / "b.txt"
+    _, add = edit_with(f"*** Begin Patch\n*** Add File: {a}\n+x\n*** End Patch\n")
+    assert add.details == {"reason": "patch_failed", "path": str(a), "version": "transport@1"}
+    assert f"use '*** Update File: {a}', or to replace it, put '*** Delete File: {a}' before" in add.message
+    _, move = edit_with(f"*** Begin Patch\n*** Update File: {a}\n*** Move to: {b}\n*** End Patch\n")
+    assert f"cannot move to {b}: a file already exists there; to replace it, put '*** Delete File: {b}'" in (
+        move.message
+    )
+    assert (a.read_text(), b.read_text()) == ("ONE\n", "two\n")
 
 
 def test_edit_whose_third_section_fails_leaves_the_first_two_files_untouched(tmp_path: Path) -> None:

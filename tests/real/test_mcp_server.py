@@ -592,6 +592,41 @@ def test_mcp_file_tools_round_trip_in_the_sessions_directory_and_refusals_name_t
     run(scenario)
 
 
+def test_mcp_edit_takes_padded_markers_refuses_an_empty_patch_and_explains_its_refusals(world: DaemonEnv) -> None:
+    cwd = workdir(world)
+    here = Path(os.path.realpath(cwd))
+    (cwd / "a.txt").write_text("one\n")
+    (cwd / "b.txt").write_text("two\n")
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(cwd)) as server:
+            padded = " *** Begin Patch\n  *** Update File: a.txt\n one\n+more\n *** End of File\n *** End Patch "
+            edited = await server.call("edit", {"patch": padded})
+            assert not edited.is_error, text_of(edited)
+            assert text_of(edited) == f"updated {here / 'a.txt'}"
+            assert (cwd / "a.txt").read_text() == "one\nmore\n"
+
+            empty = await server.call("edit", {"patch": "*** Begin Patch\n*** End Patch\n"})
+            assert empty.is_error
+            assert text_of(empty).startswith("fs_error (patch_failed): the patch changes nothing: "), text_of(empty)
+
+            add = await server.call("edit", {"patch": "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch"})
+            assert add.is_error
+            a = here / "a.txt"
+            assert f"use '*** Update File: {a}', or to replace it, put '*** Delete File: {a}' before" in text_of(add)
+            move = "*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n*** End Patch"
+            moved = await server.call("edit", {"patch": move})
+            assert moved.is_error
+            b = here / "b.txt"
+            assert f"cannot move to {b}: a file already exists there; to replace it, put '*** Delete File: {b}'" in (
+                text_of(moved)
+            )
+            assert ((cwd / "a.txt").read_text(), (cwd / "b.txt").read_text()) == ("one\nmore\n", "two\n")
+            only_diagnostics(server.stderr)
+
+    run(scenario)
+
+
 def test_mcp_spawn_an_isolated_child_that_edits_a_file_collect_its_report_and_a_cancelled_collect_spares_it(
     world: DaemonEnv,
 ) -> None:

@@ -13,7 +13,8 @@ from eukhe.errors import EukheError
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport
 from eukhe.sandbox.bwrap import Bubblewrap, available
-from eukhe.sandbox.facts import ensure_dir, eukhe_dirs, gather
+from eukhe.core.pathmap import is_within
+from eukhe.sandbox.facts import ensure_dir, eukhe_dirs, gather, make_private_dirs
 
 TMP_NAME = "tmp"
 """The session's private temp directory, in its own directory: a confined process sees it as /tmp."""
@@ -124,7 +125,22 @@ class Confinement:
         assert self.bwrap is not None
         self._protect_git_hooks()
         facts = self.facts(readable=readable, writable=writable)
+        self._make_mount_points(facts)
         return [self.bwrap.path, *core.bwrap_argv(facts, command, info_fd=info_fd)]
+
+    def _make_mount_points(self, facts: core.Facts) -> None:
+        """The paths under /tmp that a launch mounts need a mount point in the private /tmp: made here, private
+        (bwrap would make them with its own modes), before bwrap runs."""
+        for layer in core.layers(facts):
+            if layer.path == facts.tmp or not is_within(layer.path, core.SANDBOX_TMP) or layer.path == "/tmp":
+                continue
+            point = self.tmp / os.path.relpath(layer.path, core.SANDBOX_TMP)
+            with contextlib.suppress(OSError):  # bwrap then says what is wrong
+                if layer.is_dir:
+                    make_private_dirs(point)
+                elif not os.path.lexists(point):
+                    make_private_dirs(point.parent)
+                    os.close(os.open(point, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
     def check(self, host_path: str, want: core.Want) -> core.Denied | None:
         """The file tools' verdict on a resolved host path: the denial, or None when it may go ahead."""

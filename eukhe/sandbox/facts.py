@@ -130,7 +130,18 @@ def eukhe_dirs() -> list[str]:
     return [str(paths.agent_dir()), str(paths.sessions_root()), str(paths.workspaces_root()), socket_dir]
 
 
+def make_private_dirs(path: Path) -> None:
+    """`path` and its missing parents, each 0700 whatever the umask."""
+    missing = []
+    while not os.path.lexists(path):
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700)
+        os.chmod(directory, 0o700)
+
+
 def ensure_dir(path: Path) -> Path:
     """A private directory (0700) that exists: the session's /tmp."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_private_dirs(path)
     return path

@@ -23,6 +23,7 @@ from eukhe.jobs.bash import BashOptions
 from eukhe.procs import BOOT_ID_ENV, group_alive, start_ticks
 from eukhe.records.jobs import Detached, Settled
 from eukhe.records.journal import EntryRecord
+from eukhe.records.sandbox import UNCONFINED
 from eukhe.session import Session, SessionSettings
 from eukhe.store.journal import read_journal
 
@@ -55,7 +56,9 @@ def crash(session: Session) -> None:
 async def new_session(tmp_path: Path, session_id: str) -> Session:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    return await Session.create(work, root=tmp_path / "s", session_id=session_id, settings=SETTINGS, bash_options=FAST)
+    return await Session.create(
+        work, root=tmp_path / "s", session_id=session_id, settings=SETTINGS, bash_options=FAST, sandbox=UNCONFINED
+    )
 
 
 async def crash_and_end(session: Session, job_id: str, pidfile: Path) -> None:
@@ -172,11 +175,12 @@ HOST = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
+    from eukhe.records.sandbox import UNCONFINED
     from eukhe.session import Session
 
     async def main() -> None:
         root, work, pidfile = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-        session = await Session.create(work, root=root, session_id="h")
+        session = await Session.create(work, root=root, session_id="h", sandbox=UNCONFINED)
         answer = await session.execute_bash_and_wait(f"sleep 300 & echo $$ > {pidfile}; wait", budget_ms=0)
         print(answer.job, flush=True)  # a detached answer goes back once the job's node is committed
         await asyncio.Event().wait()

@@ -46,7 +46,7 @@ def assert_recorded(world: DaemonEnv, session: str, job: str, reason: str, kind:
 def test_a_job_of_a_worker_killed_9_answers_jobs_list_and_wait_with_worker_died(
     world: DaemonEnv, tmp_path: Path
 ) -> None:
-    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    session = world.json("session", "create", "--cwd", str(tmp_path), "--sandbox", "off")["id"]
     job, worker_pid, groups = start_long_job(world, session)
     os.kill(worker_pid, signal.SIGKILL)
     eventually(lambda: not any(group_alive(g) for g in groups), "the dead worker's job groups to end")
@@ -57,7 +57,7 @@ def test_a_job_of_a_worker_killed_9_answers_jobs_list_and_wait_with_worker_died(
 
 
 def test_a_job_of_a_supervisor_killed_9_answers_with_daemon_stopped(world: DaemonEnv, tmp_path: Path) -> None:
-    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    session = world.json("session", "create", "--cwd", str(tmp_path), "--sandbox", "off")["id"]
     job, worker_pid, groups = start_long_job(world, session)
     os.kill(world.json("daemon", "status")["pid"], signal.SIGKILL)
     # The orphaned worker sees its stdin close: the daemon stopped. It records that, then ends its jobs and exits.
@@ -67,7 +67,7 @@ def test_a_job_of_a_supervisor_killed_9_answers_with_daemon_stopped(world: Daemo
 
 
 def test_a_job_ended_by_a_clean_daemon_stop_answers_with_daemon_stopped(world: DaemonEnv, tmp_path: Path) -> None:
-    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    session = world.json("session", "create", "--cwd", str(tmp_path), "--sandbox", "off")["id"]
     job, _worker_pid, groups = start_long_job(world, session)
     assert world.cli("daemon", "stop").returncode == 0
     eventually(lambda: world.daemon_pid() is None and not world.processes(), "the daemon and its workers to end")
@@ -76,7 +76,7 @@ def test_a_job_ended_by_a_clean_daemon_stop_answers_with_daemon_stopped(world: D
 
 
 def test_a_job_ended_by_a_forced_session_close_answers_with_session_closed(world: DaemonEnv, tmp_path: Path) -> None:
-    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    session = world.json("session", "create", "--cwd", str(tmp_path), "--sandbox", "off")["id"]
     job, worker_pid, groups = start_long_job(world, session)
     assert world.json("session", "close", session, "--force")["was_open"] is True
     eventually(lambda: not alive(worker_pid), "the session's worker to exit")
@@ -88,7 +88,7 @@ def test_a_job_of_a_daemon_that_died_with_its_machine_answers_with_host_restart(
     world: DaemonEnv, tmp_path: Path
 ) -> None:
     world.env[BOOT_ID_ENV] = "boot-before"
-    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    session = world.json("session", "create", "--cwd", str(tmp_path), "--sandbox", "off")["id"]
     job, worker_pid, groups = start_long_job(world, session)
     supervisor = world.json("daemon", "status")["pid"]
     # The machine stops at once: nothing of the daemon gets a word in (the worker is frozen before its stdin closes).
@@ -103,7 +103,7 @@ def test_a_job_of_a_daemon_that_died_with_its_machine_answers_with_host_restart(
 
 
 def test_a_cell_job_of_a_worker_killed_9_answers_with_worker_died(world: DaemonEnv, tmp_path: Path) -> None:
-    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    session = world.json("session", "create", "--cwd", str(tmp_path), "--sandbox", "off")["id"]
     detached = world.json("ipython", "--session", session, "--budget-ms", "0", "-c", "import time; time.sleep(300)")
     assert detached["status"] == "detached"
     job = detached["job"]

@@ -17,6 +17,7 @@ import pytest
 from eukhe.procs import alive
 from eukhe.records.jobs import Detached, Settled
 from eukhe.records.journal import DocPut, JournalRecord
+from eukhe.records.sandbox import UNCONFINED
 from eukhe.session.session import Session
 from eukhe.store.journal import JournalError
 from tests.real.kernel_support import run, until
@@ -28,7 +29,7 @@ def test_a_job_whose_start_cannot_be_recorded_is_killed_with_its_group(tmp_path:
     pidfile = tmp_path / "background.pid"
 
     async def scenario() -> None:
-        session = await Session.create(tmp_path, root=tmp_path / "sessions")
+        session = await Session.create(tmp_path, root=tmp_path / "sessions", sandbox=UNCONFINED)
         journal = session._ledger.journal
 
         def full_for_job_nodes(records: Sequence[JournalRecord]) -> None:

@@ -24,11 +24,11 @@ HOST = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from eukhe.api import Session
+    from eukhe.api import SandboxPolicy, Session
 
     async def main() -> None:
         root, work = Path(sys.argv[1]), sys.argv[2]
-        session = await Session.create(work, root=root, session_id="groups")
+        session = await Session.create(work, root=root, session_id="groups", sandbox=SandboxPolicy(mode="off"))
         answer = await session.ipython(
             "import os\\nfrom eukhe_kernel.api import bash_background\\n"
             "child = bash_background('sleep 600')\\n(os.getpid(), child.pid)",

@@ -310,7 +310,7 @@ def test_mcp_a_cancelled_bash_call_ends_its_whole_process_group(world: DaemonEnv
     command = f"echo $$ > {pids}; sleep 300 & echo $! >> {pids}; sleep 301 & echo $! >> {pids}; wait"
 
     async def scenario() -> None:
-        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+        async with mcp_server(world, "--sandbox", "off", "--cwd", str(workdir(world))) as server:
             async with anyio.create_task_group() as group:
                 scope = anyio.CancelScope()
 
@@ -340,7 +340,7 @@ def test_mcp_a_cancelled_ipython_call_interrupts_its_cell(world: DaemonEnv) -> N
     started = world.root / "cell-started"
 
     async def scenario() -> None:
-        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+        async with mcp_server(world, "--sandbox", "off", "--cwd", str(workdir(world))) as server:
             assert await server.text("ipython", {"code": "kept = 'state'"}) == "(no output)"
             async with anyio.create_task_group() as group:
                 scope = anyio.CancelScope()
@@ -459,7 +459,7 @@ def test_mcp_twenty_concurrent_tool_calls_on_one_server(world: DaemonEnv) -> Non
     results: dict[int, types.CallToolResult] = {}
 
     async def scenario() -> None:
-        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
+        async with mcp_server(world, "--sandbox", "off", "--cwd", str(workdir(world))) as server:
 
             async def call(index: int) -> None:
                 command = (
@@ -644,7 +644,7 @@ def test_mcp_spawn_an_isolated_child_that_edits_a_file_collect_its_report_and_a_
     )
 
     async def scenario() -> None:
-        async with mcp_server(world, "--cwd", str(cwd)) as server:
+        async with mcp_server(world, "--sandbox", "off", "--cwd", str(cwd)) as server:
             spawned = await server.call("spawn", {"name": "worker", "code": code, "workspace": "isolated"})
             assert not spawned.is_error, text_of(spawned)
             row = spawned.structured_content

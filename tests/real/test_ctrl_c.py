@@ -123,3 +123,37 @@ def test_ctrl_c_on_a_waiting_ipython_interrupts_the_cell(world: DaemonEnv, sessi
     assert "cancelled: job job-" in err
     after = world.json("ipython", "--session", session, "-c", "kept + 1")
     assert after["result"] == "42"  # interrupted, not killed: the namespace stays
+
+
+def ignoring_and_blocking_sigint() -> None:
+    """What a CLI inherits when a shell starts it as a background job, or under nohup: SIGINT ignored (and here also
+    blocked)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def test_ctrl_c_cancels_the_job_even_when_the_cli_inherited_sigint_ignored_and_blocked(
+    world: DaemonEnv, session: str
+) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eukhe.cli.main", "bash", "--session", session, "--", "sleep 65 & sleep 66; wait"],
+        env=world.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ignoring_and_blocking_sigint,  # noqa: PLW1509 - the child's own signal state, before exec
+    )
+    try:
+        job = running_job(world, session)
+        with open(f"/proc/{process.pid}/status") as status:
+            ignored = next(line for line in status if line.startswith("SigIgn:"))
+        assert int(ignored.split()[1], 16) & (1 << (signal.SIGINT - 1)) == 0  # the CLI set its own handler
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, (out, err)
+    assert f"cancelled: job {job} ended (killed)" in err
+    assert sleeps_left(world, "sleep 6") == []

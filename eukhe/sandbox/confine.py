@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from eukhe.core import sandbox as core
+from eukhe.core.pathmap import is_within
 from eukhe.errors import EukheError
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport
 from eukhe.sandbox.bwrap import Bubblewrap, available
-from eukhe.core.pathmap import is_within
 from eukhe.sandbox.facts import ensure_dir, eukhe_dirs, gather, make_private_dirs
 
 TMP_NAME = "tmp"

@@ -5,7 +5,7 @@ only bwrap itself, and the command's group is the sandbox's first process (its p
 `child-pid`). So a kill's SIGTERM goes to that inner group (pid 1 of a namespace takes no signal it has no handler
 for, so only the command and its children hear it), and the SIGKILL after the grace ends bwrap, whose
 `--die-with-parent` takes the whole namespace with it: no process of the job outlives it, not even one that called
-setsid. Until bwrap has reported, a kill is a SIGKILL at once.
+setsid. A signal asked for before bwrap has reported goes out as soon as it does.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class SandboxGroup:
         self._data = b""
         self.pgid: int | None = None
         self._started: int | None = None  # pid 1's start time: its pid names it across reuse
-        self._wanted = False  # a kill came before bwrap reported: the group is killed as soon as it is known
+        self._pending = 0  # a signal asked for before bwrap reported: sent as soon as the group is known
         self._outer_kill: Callable[[], None] | None = None
 
     def started(self) -> None:
@@ -67,21 +67,24 @@ class SandboxGroup:
         with contextlib.suppress(msgspec.DecodeError):
             self.pgid = _INFO.decode(self._data).child_pid
             self._started = start_ticks(self.pgid)
-        if self.pgid is not None and self._wanted:
-            kill_group(self.pgid)
+        if self.pgid is not None and self._pending:
+            signal_group(self.pgid, self._pending)
 
     def terminate(self) -> bool:
-        """SIGTERM to the group inside; False when it is not known yet (the caller kills at once instead)."""
+        """SIGTERM to the group inside, now or as soon as bwrap has named it (within ms of the start; the kill's
+        SIGKILL after the grace does not wait for it). False once the report is over without naming it."""
         if self.pgid is None:
-            self._wanted = True
-            return False
+            if self._read_end < 0:
+                return False
+            self._pending = max(self._pending, signal.SIGTERM)
+            return True
         signal_group(self.pgid, signal.SIGTERM)
         return True
 
     def kill(self) -> None:
         """SIGKILL to the group inside (pid 1 of the namespace too: its end takes every process of it along)."""
         if self.pgid is None:
-            self._wanted = True
+            self._pending = signal.SIGKILL
         else:
             kill_group(self.pgid)
 

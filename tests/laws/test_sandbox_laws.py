@@ -1,0 +1,114 @@
+"""Laws of the sandbox policy (eukhe.core.sandbox): the scope rule, the layers' order, and that the file tools'
+verdict is what the mount plan does, over free policies and paths, and exhaustively where the domain is small."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from eukhe.core import sandbox as core
+from eukhe.core.pathmap import is_within
+
+MODES = list(core.Mode)
+NETWORKS = list(core.Network)
+NAMES = ["a", "b", ".git", "hooks", "config", ".eukhe", ".agents", "c"]
+paths = st.lists(st.sampled_from(NAMES), min_size=1, max_size=4).map(lambda parts: "/" + "/".join(parts))
+
+
+def test_sandbox_tighten_never_loosens_small_scope() -> None:
+    """Every user mode x network x every project mode, network (or none): the result is at least as strict as the
+    user's, and is the user's whole policy whenever anything was refused."""
+    for mode, network in itertools.product(MODES, NETWORKS):
+        user = core.Policy(mode, network)
+        for p_mode, p_network in itertools.product([None, *MODES], [None, *NETWORKS]):
+            got = core.tighten(user, core.ProjectPolicy(p_mode, p_network))
+            assert core.STRICTNESS[got.policy.mode] >= core.STRICTNESS[mode]
+            assert not (network is core.Network.OFF and got.policy.network is core.Network.ON)
+            if got.refused:
+                assert got.policy == user
+            loosens = (p_mode is not None and core.STRICTNESS[p_mode] < core.STRICTNESS[mode]) or (
+                p_network is core.Network.ON and network is core.Network.OFF
+            )
+            assert bool(got.refused) == loosens
+
+
+@given(st.lists(st.sampled_from(["~/.ssh", "~/.aws", "~/x", "/etc"]), max_size=4), st.booleans())
+def test_sandbox_tighten_deny_read_only_grows(extra: list[str], roots: bool) -> None:
+    user = core.Policy()
+    project = core.ProjectPolicy(deny_read=(*user.deny_read, *extra), writable_roots=("/x",) if roots else None)
+    got = core.tighten(user, project)
+    assert set(user.deny_read) <= set(got.policy.deny_read)
+    assert any(r.key == "sandbox.writable_roots" for r in got.refused) is roots
+    dropped = core.tighten(user, core.ProjectPolicy(deny_read=user.deny_read[1:]))
+    assert [r.key for r in dropped.refused] == ["sandbox.deny_read"]
+    assert dropped.policy == user
+
+
+facts_strategy = st.builds(
+    core.Facts,
+    mode=st.sampled_from(MODES),
+    network=st.sampled_from(NETWORKS),
+    cwd=paths,
+    tmp=st.just("/t/tmp"),
+    writable=st.lists(paths, max_size=2).map(tuple),
+    denied=st.lists(st.tuples(paths, st.booleans()), max_size=3).map(tuple),
+    readable=st.lists(paths, max_size=2).map(tuple),
+    protected=st.lists(st.tuples(paths, st.booleans()), max_size=2).map(tuple),
+)
+
+
+@given(facts_strategy)
+def test_sandbox_layers_shallow_first_and_deciding_is_the_deepest(facts: core.Facts) -> None:
+    layers = core.layers(facts)
+    assert layers[0] == core.Layer("/", core.Kind.READ)
+    depths = [len([p for p in layer.path.split("/") if p]) for layer in layers]
+    assert depths == sorted(depths)
+    for index in range(1, len(layers)):  # no layer is redundant: each changes what holds it already does
+        above = core.deciding(layers[:index], layers[index].path)
+        assert core.EFFECT[above.kind] != core.EFFECT[layers[index].kind]
+
+
+@given(facts_strategy, paths, st.sampled_from(list(core.Want)))
+def test_sandbox_access_is_the_mount_plan(facts: core.Facts, path: str, want: core.Want) -> None:
+    """The file tools' verdict matches what a confined process meets at that path: a denied layer denies both,
+    a read elsewhere is allowed, a write only in a writable layer outside the protected names."""
+    verdict = core.access(facts, path, want)
+    if facts.mode is core.Mode.OFF:
+        assert verdict == core.ALLOWED
+        return
+    layer = core.deciding(core.layers(facts), path)
+    if layer.kind is core.Kind.DENY:
+        assert isinstance(verdict, core.Denied)
+        assert verdict.rule == "deny_read"
+    elif want is core.Want.READ:
+        assert verdict == core.ALLOWED
+    elif facts.mode is core.Mode.READ_ONLY or layer.kind is not core.Kind.WRITE:
+        assert isinstance(verdict, core.Denied)
+    else:
+        protected = any(
+            tuple(parts[i : i + len(names)]) == names
+            for parts in [[p for p in path[len(layer.path) :].split("/") if p]]
+            for names in core.PROTECTED_NAMES
+            for i in range(len(parts))
+        )
+        assert (verdict == core.ALLOWED) is not protected
+
+
+@given(facts_strategy)
+def test_sandbox_bwrap_argv_mounts_every_layer_once_and_masks_read_only_last(facts: core.Facts) -> None:
+    argv = core.bwrap_argv(facts, ["true"], info_fd=7)
+    assert argv[-2:] == ("--", "true")
+    assert argv[:3] == ("--ro-bind", "/", "/")
+    assert ("--unshare-net" in argv) is (facts.network is core.Network.OFF)
+    for flag in ("--unshare-pid", "--die-with-parent", "--new-session", "--info-fd"):
+        assert flag in argv
+    tmpfs = [argv[i + 1] for i, word in enumerate(argv) if word == "--tmpfs"]
+    remounts = [argv[i + 1] for i, word in enumerate(argv) if word == "--remount-ro"]
+    assert tmpfs == remounts
+    last_mount = max(i for i, word in enumerate(argv) if word in ("--bind", "--ro-bind", "--tmpfs"))
+    assert all(i > last_mount for i, word in enumerate(argv) if word == "--remount-ro")
+    for layer in core.layers(facts):
+        if layer.path not in ("/", facts.tmp) and not (layer.kind is core.Kind.WRITE and is_within(layer.path, "/t")):
+            assert layer.path in argv

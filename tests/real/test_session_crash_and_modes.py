@@ -31,12 +31,13 @@ HOST = textwrap.dedent(
     from pathlib import Path
     from eukhe.core.limits import On, OutputLimits
     from eukhe.harness.tool import NoToolArgs, ToolRegistration
+    from eukhe.records.sandbox import UNCONFINED
     from eukhe.session import Session, SessionSettings
 
     async def main() -> None:
         root, work, pidfile = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
         settings = SessionSettings.bounded_by(On(OutputLimits(1000, 50)))
-        session = await Session.create(work, root=root, session_id="crash", settings=settings)
+        session = await Session.create(work, root=root, session_id="crash", settings=settings, sandbox=UNCONFINED)
         session.append("user", "go")
         await session.execute_bash_and_wait(f"echo $$ > {pidfile}; exec sleep 600", budget_ms=0)
         await session.writer.idle()

@@ -97,7 +97,7 @@ def test_an_awaited_run_past_the_budget_answers_detached_and_its_end_records_its
     async def scenario() -> None:
         clock = VirtualClock()
         session = await new_session(tmp_path, clock=clock)
-        fifo = tmp_path / "go"
+        fifo = session.cwd / "go"  # in the working directory: a confined job sees it
         os.mkfifo(fifo)
         call = asyncio.ensure_future(session.execute_bash_and_wait(f"echo before; read line < {fifo}; echo after", 250))
         await poll_until(lambda: bool(session.job_table.jobs()))

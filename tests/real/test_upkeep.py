@@ -198,7 +198,7 @@ def test_a_session_with_a_live_kernel_stays_when_kernels_are_never_culled(world:
 
 
 def test_close_and_delete_refuse_while_jobs_run_and_force_kills_them(world: DaemonEnv, tmp_path: Path) -> None:
-    session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+    session = world.json("session", "create", "--cwd", str(tmp_path), "--sandbox", "off")["id"]  # host pids
     job, _, groups = start_long_job(world, session)
     for command in ("close", "delete"):
         code, error = world.json_error("session", command, session)

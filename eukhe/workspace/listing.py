@@ -49,6 +49,7 @@ def git_listing(directory: Path) -> list[str] | None:
         done = subprocess.run(
             ["git", "-C", str(directory), "ls-files", "-co", "--exclude-standard", "-z"],
             capture_output=True,
+            env={**os.environ, "LC_ALL": "C"},  # git's own words whatever the user's language: they are read below
             check=False,
         )
     except FileNotFoundError:

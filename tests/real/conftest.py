@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.real.process_support import Spawned
+
 
 @dataclass
 class DaemonEnv:
@@ -25,6 +27,7 @@ class DaemonEnv:
 
     root: Path
     env: dict[str, str] = field(default_factory=dict)
+    spawned: Spawned = field(default_factory=Spawned)  # what the test started here (`start_cli`): `stop` ends it
 
     @property
     def tmpdir(self) -> Path:
@@ -58,6 +61,18 @@ class DaemonEnv:
             check=False,
         )
 
+    def start_cli(self, *args: str, stdout: int = subprocess.PIPE) -> subprocess.Popen[str]:
+        """Start `eukhe ARGS` with this world's environment (stderr piped, text); `stop` ends it if it still runs
+        and closes its pipes, so a test that fails while it runs leaves nothing behind."""
+        process = subprocess.Popen(
+            [sys.executable, "-m", "eukhe.cli.main", *args],
+            env=self.env,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        return self.spawned.add(process)
+
     def json(self, *args: str, timeout: float = 60) -> Any:
         """Run `eukhe ARGS --json`; the one JSON value it prints (fails the test on a non-zero exit)."""
         done = self.cli(*with_json(args), timeout=timeout)
@@ -82,7 +97,9 @@ class DaemonEnv:
         return int(json.loads(done.stdout)["pid"])
 
     def stop(self) -> list[int]:
-        """Stop the daemon if one runs; then kill whatever is left of this world: the pids that had to be killed."""
+        """End the CLIs `start_cli` started, stop the daemon if one runs, then kill whatever is left of this world:
+        the pids that had to be killed."""
+        self.spawned.end_all()
         self.cli("daemon", "stop")
         deadline = time.monotonic() + 15
         while (left := self.processes()) and time.monotonic() < deadline:

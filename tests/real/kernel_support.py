@@ -68,8 +68,12 @@ class RawKernel:
             limit=64 * 1024 * 1024,
         )
         kernel = cls(process)
-        ready = await kernel.next_frame()
-        assert ready["event"] == "ready"
+        try:
+            ready = await kernel.next_frame()
+            assert ready["event"] == "ready"
+        except BaseException:
+            await kernel.close()  # a kernel that never said ready is not left running for a later test to find
+            raise
         return kernel
 
     def send(self, message: dict[str, Any]) -> None:

@@ -169,27 +169,15 @@ def test_daemon_socket_option_overrides_the_default(world: DaemonEnv, tmp_path: 
 
 
 def test_daemon_run_serves_in_the_foreground_until_sigterm(world: DaemonEnv) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "eukhe.cli.main", "daemon", "run"],
-        env=world.env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while not world.socket.exists() and time.monotonic() < deadline:
-            assert process.poll() is None
-            time.sleep(0.02)  # waiting for the real socket to appear, bounded
-        assert world.json("daemon", "status")["pid"] == process.pid
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=20) == 0
-        assert not world.socket.exists()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        assert process.stderr is not None
-        process.stderr.close()
+    process = world.start_cli("daemon", "run", stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while not world.socket.exists() and time.monotonic() < deadline:
+        assert process.poll() is None
+        time.sleep(0.02)  # waiting for the real socket to appear, bounded
+    assert world.json("daemon", "status")["pid"] == process.pid
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=20) == 0
+    assert not world.socket.exists()
 
 
 def test_a_restart_in_a_gone_working_dir_fails_with_the_spec_text(world: DaemonEnv, project: Path) -> None:

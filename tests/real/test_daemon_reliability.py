@@ -7,8 +7,6 @@ import fcntl
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -104,24 +102,9 @@ def test_twenty_concurrent_clients_on_one_session_are_all_answered(world: Daemon
     session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     clients = 20
     commands = [f"echo client-{i}" for i in range(clients)]
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "eukhe.cli.main", *with_json(["bash", "--session", session, "--", command])],
-            env=world.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for command in commands
-    ]
+    processes = [world.start_cli(*with_json(["bash", "--session", session, "--", command])) for command in commands]
     readers = [
-        subprocess.Popen(
-            [sys.executable, "-m", "eukhe.cli.main", *with_json(args)],
-            env=world.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        world.start_cli(*with_json(args))
         for args in (["jobs", "list", "--session", session], ["session", "show", session])
     ]
 
@@ -147,16 +130,7 @@ def test_twenty_concurrent_clients_on_one_session_are_all_answered(world: Daemon
 
 
 def test_concurrent_first_calls_start_exactly_one_daemon(world: DaemonEnv) -> None:
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "eukhe.cli.main", "session", "list", "--json"],
-            env=world.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(6)
-    ]
+    processes = [world.start_cli("session", "list", "--json") for _ in range(6)]
     for process in processes:
         out, err = process.communicate(timeout=120)
         assert process.returncode == 0, err

@@ -312,9 +312,13 @@ def test_the_local_kernel_exits_when_its_owner_dies() -> None:
 def test_stdin_eof_shuts_the_stub_down() -> None:
     async def scenario() -> None:
         kernel = await RawKernel.start()
-        kernel.send({"request": "execute", "id": "c1", "code": "p = bash_background('sleep 300'); print(p.pid)"})
-        frame = await kernel.until_frame(lambda f: f["event"] == "stdout")
-        child = int(frame["text"])
+        try:
+            kernel.send({"request": "execute", "id": "c1", "code": "p = bash_background('sleep 300'); print(p.pid)"})
+            frame = await kernel.until_frame(lambda f: f["event"] == "stdout")
+            child = int(frame["text"])
+        except BaseException:
+            await kernel.close()  # the test failed before its own close: the kernel goes with it
+            raise
         start = time.monotonic()
         await kernel.close()
         assert time.monotonic() - start < 5
@@ -331,10 +335,14 @@ def test_stdin_eof_ends_a_kernel_whose_sync_cell_holds_the_loop(owner: str) -> N
     async def scenario() -> None:
         env = {"EUKHE_KERNEL_OWNER": "stdin"} if owner == "stdin" else {}
         kernel = await RawKernel.start(env)
-        code = "import time\np = bash_background('sleep 300'); print(p.pid, flush=True)\ntime.sleep(600)"
-        kernel.send({"request": "execute", "id": "c1", "code": code})
-        frame = await kernel.until_frame(lambda f: f["event"] == "stdout")
-        child = int(frame["text"])
+        try:
+            code = "import time\np = bash_background('sleep 300'); print(p.pid, flush=True)\ntime.sleep(600)"
+            kernel.send({"request": "execute", "id": "c1", "code": code})
+            frame = await kernel.until_frame(lambda f: f["event"] == "stdout")
+            child = int(frame["text"])
+        except BaseException:
+            await kernel.close()  # the test failed before its own close: the kernel goes with it
+            raise
         await kernel.close()  # closes stdin, waits 10 s for the exit, else kills the group (-9)
         assert kernel.process.returncode == 0  # it shut itself down, well inside the 30-s backstop
         await until(lambda: process_gone(child), what="the bash() child to die")

@@ -40,6 +40,7 @@ from eukhe.kernel.bootstrap.venv import (
     kernel_paths,
     read_stamp,
 )
+from tests.real.process_support import spawned
 
 pytestmark = pytest.mark.real
 
@@ -283,26 +284,29 @@ print(json.dumps({"built": result.built, "python": str(result.python), "waited":
 
 
 def test_racing_processes_set_up_the_venv_once(home: Path) -> None:
-    racers = [
-        subprocess.Popen(
-            [sys.executable, "-c", RACER, BASE_PYTHON],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=child_env(),
-        )
-        for _ in range(4)
-    ]
-    for racer in racers:
-        assert racer.stdin is not None
-        racer.stdin.write("go\n")
-        racer.stdin.flush()
-    answers = []
-    for racer in racers:
-        out, err = racer.communicate(timeout=180)
-        assert racer.returncode == 0, err
-        answers.append(json.loads(out))
+    with spawned() as started:
+        racers = [
+            started.add(
+                subprocess.Popen(
+                    [sys.executable, "-c", RACER, BASE_PYTHON],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=child_env(),
+                )
+            )
+            for _ in range(4)
+        ]
+        for racer in racers:
+            assert racer.stdin is not None
+            racer.stdin.write("go\n")
+            racer.stdin.flush()
+        answers = []
+        for racer in racers:
+            out, err = racer.communicate(timeout=180)
+            assert racer.returncode == 0, err
+            answers.append(json.loads(out))
     assert sorted(a["built"] for a in answers) == [False, False, False, True]
     assert any(a["waited"] for a in answers if not a["built"])  # they waited for the builder, then used its venv
     assert {a["python"] for a in answers} == {str(kernel_paths().python)}

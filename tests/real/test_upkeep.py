@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -148,40 +146,21 @@ def test_a_kernel_is_never_culled_while_a_remote_call_runs_on_it(world: DaemonEn
     )
     world.json("ipython", "--session", session, "-c", code)
     (kernel,) = kernels_of(worker_pids(world)[session])
-    call = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "eukhe.cli.main",
-            "remote",
-            "call",
-            "--session",
-            session,
-            "wait_for",
-            "--json",
-            "--args",
-            json.dumps({"path": str(release)}),
-            "--budget-ms",
-            "60000",
-        ],
-        env=world.env,
-        stdout=subprocess.PIPE,
-        text=True,
+    args = json.dumps({"path": str(release)})
+    call = world.start_cli(
+        "remote", "call", "--session", session, "wait_for", "--json", "--args", args, "--budget-ms", "60000"
     )
-    try:
-        # A control kernel idle from now: once it is culled, then another, the passes that culled them looked at the
-        # busy kernel after it was idle (but for its call) longer than its timeout.
-        for _ in range(2):
-            control = world.json("session", "create", "--cwd", str(tmp_path))["id"]
-            world.json("ipython", "--session", control, "-c", "1")
-            eventually(lambda control=control: culled(world, control, "kernel_culled"), "a control kernel culled")
-        assert not culled(world, session, "kernel_culled")
-        assert alive(kernel)
-        release.touch()
-        out, _ = call.communicate(timeout=60)
-    finally:
-        call.kill()
-    assert json.loads(out) == {"result": "released"}
+    # A control kernel idle from now: once it is culled, then another, the passes that culled them looked at the
+    # busy kernel after it was idle (but for its call) longer than its timeout.
+    for _ in range(2):
+        control = world.json("session", "create", "--cwd", str(tmp_path))["id"]
+        world.json("ipython", "--session", control, "-c", "1")
+        eventually(lambda control=control: culled(world, control, "kernel_culled"), "a control kernel culled")
+    assert not culled(world, session, "kernel_culled")
+    assert alive(kernel)
+    release.touch()
+    out, err = call.communicate(timeout=60)
+    assert json.loads(out) == {"result": "released"}, err
 
 
 def test_a_session_with_a_live_kernel_stays_when_kernels_are_never_culled(world: DaemonEnv, tmp_path: Path) -> None:

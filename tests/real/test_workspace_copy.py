@@ -86,6 +86,23 @@ def test_copy_omits_ignored_files_and_directories_without_git(tmp_path: Path) ->
 
 
 @pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_a_directory_outside_git_is_listed_whatever_language_git_speaks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git saying "not a git repository" is how the listing knows to walk the .gitignore files instead: a user whose
+    git speaks another language gets that walk too, not a refused spawn."""
+    parent = tmp_path / "project"
+    make_project(parent)
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.setenv("LANGUAGE", "de")
+    said = subprocess.run(["git", "-C", str(parent), "ls-files"], capture_output=True, text=True, check=False).stderr
+    if "not a git repository" in said:
+        pytest.skip(f"git has no German messages on this machine (it says {said.strip()!r}): nothing to prove")
+    assert set(list_workspace(parent)) == EXPECTED
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
 def test_copy_omits_ignored_files_and_directories_with_git(tmp_path: Path) -> None:
     parent = tmp_path / "project"
     make_project(parent)

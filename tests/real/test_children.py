@@ -20,11 +20,13 @@ from eukhe.records.children import ChildState
 from eukhe.records.workspace import HandbackFailure, HandbackReport
 from eukhe.workspace import WorkspaceLayout, WorkspaceTooLargeError
 from tests.real.kernel_support import process_gone, run, until
+from tests.real.tools import need_tools
 
 pytestmark = pytest.mark.real
 
 
 def git_tree(path: Path, files: dict[str, str]) -> Path:
+    need_tools("git")
     path.mkdir()
     subprocess.run(["git", "init", "-q", str(path)], check=True)
     for name, text in files.items():

@@ -72,7 +72,15 @@ EXPECTED = {
 }
 
 
-def test_copy_omits_ignored_files_and_directories_without_git(tmp_path: Path) -> None:
+@pytest.mark.parametrize("language", [None, "de"], ids=["untranslated", "german"])
+def test_copy_omits_ignored_files_and_directories_without_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, language: str | None
+) -> None:
+    """Also for a user whose git speaks another language (LANGUAGE=de, where git's German messages are installed):
+    a directory git refuses is known as such in any locale, and the .gitignore walk lists it."""
+    if language is not None:
+        monkeypatch.setenv("LANG", "C.UTF-8")
+        monkeypatch.setenv("LANGUAGE", language)
     parent = tmp_path / "project"
     make_project(parent)
     (parent / ".git").mkdir()  # not a repository: git refuses it, the .gitignore walk lists; .git never copied

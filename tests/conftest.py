@@ -1,4 +1,5 @@
-"""Shared test set-up: Hypothesis profiles chosen by HYPOTHESIS_PROFILE (dev by default, ci under CI)."""
+"""Shared test set-up: Hypothesis profiles chosen by HYPOTHESIS_PROFILE (dev by default, ci under CI), the kernel's
+Python, and git as on any machine."""
 
 from __future__ import annotations
 
@@ -17,3 +18,16 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 # Sessions run their cells on the installed kernel venv; the suite runs them on its own interpreter instead (the
 # spec's user Python: nothing is installed). Tests of the kernel environment set or remove this themselves.
 os.environ.setdefault("EUKHE_KERNEL_PYTHON", sys.executable)
+
+# Git as on a machine with no user: no system or user config (no identity: a test that commits gives its own), no
+# global excludes file (~/.config/git/ignore would take files out of every listing the tests compare), and nothing
+# from a calling git (a hook's GIT_DIR or GIT_INDEX_FILE would point the tests' repositories elsewhere).
+for _name in [name for name in os.environ if name.startswith("GIT_")]:
+    del os.environ[_name]
+os.environ.update(
+    GIT_CONFIG_GLOBAL=os.devnull,
+    GIT_CONFIG_NOSYSTEM="1",
+    GIT_CONFIG_COUNT="1",
+    GIT_CONFIG_KEY_0="core.excludesFile",
+    GIT_CONFIG_VALUE_0=os.devnull,
+)

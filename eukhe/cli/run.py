@@ -81,7 +81,9 @@ def answer_of(result: RunResult) -> RunAnswer:
 
 
 def print_human(result: RunResult, head: bool) -> None:
-    """The window as raw bytes, with the notice on its own line at the end where output was dropped."""
+    """The window as raw bytes, with the notice on its own line where output was dropped: after a head's window;
+    before a tail's window, and once more on stderr after it, so that on a terminal the notice (the counts and the
+    full output's path) is also the last line, not one a long window scrolled away."""
     out = sys.stdout.buffer
     notice = result.output.notice
     if notice is not None and not head:
@@ -92,6 +94,9 @@ def print_human(result: RunResult, head: bool) -> None:
             out.write(b"\n")
         out.write(notice.encode() + b"\n")
     out.flush()
+    if notice is not None and not head:
+        unended = result.output.text and not result.output.text.endswith(b"\n")
+        sys.stderr.write(("\n" if unended and sys.stderr.isatty() else "") + f"eukhe: {notice}\n")
     if result.output.artifact_error:
         sys.stderr.write(f"eukhe: warning: {result.output.artifact_error}\n")
     if result.stopped_reading:

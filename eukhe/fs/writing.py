@@ -62,13 +62,18 @@ def remove_dirs(made: list[str]) -> None:
 
 
 def write_new_file(path: str, data: bytes, mode: int | None) -> None:
-    """Write `data` to a file that must not exist yet, flush it to disk; `mode` set when given, else the umask's."""
+    """Write `data` to a file that must not exist yet, flush it to disk; `mode` set when given, else the umask's.
+    A failure after the file was made (a full disk) removes it: no part of it is left."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, USER_FILE_MODE)
     try:
         if mode is not None:
             os.fchmod(fd, stat_mode(mode))
         write_all(fd, data)
         os.fsync(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
     finally:
         os.close(fd)
 

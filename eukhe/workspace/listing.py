@@ -45,11 +45,14 @@ def git_listing(directory: Path) -> list[str] | None:
     Entries git lists as directories (a nested repository, `name/`) are left out: another repository is not part of
     this one's files.
     """
+    # Untranslated messages: a directory outside every work tree is known by git's own words, in any locale.
+    env = {name: value for name, value in os.environ.items() if name != "LANGUAGE"}
+    env["LC_ALL"] = "C"
     try:
         done = subprocess.run(
             ["git", "-C", str(directory), "ls-files", "-co", "--exclude-standard", "-z"],
             capture_output=True,
-            env={**os.environ, "LC_ALL": "C"},  # git's own words whatever the user's language: they are read below
+            env=env,
             check=False,
         )
     except FileNotFoundError:

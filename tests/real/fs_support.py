@@ -12,10 +12,11 @@ import pytest
 
 from eukhe.core.limits import Keep, On, OutputLimits, Truncation
 from eukhe.core.pathmap import Mount, PathMap
-from eukhe.fs import FsContext, FsError, Reason, ripgrep
+from eukhe.fs import FsContext, FsError, Reason
+from tests.real.tools import needs_tools
 
 ENGINES = [
-    pytest.param("rg", marks=pytest.mark.skipif(ripgrep() is None, reason="ripgrep (rg) is not on PATH")),
+    pytest.param("rg", marks=needs_tools("rg")),
     "python",
 ]
 """The grep engines: every grep test runs with both (rg only where it is installed)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.real.tools import need_tools, tool
 
 SANDBOX_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys._base_executable
 """A Python without eukhe: the stub reaches it over stdin."""
@@ -32,6 +33,7 @@ def need_root(what: str) -> None:
 def bind_mount(host: Path, at: Path) -> Iterator[Path]:
     """`host` also visible at `at` (a sandbox path on this machine), for as long as the block runs."""
     need_root("a bind mount")
+    need_tools("mount", "umount")
     at.mkdir(parents=True, exist_ok=True)
     subprocess.run(["mount", "--bind", str(host), str(at)], check=True)
     try:
@@ -94,9 +96,9 @@ class Sshd:
 def sshd(directory: Path) -> Iterator[Sshd]:
     """An sshd of its own (host key, authorized key, port) for as long as the block runs."""
     need_root("an sshd on 127.0.0.1")
-    binary = shutil.which("sshd") or "/usr/sbin/sshd"
-    if not os.path.exists(binary) or not shutil.which("ssh"):
-        pytest.skip("openssh-server and openssh-client are not installed (.ci/run installs them)")
+    need_tools("sshd", "ssh", "ssh-keygen")
+    binary = tool("sshd")
+    assert binary is not None
     directory.mkdir(parents=True, exist_ok=True)
     for name in ("host_key", "client_key"):
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(directory / name)], check=True)
@@ -134,12 +136,12 @@ def wrapper(kind: str, tmp_path: Path, host: Path) -> Iterator[tuple[dict[str, A
     """The `kernel_transport` setting of one real wrapper, and the sandbox path of `host`."""
     need_root(f"the {kind} wrapper")
     if kind == "setsid":
+        need_tools("setsid")
         with bind_mount(host, tmp_path / "sandbox") as sandbox:
             prefix = ["setsid", "-w", "sh", "-c", 'exec "$@"', "sh"]
             yield {"argv_prefix": prefix, "path_map": [{"sandbox": str(sandbox), "host": str(host)}]}, str(sandbox)
     elif kind == "bwrap":
-        if not os.path.exists("/usr/bin/bwrap"):
-            pytest.skip("bubblewrap is not installed (.ci/run installs it)")
+        need_tools("bwrap")
         prefix = ["bwrap", "--ro-bind", "/", "/", "--bind", str(host), "/work", "--dev", "/dev", "--proc", "/proc"]
         prefix += ["--tmpfs", "/tmp", "--clearenv", "--die-with-parent"]
         yield {"argv_prefix": prefix, "path_map": [{"sandbox": "/work", "host": str(host)}]}, "/work"

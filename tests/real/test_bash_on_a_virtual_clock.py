@@ -7,6 +7,7 @@ never wall-clock time.
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,12 +16,13 @@ import pytest
 from eukhe.clock import VirtualClock
 from eukhe.core import job as core
 from eukhe.core.limits import DEFAULT_TRUNCATION
-from eukhe.jobs import JobTable
+from eukhe.jobs import Job, JobTable
 from eukhe.jobs.bash import BashOptions, BashRun, start_bash
 from eukhe.kernel.cells import CellJobs
 from eukhe.kernel.manager import KernelManager
 from eukhe.procs import group_members
 from eukhe.records.jobs import Detached
+from tests.real.kernel_support import process_gone
 
 pytestmark = pytest.mark.real
 
@@ -43,20 +45,19 @@ async def settle(turns: int = 20) -> None:
         await asyncio.sleep(0.005)
 
 
+async def started(command: str, cwd: Path, table: JobTable) -> tuple[Job, BashRun]:
+    """A bash job of `table` running `command` in `cwd` with `OPTIONS`, and its owner."""
+    job = await start_bash(command, cwd, truncation=DEFAULT_TRUNCATION, artifact_dir=None, table=table, options=OPTIONS)
+    owner = job.owner
+    assert isinstance(owner, BashRun)
+    return job, owner
+
+
 def test_a_kill_waits_the_grace_on_the_jobs_clock_then_kills_the_group(tmp_path: Path) -> None:
     async def scenario() -> None:
         clock = VirtualClock()
         table = JobTable(clock)
-        job = await start_bash(
-            "trap '' TERM; echo armed; sleep 1000 & sleep 1001; wait",
-            tmp_path,
-            truncation=DEFAULT_TRUNCATION,
-            artifact_dir=None,
-            table=table,
-            options=OPTIONS,
-        )
-        owner = job.owner
-        assert isinstance(owner, BashRun)
+        job, owner = await started("trap '' TERM; echo armed; sleep 1000 & sleep 1001; wait", tmp_path, table)
         await until(lambda: b"armed" in job.snapshot().text and len(group_members(owner.pgid)) >= 3)
         job.kill()  # SIGTERM to the group: ignored
         clock.advance(OPTIONS.kill_grace_ms - 1)
@@ -70,20 +71,54 @@ def test_a_kill_waits_the_grace_on_the_jobs_clock_then_kills_the_group(tmp_path:
     asyncio.run(scenario())
 
 
+def ignores_term(pid: int) -> bool:
+    """Whether the live process `pid` ignores SIGTERM (its SigIgn mask, /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    ignored = next(line for line in status.splitlines() if line.startswith("SigIgn:")).split()[1]
+    return bool(int(ignored, 16) & (1 << (signal.SIGTERM - 1)))
+
+
+def test_a_cancelled_jobs_member_that_does_not_trap_term_is_gone_before_the_kill_grace_ends(tmp_path: Path) -> None:
+    """The cancel's SIGTERM reaches the whole group at once: a member that does not trap it ends then, while the
+    grace (on the job's clock, not moved) has not passed; the member that ignores it lives until the SIGKILL."""
+
+    async def scenario() -> None:
+        clock = VirtualClock()
+        table = JobTable(clock)
+        job, owner = await started(
+            "sleep 1000 & echo plain $!; sh -c \"trap '' TERM; exec sleep 1001\" & echo trapper $!; wait",
+            tmp_path,
+            table,
+        )
+
+        def pids() -> dict[str, int]:
+            return {
+                w[0]: int(w[1]) for line in job.snapshot().text.decode().splitlines() if len(w := line.split()) == 2
+            }
+
+        await until(lambda: set(pids()) == {"plain", "trapper"})
+        plain, trapper = pids()["plain"], pids()["trapper"]
+        await until(lambda: ignores_term(trapper) and Path(f"/proc/{trapper}/comm").read_text() == "sleep\n")
+        assert not process_gone(plain) and not ignores_term(plain)
+        job.kill()
+        await until(lambda: process_gone(plain))  # the grace has not passed: the clock did not move
+        assert not process_gone(trapper) and job.running
+        clock.advance(OPTIONS.kill_grace_ms)  # now it has: SIGKILL to the group
+        await until(lambda: process_gone(trapper) and not group_members(owner.pgid))
+        await until(lambda: not job.running)
+        assert job.end == core.Killed()
+
+    asyncio.run(scenario())
+
+
 def test_the_drain_after_the_leader_exits_runs_on_the_jobs_clock(tmp_path: Path) -> None:
     async def scenario() -> None:
         clock = VirtualClock()
         table = JobTable(clock)
-        job = await start_bash(
-            "sleep 1000 & echo leader done",
-            tmp_path,
-            truncation=DEFAULT_TRUNCATION,
-            artifact_dir=None,
-            table=table,
-            options=OPTIONS,
-        )
-        owner = job.owner
-        assert isinstance(owner, BashRun)
+        job, owner = await started("sleep 1000 & echo leader done", tmp_path, table)
         await until(owner.pipe.exited.done)  # the leader exited; the sleep still holds the pipe
         await settle()
         assert job.running  # the drain waits on the job's clock

@@ -20,11 +20,13 @@ from eukhe.records.children import ChildState
 from eukhe.records.workspace import HandbackFailure, HandbackReport
 from eukhe.workspace import WorkspaceLayout, WorkspaceTooLargeError
 from tests.real.kernel_support import process_gone, run, until
+from tests.real.tools import need_tools
 
 pytestmark = pytest.mark.real
 
 
 def git_tree(path: Path, files: dict[str, str]) -> Path:
+    need_tools("git")
     path.mkdir()
     subprocess.run(["git", "init", "-q", str(path)], check=True)
     for name, text in files.items():
@@ -369,7 +371,12 @@ def test_a_failed_hand_back_is_reported_on_the_row_and_the_report_and_the_copy_s
     run(scenario())
 
 
-def test_a_rewind_cancels_the_children_spawned_after_its_target_and_hands_them_back(tmp_path: Path) -> None:
+@pytest.mark.parametrize("move", ["navigate", "fork"])
+def test_a_rewind_or_a_fork_cancels_the_children_spawned_after_its_target_and_hands_them_back(
+    tmp_path: Path, move: str
+) -> None:
+    """A rewind in place (`navigate_tree`) and a fork at an entry both orphan the children spawned after it: each
+    ends cancelled and is handed back; a child spawned before the entry goes on (in the fork, after a fork)."""
     work = git_tree(tmp_path / "work", {"a.txt": "a\n"})
 
     async def scenario() -> None:
@@ -380,7 +387,12 @@ def test_a_rewind_cancels_the_children_spawned_after_its_target_and_hands_them_b
             code = "open('a.txt', 'w').write('a by late\\n')\nimport time\ntime.sleep(600)"
             late = await session.children.spawn("late", code, workspace="isolated")
             await until(lambda: (Path(late.cwd) / "a.txt").read_text() == "a by late\n", 30, "the late child's write")
-            rewound = await session.navigate_tree(target.id)
+            if move == "fork":
+                original = session.id
+                rewound = await session.fork(target.id)
+                assert rewound.parent == original != rewound.session == session.id
+            else:
+                rewound = await session.navigate_tree(target.id)
             assert rewound.leaf == target.id
             (report,) = await session.children.collect(["late"], timeout_ms=30_000)
             assert report.status == "cancelled"

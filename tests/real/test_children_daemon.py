@@ -19,6 +19,7 @@ from eukhe.records.daemon import DaemonStatus, SessionClosed
 from eukhe.records.workspace import HandbackReport
 from tests.real.conftest import DaemonEnv
 from tests.real.kernel_support import process_gone
+from tests.real.tools import need_tools
 
 pytestmark = pytest.mark.real
 
@@ -32,6 +33,7 @@ def typed(kind: Any, value: Any) -> Any:
 def tree(world: DaemonEnv) -> Path:
     path = world.root / "tree"
     path.mkdir()
+    need_tools("git")
     subprocess.run(["git", "init", "-q", str(path)], check=True)
     for name, text in {"a.txt": "a\n", "b.txt": "b\n", "both.txt": "base\n", ".gitignore": "target/\n"}.items():
         (path / name).write_text(text)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import re
+import shlex
 import signal
 import stat
 import subprocess
@@ -17,6 +20,8 @@ import pytest
 from eukhe.records.cli import RunAnswer
 
 pytestmark = pytest.mark.real
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def eukhe(*args: str, home: Path, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
@@ -73,13 +78,59 @@ def test_a_head_keeps_the_first_lines_and_prints_the_notice_after_them(tmp_path:
     assert lines[:2] == ["1", "2"]
     assert lines[2].startswith("[output truncated: 6 bytes (3 lines) dropped from the end")
     assert done.returncode == 0
+    assert done.stderr == b""  # the notice is the last line already
 
 
-def test_a_tail_prints_the_notice_before_the_window(tmp_path: Path) -> None:
+def test_a_tail_prints_the_notice_before_the_window_and_again_on_stderr_after_it(tmp_path: Path) -> None:
+    """On a terminal the notice (counts, artifact path) is then also the last line, below a window of any size."""
     done = eukhe("run", "--max-lines", "2", "--", "seq", "1", "5", home=tmp_path)
     lines = done.stdout.decode().splitlines()
     assert lines[0].startswith("[output truncated: 6 bytes (3 lines) dropped from the start")
+    assert str(tmp_path / "artifacts") in lines[0]
     assert lines[1:] == ["4", "5"]
+    assert done.stderr.decode() == f"eukhe: {lines[0]}\n"
+
+
+def test_after_a_window_that_ends_inside_a_line_the_notice_starts_a_line_of_its_own_on_a_terminal(
+    tmp_path: Path,
+) -> None:
+    """stderr on a real terminal (a pty), stdout on a pipe: the window's bytes stay exact, and the notice on the
+    terminal begins a line instead of running on after the window's last, unended one."""
+    main, terminal = pty.openpty()
+    try:
+        env = {**os.environ, "EUKHE_CODING_AGENT_DIR": str(tmp_path)}
+        done = subprocess.run(
+            [sys.executable, "-m", "eukhe.cli.main", "run", "--max-lines", "2", "--", "printf", "a\\nb\\nc"],
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        os.close(terminal)
+        terminal = -1
+        shown = b""
+        while True:  # the child has exited: read the terminal until its end (EIO once nothing is left)
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(main)
+        if terminal >= 0:
+            os.close(terminal)
+    notice, window = done.stdout.split(b"\n", 1)
+    assert window == b"b\nc"
+    assert shown == b"\r\neukhe: " + notice + b"\r\n"
+
+
+def test_an_output_within_the_limits_has_no_notice_anywhere(tmp_path: Path) -> None:
+    done = eukhe("run", "--max-lines", "5", "--", "seq", "1", "5", home=tmp_path)
+    assert done.stdout == b"1\n2\n3\n4\n5\n"
+    assert done.stderr == b""
 
 
 def test_no_truncation_keeps_every_byte(tmp_path: Path) -> None:
@@ -133,3 +184,30 @@ def test_a_background_child_holding_the_pipe_does_not_hang_the_run(tmp_path: Pat
     holder = int(str(payload["text"]))
     os.kill(holder, signal.SIGKILL)  # `eukhe run` leaves it alone by design; the test does not leave it behind
     assert payload["exit_code"] == 0 and payload["stopped_reading"] is True
+
+
+def test_the_readmes_first_command_shows_its_notice_counts_and_artifact_in_one_screen(tmp_path: Path) -> None:
+    """The set-up block's first line, run as written after its `uv run eukhe`: all it prints fits a 24-line
+    terminal, and the first and the last line are the notice, with the counts and the artifact's path."""
+    setup = re.search(r"## Set up\n\n```sh\n(.*?)\n", README.read_text())
+    assert setup is not None
+    first = setup.group(1)
+    assert first.startswith("python3 -m pip install -q uv && python3 -m uv run eukhe run "), first
+    args = shlex.split(first.split("python3 -m uv run eukhe ", 1)[1])
+    env = {**os.environ, "EUKHE_CODING_AGENT_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "eukhe.cli.main", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0
+    lines = done.stdout.decode().splitlines()
+    assert len(lines) <= 24, lines
+    notice = lines[0]
+    assert notice.startswith("[output truncated: ") and " dropped from the start; kept the last " in notice
+    (artifact,) = (tmp_path / "artifacts").iterdir()
+    assert notice.endswith(f"full output: {artifact}]")
+    assert lines[-1] == f"eukhe: {notice}"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
@@ -308,6 +311,52 @@ def test_edit_rolls_back_what_it_renamed_when_a_commit_step_fails(tmp_path: Path
     assert steps == ["a.txt", "new/dir/b.txt", "moved/c.txt", "c.txt", "d.txt"][: failing + 1]
     assert snapshot(tmp_path) == before  # also: no temporary or original copy left, no directory made
     assert (tmp_path / "a.txt").stat().st_ino == inode  # the original file itself is back
+
+
+FULL_DISK_EDIT = r"""
+import json, resource, signal, sys
+from pathlib import Path
+from eukhe.fs import EditArgs, FsContext, FsError, edit
+
+root, patch, limit = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of killing
+_, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+try:
+    edit(FsContext(root), EditArgs(patch=patch))
+except FsError as error:
+    print(json.dumps({"reason": error.reason.value, "path": error.path, "message": error.message}))
+else:
+    sys.exit("the edit past the file size limit did not fail")
+"""
+
+
+def test_edit_whose_second_temporary_write_fails_leaves_no_temporary_and_no_new_directory(tmp_path: Path) -> None:
+    """The prepare phase fails for real on its second write (a disk that is full for this process: RLIMIT_FSIZE,
+    which holds for root too): the first write's temporary, the failed one and the directories made for it go."""
+    limit = 1000
+    make_tree(tmp_path, {"a.txt": "a\n", "d/keep.txt": "k\n"})
+    before = snapshot(tmp_path)
+    args = patch(
+        "*** Update File: a.txt",
+        "-a",
+        "+A",
+        "*** Add File: d/new/deeper/big.txt",
+        "+" + "b" * (2 * limit),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", FULL_DISK_EDIT, str(tmp_path), args.patch, str(limit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    error = json.loads(done.stdout)
+    assert error["reason"] == Reason.PATCH_FAILED.value
+    assert error["path"] == str(tmp_path / "d/new/deeper/big.txt")
+    assert error["message"].endswith("nothing was changed"), error["message"]
+    assert snapshot(tmp_path) == before  # also: no temporary left, no directory made
 
 
 def test_edit_replaces_what_a_crash_left_beside_its_targets(tmp_path: Path) -> None:

@@ -10,13 +10,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from eukhe.core.limits import Off
-from eukhe.fs import GrepAnswer, GrepArgs, Reason, grep, ripgrep
+from eukhe.fs import GrepAnswer, GrepArgs, Reason, grep
 from eukhe.fs.grepping import Engine
 from tests.real.fs_support import ENGINES, local, make_tree, refused, small_limits
+from tests.real.tools import needs_tools
 
 pytestmark = pytest.mark.real
 
-needs_rg = pytest.mark.skipif(ripgrep() is None, reason="ripgrep (rg) is not on PATH")
+needs_rg = needs_tools("rg")
 
 TRICKY: dict[str, str | bytes | None] = {
     "a.py": "import os\nx = 1\n",

@@ -8,7 +8,6 @@ every byte it wrote (the kernel's stdin among them).
 
 from __future__ import annotations
 
-import os
 import zlib
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from eukhe.api import Session, SessionSettings, Settled
 from eukhe.records.settings import KernelTransport, Mount
 from tests.real.kernel_support import run
 from tests.real.sandboxes import SANDBOX_PYTHON, need_root, wrapper
+from tests.real.tools import need_tools
 
 pytestmark = pytest.mark.real
 
@@ -112,8 +112,7 @@ def test_bytes_the_kernel_finds_that_are_not_the_hosts_bring_the_text_over_the_p
     """Under bubblewrap a different file of the same length covers the shared one at its sandbox path: the host
     reads its own, the kernel's sum does not match, and the cell gets the host's text."""
     need_root("bubblewrap")
-    if not os.path.exists("/usr/bin/bwrap"):
-        pytest.skip("bubblewrap is not installed (.ci/run installs it)")
+    need_tools("bwrap")
     work = tmp_path / "work"
     work.mkdir()
     (work / "big.txt").write_bytes(CONTENT)

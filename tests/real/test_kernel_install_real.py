@@ -41,6 +41,7 @@ from eukhe.kernel.bootstrap.venv import (
     read_stamp,
 )
 from tests.real.process_support import spawned
+from tests.real.tools import missing_reason
 
 pytestmark = pytest.mark.real
 
@@ -152,8 +153,17 @@ def test_the_cli_installs_and_checks(home: Path) -> None:
     assert json.loads(bad.stdout)["error"] == "kernel_setup_failed"
 
 
-UNSHARE_PROBE = subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False)
-needs_unshare = pytest.mark.skipif(UNSHARE_PROBE.returncode != 0, reason="cannot make a network namespace here")
+def network_namespace_refusal() -> str | None:
+    """Why `unshare -n` cannot make a network namespace here, or None when it can."""
+    missing = missing_reason("unshare")
+    if missing is not None:
+        return missing
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False)
+    return None if probe.returncode == 0 else "cannot make a network namespace here"
+
+
+NETWORK_NAMESPACE_REFUSAL = network_namespace_refusal()
+needs_unshare = pytest.mark.skipif(NETWORK_NAMESPACE_REFUSAL is not None, reason=NETWORK_NAMESPACE_REFUSAL or "")
 
 SESSION_SCRIPT = """
 import asyncio, json, socket, sys

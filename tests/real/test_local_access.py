@@ -84,7 +84,10 @@ def _other_owner(base: Path) -> Path:
 CASES: list[tuple[str, Callable[[Path], Path], str | None, str | None]] = [
     ("missing", _missing, None, "working directory is gone"),
     ("0755", _dir(0o755), None, None),
-    ("0720", _dir(0o720), "mode", None),
+    ("0750", _dir(0o750), None, None),
+    ("0705", _dir(0o705), None, None),
+    ("0720", _dir(0o720), "mode", None),  # group write alone
+    ("0702", _dir(0o702), "mode", None),  # other write alone
     ("0777", _dir(0o777), "mode", None),
     ("symlink", _symlink, "symlink", None),
     ("file", _file, "not_dir", "working directory is not a directory"),
@@ -116,6 +119,7 @@ def test_socket_dir_check_on_real_paths(
         assert "remove the path" in message
     if fault == "mode":
         assert f"chmod go-w {path}" in message
+        assert f"has mode {mode_of(path):04o}" in message
     if fault == "owner":
         assert f"uid {OTHER_UID}" in message
 
@@ -169,12 +173,18 @@ def test_bind_makes_the_socket_0600_even_with_umask_0(tmp_path: Path) -> None:
         listener.close()
 
 
-def test_bind_refuses_an_unsafe_dir_and_a_live_socket(tmp_path: Path) -> None:
+UNSAFE_MODES = [0o720, 0o702, 0o777]
+"""Group write alone, other write alone, and both: each lets someone else replace the socket."""
+
+
+@pytest.mark.parametrize("unsafe", UNSAFE_MODES, ids=[f"{m:04o}" for m in UNSAFE_MODES])
+def test_bind_refuses_an_unsafe_dir_and_a_live_socket(tmp_path: Path, unsafe: int) -> None:
     loose = tmp_path / "loose"
     loose.mkdir()
-    os.chmod(loose, 0o777)
-    with pytest.raises(SocketDirError):
+    os.chmod(loose, unsafe)
+    with pytest.raises(SocketDirError) as caught:
         bind_private_socket(loose / "x.sock")
+    assert caught.value.fault == "mode"
     assert not (loose / "x.sock").exists()
     listener = bind_private_socket(tmp_path / "p" / "x.sock")
     try:
@@ -193,13 +203,15 @@ def test_peer_uid_reads_so_peercred(tmp_path: Path) -> None:
         assert peer_uid(left) == os.getuid()
 
 
-def test_daemon_refuses_an_unsafe_socket_dir(world: DaemonEnv) -> None:
+@pytest.mark.parametrize("unsafe", UNSAFE_MODES, ids=[f"{m:04o}" for m in UNSAFE_MODES])
+def test_daemon_refuses_an_unsafe_socket_dir(world: DaemonEnv, unsafe: int) -> None:
     world.socket_dir.mkdir(mode=0o700)
-    os.chmod(world.socket_dir, 0o777)
+    os.chmod(world.socket_dir, unsafe)
     code, error = world.json_error("daemon", "start")
     assert code != 0
     assert error["error"] == "daemon_unavailable"
     assert "chmod go-w" in error["message"]
+    assert f"has mode {unsafe:04o}" in error["message"]
     assert str(world.socket_dir) in error["message"]
     assert not world.socket.exists()
 

@@ -32,6 +32,7 @@ from eukhe.mcp.results import job_line
 from eukhe.mcp.tools import TOOLS, object_schema
 from eukhe.procs import alive, group_alive
 from tests.real.conftest import DaemonEnv
+from tests.real.tools import need_tools
 
 pytestmark = pytest.mark.real
 
@@ -633,6 +634,7 @@ def test_mcp_spawn_an_isolated_child_that_edits_a_file_collect_its_report_and_a_
     """The child edits a.txt in its copy, then waits for `go`: a collect cancelled meanwhile stops its wait, never
     the child; the next collect reports progress (on which the test writes `go`), then the child's report."""
     cwd = workdir(world)
+    need_tools("git")
     subprocess.run(["git", "init", "-q", str(cwd)], check=True)
     (cwd / "a.txt").write_text("a\n")
     go = world.root / "go"

@@ -6,7 +6,6 @@ no snapshot and says so. (The daemon's culling itself: tests/real/test_upkeep.py
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from eukhe.api import Session, Settled
 from eukhe.records.settings import KernelTransport, Mount
 from tests.real.kernel_support import run
 from tests.real.sandboxes import SANDBOX_PYTHON, need_root
+from tests.real.tools import need_tools
 
 pytestmark = pytest.mark.real
 
@@ -64,8 +64,7 @@ def test_a_kernel_stopped_with_a_snapshot_leaves_its_variables_to_the_next(tmp_p
 @pytest.mark.parametrize("mounted", [True, False], ids=["sessions-in-a-mount", "sessions-outside-every-mount"])
 def test_a_wrapped_kernels_snapshot_goes_to_its_sandbox_path_or_is_not_asked_for(tmp_path: Path, mounted: bool) -> None:
     need_root("bubblewrap")
-    if not os.path.exists("/usr/bin/bwrap"):
-        pytest.skip("bubblewrap is not installed (.ci/run installs it)")
+    need_tools("bwrap")
     work = tmp_path / "work"
     work.mkdir()
     root = work / ".sessions" if mounted else tmp_path / "sessions"

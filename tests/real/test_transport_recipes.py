@@ -16,6 +16,7 @@ import pytest
 from eukhe.api import Session, Settled
 from tests.real.kernel_support import run
 from tests.real.sandboxes import need_root
+from tests.real.tools import need_tools
 
 pytestmark = pytest.mark.real
 
@@ -31,8 +32,7 @@ def test_the_doc_has_every_recipe_the_issue_names() -> None:
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_a_recipe_runs_a_cell_through_its_tool(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     need_root("the sandbox the stand-ins emulate (bubblewrap)")
-    if not os.path.exists("/usr/bin/bwrap"):
-        pytest.skip("bubblewrap is not installed (.ci/run installs it)")
+    need_tools("bwrap")
     setting = json.loads(RECIPES[name])["kernel_transport"]
     (mount,) = setting["path_map"]
     host = tmp_path / "host"

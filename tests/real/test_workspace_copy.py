@@ -26,11 +26,12 @@ from eukhe.workspace import (
     hand_back,
     list_workspace,
 )
+from tests.real.tools import need_tools, needs_tools
 from tests.workspace_support import git, read_disk
 
 pytestmark = pytest.mark.real
 
-HAS_GIT = shutil.which("git") is not None
+needs_git = needs_tools("git")
 
 
 def files_of(root: Path) -> set[str]:
@@ -71,7 +72,15 @@ EXPECTED = {
 }
 
 
-def test_copy_omits_ignored_files_and_directories_without_git(tmp_path: Path) -> None:
+@pytest.mark.parametrize("language", [None, "de"], ids=["untranslated", "german"])
+def test_copy_omits_ignored_files_and_directories_without_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, language: str | None
+) -> None:
+    """Also for a user whose git speaks another language (LANGUAGE=de, where git's German messages are installed):
+    a directory git refuses is known as such in any locale, and the .gitignore walk lists it."""
+    if language is not None:
+        monkeypatch.setenv("LANG", "C.UTF-8")
+        monkeypatch.setenv("LANGUAGE", language)
     parent = tmp_path / "project"
     make_project(parent)
     (parent / ".git").mkdir()  # not a repository: git refuses it, the .gitignore walk lists; .git never copied
@@ -85,24 +94,7 @@ def test_copy_omits_ignored_files_and_directories_without_git(tmp_path: Path) ->
     assert not (layout.copy / ".git").exists() and not (layout.copy / "target").exists()
 
 
-@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
-def test_a_directory_outside_git_is_listed_whatever_language_git_speaks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """git saying "not a git repository" is how the listing knows to walk the .gitignore files instead: a user whose
-    git speaks another language gets that walk too, not a refused spawn."""
-    parent = tmp_path / "project"
-    make_project(parent)
-    monkeypatch.delenv("LC_ALL", raising=False)
-    monkeypatch.delenv("LC_MESSAGES", raising=False)
-    monkeypatch.setenv("LANGUAGE", "de")
-    said = subprocess.run(["git", "-C", str(parent), "ls-files"], capture_output=True, text=True, check=False).stderr
-    if "not a git repository" in said:
-        pytest.skip(f"git has no German messages on this machine (it says {said.strip()!r}): nothing to prove")
-    assert set(list_workspace(parent)) == EXPECTED
-
-
-@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+@needs_git
 def test_copy_omits_ignored_files_and_directories_with_git(tmp_path: Path) -> None:
     parent = tmp_path / "project"
     make_project(parent)
@@ -121,7 +113,7 @@ def test_copy_omits_ignored_files_and_directories_with_git(tmp_path: Path) -> No
     assert not (layout.copy / ".git").exists()
 
 
-@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+@needs_git
 def test_the_hand_back_lists_the_child_with_its_gitignore_files_only(tmp_path: Path) -> None:
     """A child file only .git/info/exclude ignores comes back; one its .gitignore ignores does not; a tracked file
     the .gitignore ignores is still the child's (unchanged: not a removal)."""
@@ -159,7 +151,7 @@ def test_more_files_than_the_limit_are_refused_naming_shared(tmp_path: Path) -> 
     assert create_workspace(parent, layout, max_files=15).files == 15
 
 
-@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+@needs_git
 def test_more_files_than_the_limit_are_refused_in_a_git_tree(tmp_path: Path) -> None:
     parent = tmp_path / "project"
     parent.mkdir()
@@ -278,8 +270,7 @@ def xfs_mount() -> Iterator[Path]:
     """A fresh XFS filesystem with reflink, loop-mounted (root only); skipped with the reason otherwise."""
     if os.geteuid() != 0:
         pytest.skip("FICLONE on XFS needs a loop mount, which needs root")
-    if shutil.which("mkfs.xfs") is None:
-        pytest.skip("mkfs.xfs is not installed (apt-get install xfsprogs)")
+    need_tools("mkfs.xfs", "mount", "umount")
     work = Path(tempfile.mkdtemp(prefix="ek-xfs-"))
     image, mount = work / "xfs.img", work / "mnt"
     mount.mkdir()
@@ -308,7 +299,7 @@ def physical_extents(path: Path) -> list[tuple[int, int, str]]:
     return [(int(start), int(end), flags) for start, end, flags in rows]
 
 
-@pytest.mark.skipif(shutil.which("filefrag") is None, reason="filefrag (e2fsprogs) is not installed")
+@needs_tools("filefrag")
 def test_ficlone_shares_extents_on_a_real_xfs_mount(xfs_mount: Path, caplog: pytest.LogCaptureFixture) -> None:
     parent = xfs_mount / "project"
     parent.mkdir()

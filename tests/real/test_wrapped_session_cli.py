@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 
 from tests.real.conftest import DaemonEnv
 from tests.real.sandboxes import SANDBOX_PYTHON, need_root, wrapped_kernels
+from tests.real.tools import need_tools
 
 pytestmark = pytest.mark.real
 
@@ -31,8 +31,7 @@ def test_a_bwrap_kernel_set_in_the_user_settings_serves_cells_and_files_through_
     world: DaemonEnv, tmp_path: Path
 ) -> None:
     need_root("bubblewrap")
-    if not os.path.exists("/usr/bin/bwrap"):
-        pytest.skip("bubblewrap is not installed (.ci/run installs it)")
+    need_tools("bwrap")
     host = tmp_path / "host"
     (host / "sub").mkdir(parents=True)
     (host / "sub" / "b.txt").write_text("beta\n")

@@ -21,13 +21,8 @@ pytestmark = pytest.mark.real
 
 
 def start_cli(world: DaemonEnv, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "eukhe.cli.main", *args],
-        env=world.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    """The CLI as a user starts it; the world ends it with the test, on every path (nothing leaks into a later test)."""
+    return world.start_cli(*args)
 
 
 def running_job(world: DaemonEnv, session: str) -> str:
@@ -135,25 +130,22 @@ def ignoring_and_blocking_sigint() -> None:
 def test_ctrl_c_cancels_the_job_even_when_the_cli_inherited_sigint_ignored_and_blocked(
     world: DaemonEnv, session: str
 ) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "eukhe.cli.main", "bash", "--session", session, "--", "sleep 65 & sleep 66; wait"],
-        env=world.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=ignoring_and_blocking_sigint,  # noqa: PLW1509 - the child's own signal state, before exec
+    process = world.spawned.add(
+        subprocess.Popen(
+            [sys.executable, "-m", "eukhe.cli.main", "bash", "--session", session, "--", "sleep 65 & sleep 66; wait"],
+            env=world.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=ignoring_and_blocking_sigint,  # noqa: PLW1509 - the child's own signal state, before exec
+        )
     )
-    try:
-        job = running_job(world, session)
-        with open(f"/proc/{process.pid}/status") as status:
-            ignored = next(line for line in status if line.startswith("SigIgn:"))
-        assert int(ignored.split()[1], 16) & (1 << (signal.SIGINT - 1)) == 0  # the CLI set its own handler
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+    job = running_job(world, session)
+    with open(f"/proc/{process.pid}/status") as status:
+        ignored = next(line for line in status if line.startswith("SigIgn:"))
+    assert int(ignored.split()[1], 16) & (1 << (signal.SIGINT - 1)) == 0  # the CLI set its own handler
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
     assert process.returncode == 130, (out, err)
     assert f"cancelled: job {job} ended (killed)" in err
     assert sleeps_left(world, "sleep 6") == []

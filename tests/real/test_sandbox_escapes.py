@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -360,3 +362,48 @@ def deadline_wait(condition: object, seconds: float = 20.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "nothing reached the listener"
         time.sleep(0.02)
+
+
+@pytest.fixture
+def outside_socket() -> Iterator[Path]:
+    """A Unix socket listening outside /tmp and outside every writable root (like docker.sock or an ssh agent)."""
+    directory = Path(tempfile.mkdtemp(prefix="eukhe-sock-", dir="/var/tmp"))
+    path = directory / "service.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(8)
+    try:
+        yield path
+    finally:
+        server.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_unix_socket_outside_the_roots_is_masked_unless_its_directory_is_a_writable_root(
+    world: DaemonEnv, outside_socket: Path
+) -> None:
+    project = world.root / "sockets"
+    project.mkdir()
+    probe = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(outside_socket)!r}); print('connected')"
+    command = f"{sys.executable} -c {shlex_quote(probe)}"
+    confined = world.json("session", "create", "--cwd", str(project))["id"]
+    assert "connected" not in str(world.json("bash", "--session", confined, "--", command)["output"]["text"])
+    world.agent_dir.mkdir(parents=True, exist_ok=True)
+    settings = {"sandbox": {"writable_roots": [str(outside_socket.parent)]}}
+    (world.agent_dir / "settings.json").write_text(json.dumps(settings))
+    allowed = world.json("session", "create", "--cwd", str(project))["id"]
+    assert world.json("session", "show", allowed)["sandbox"]["writable_roots"] == [str(outside_socket.parent)]
+    assert "connected" in str(world.json("bash", "--session", allowed, "--", command)["output"]["text"])
+
+
+def test_a_network_off_policy_with_a_users_kernel_transport_is_refused_as_a_conflict(world: DaemonEnv) -> None:
+    world.agent_dir.mkdir(parents=True, exist_ok=True)
+    transport = {"argv_prefix": ["setsid", "-w", "sh", "-c", 'exec "$@"', "wrapper"], "path_map": []}
+    (world.agent_dir / "settings.json").write_text(json.dumps({"kernel_transport": transport}))
+    project = world.root / "conflict"
+    project.mkdir()
+    code, error = world.json_error("session", "create", "--cwd", str(project), "--network", "off")
+    assert code != 0
+    assert error["error"] == "sandbox_conflict", error
+    assert "kernel_transport" in error["message"] and "network" in error["message"]
+    assert world.json("session", "create", "--cwd", str(project))["id"]  # network on: the transport runs as it is

@@ -41,6 +41,8 @@ class KernelLaunch:
     host_pids: bool = True
     """Whether the pids the kernel reports are the host's (a Local kernel), so the host may signal them; a wrapped
     or confined kernel lives in a pid namespace of its own and reaps its own children."""
+    pid_namespace: bool = False
+    """Whether the command is bwrap with a pid namespace of its own: the kernel's end waits for that namespace."""
 
 
 def kernel_python() -> str:
@@ -76,8 +78,20 @@ def confined_launch(launch: KernelLaunch, sandbox: Confinement, *, writable: Seq
     stdin owner rule (the kernel's pid namespace has no host pid to watch: it ends at its stdin's EOF)."""
     env = {name: value for name, value in launch.env.items() if name != OWNER_PID_VARIABLE}
     env[OWNER_VARIABLE] = "stdin"
-    argv = sandbox.wrap(list(launch.argv), writable=writable, readable=[os.path.dirname(launch.argv[0])])
-    return replace(launch, argv=tuple(argv), env=env, host_pids=False)
+    argv = sandbox.wrap(list(launch.argv), writable=writable, readable=interpreter_paths(launch))
+    return replace(launch, argv=tuple(argv), env=env, host_pids=False, pid_namespace=True)
+
+
+def interpreter_paths(launch: KernelLaunch) -> list[str]:
+    """What a confined kernel must read wherever it lies (under the host's /tmp, which it does not see): its
+    interpreter's environment (a venv's root, and the Python it links to) and the stub's PYTHONPATH entries."""
+    python = launch.argv[0]
+    roots = {
+        os.path.dirname(os.path.dirname(os.path.abspath(python))),
+        os.path.dirname(os.path.dirname(os.path.realpath(python))),
+    }
+    roots.update(entry for entry in launch.env.get("PYTHONPATH", "").split(os.pathsep) if entry)
+    return sorted(roots)
 
 
 def with_snapshot(launch: KernelLaunch, path: str) -> KernelLaunch:

@@ -52,6 +52,7 @@ from eukhe.kernel.errors import (
     RemoteCallError,
 )
 from eukhe.kernel.launch import KernelLaunch, kernel_launch
+from eukhe.sandbox.group import namespace_gone, namespace_of
 from eukhe.kernel.splitter import FrameReader
 from eukhe.output import BoundedOutput, BoundedResult
 from eukhe.records.base import Record, convert, encode, strict_json
@@ -255,6 +256,7 @@ class _Kernel:
     snapshot: bool = False  # it has a namespace snapshot file: idle culling asks it to write one
     child_groups: set[int] = field(default_factory=set)  # the stub's `bash()` process groups, reaped at its end
     host_pids: bool = True  # the stub's pids are the host's (Local): its groups may be reaped from here
+    namespace: tuple[int, int] | None = None  # a confined kernel's pid 1 (pid, start ticks): its namespace's life
     end_reason: KernelError | None = None
     gone: bool = False  # retired: takes no new work; the next cell starts a fresh kernel
     ended: bool = False  # what was in flight has ended (after the process and its stdout are gone)
@@ -467,6 +469,8 @@ class KernelManager:
             raise KernelStartError(
                 f"the Python kernel speaks protocol {ready.protocol!r}, the host speaks {PROTOCOL_VERSION}"
             )
+        if launch.pid_namespace:
+            kernel.namespace = namespace_of(process.pid)
         return kernel
 
     async def _terminate(self, kernel: _Kernel, reason: KernelError) -> None:
@@ -484,6 +488,8 @@ class KernelManager:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
         await process.wait()
+        if kernel.namespace is not None:  # its pid namespace ends after bwrap: wait until nothing of it runs
+            await namespace_gone(kernel.namespace)
         self._reap_children(kernel)
         for task in kernel.host_tasks:
             task.cancel()

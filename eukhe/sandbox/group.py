@@ -106,3 +106,30 @@ class SandboxGroup:
         fd, self.write_end = self.write_end, -1
         if fd >= 0:
             os.close(fd)
+
+
+NAMESPACE_END_S = 10.0
+"""How long the end of a pid namespace may take after bwrap is gone (the kernel SIGKILLs its processes at once:
+only a process stuck in the kernel reaches this)."""
+
+
+def namespace_of(bwrap_pid: int) -> tuple[int, int] | None:
+    """The pid 1 (pid, start ticks) of the namespace a running bwrap made: its one child."""
+    try:
+        with open(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children", "rb") as children:
+            pids = [int(word) for word in children.read().split()]
+    except (OSError, ValueError):
+        return None
+    if len(pids) != 1:
+        return None
+    started = start_ticks(pids[0])
+    return None if started is None else (pids[0], started)
+
+
+async def namespace_gone(init: tuple[int, int]) -> None:
+    """Wait until a namespace's pid 1 is gone or a zombie: by then every other process of it has ended."""
+    pid, started = init
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + NAMESPACE_END_S
+    while start_ticks(pid) == started and loop.time() < deadline:
+        await asyncio.sleep(0.001)

@@ -17,6 +17,7 @@ import pytest
 from eukhe.api import ChildExistsError, InputError, Session, Settled, UnknownChildError, UsageError
 from eukhe.children import CHILD_DOC
 from eukhe.records.children import ChildState
+from eukhe.records.sandbox import UNCONFINED
 from eukhe.records.workspace import HandbackFailure, HandbackReport
 from eukhe.workspace import WorkspaceLayout, WorkspaceTooLargeError
 from tests.real.kernel_support import process_gone, run, until
@@ -245,7 +246,7 @@ def test_a_child_still_writing_at_its_end_stops_before_its_hand_back(tmp_path: P
     )
 
     async def scenario() -> None:
-        session = await Session.create(work, root=tmp_path / "sessions")
+        session = await Session.create(work, root=tmp_path / "sessions", sandbox=UNCONFINED)  # reads host pids
         layout = WorkspaceLayout.at(tmp_path / "workspaces", session.id, "writer")
         kernel_alive_at: list[str] = []
 

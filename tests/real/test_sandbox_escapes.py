@@ -183,11 +183,25 @@ def test_the_projects_eukhe_settings_cannot_be_written(box: Box) -> None:
 def test_the_daemons_socket_is_out_of_reach_and_eukhe_bash_inside_runs_nothing_on_the_host(box: Box) -> None:
     sock = box.world.socket
     probe = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(sock)!r}); print('connected')"
-    assert ("connected" in box.text(f"{sys.executable} -c {shlex_quote(probe)}")) is not box.confined
+    assert ("connected" in box.text(f"python3 -c {shlex_quote(probe)}")) is not box.confined
     marker = box.world.root / "from-inside"
     inner = f"{sys.executable} -m eukhe.cli.main bash --session {box.session} -- 'touch {marker}'"
+    if box.confined:  # eukhe itself must be there to try: its tree and venv (under /tmp in a CI clone) made visible
+        probe_box = make_confined_with_eukhe(box)
+        answer = box.world.json("bash", "--session", probe_box, "--", inner)
+        assert "No such file" not in str(answer["output"]["text"]), answer  # eukhe ran, and found no daemon
+        assert answer["exit_code"] != 0, answer
     box.bash(inner)
     assert marker.exists() is not box.confined
+
+
+def make_confined_with_eukhe(box: Box) -> str:
+    """A confined session whose writable roots hold eukhe's tree and interpreter, so a command can run eukhe."""
+    tree = Path(__file__).resolve().parents[2]
+    venv = Path(sys.prefix)
+    settings = {"sandbox": {"writable_roots": sorted({str(tree), str(venv)})}}
+    (box.world.agent_dir / "settings.json").write_text(json.dumps(settings))
+    return str(box.world.json("session", "create", "--cwd", str(box.project))["id"])
 
 
 def test_a_host_process_cannot_be_seen_or_signalled(box: Box) -> None:
@@ -243,9 +257,9 @@ def test_the_network_off_cuts_tcp_dev_tcp_and_udp_and_on_lets_them_through(
     connect = f"import socket; socket.create_connection(('127.0.0.1', {tcp_port}), timeout=5); print('tcp ok')"
     udp = f"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'udp', ('127.0.0.1', {udp_port}))"
     commands = [
-        f"{sys.executable} -c {shlex_quote(connect)}",
+        f"python3 -c {shlex_quote(connect)}",
         f"exec 3<>/dev/tcp/127.0.0.1/{tcp_port} && echo devtcp ok",
-        f"{sys.executable} -c {shlex_quote(udp)}; echo sent",
+        f"python3 -c {shlex_quote(udp)}; echo sent",
     ]
     texts = [str(world.json("bash", "--session", session, "--", c)["output"]["text"]) for c in commands]
     assert ("tcp ok" in texts[0]) is (network == "on"), texts
@@ -385,7 +399,7 @@ def test_a_unix_socket_outside_the_roots_is_masked_unless_its_directory_is_a_wri
     project = world.root / "sockets"
     project.mkdir()
     probe = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(outside_socket)!r}); print('connected')"
-    command = f"{sys.executable} -c {shlex_quote(probe)}"
+    command = f"python3 -c {shlex_quote(probe)}"
     confined = world.json("session", "create", "--cwd", str(project))["id"]
     assert "connected" not in str(world.json("bash", "--session", confined, "--", command)["output"]["text"])
     world.agent_dir.mkdir(parents=True, exist_ok=True)

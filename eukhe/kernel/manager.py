@@ -52,7 +52,6 @@ from eukhe.kernel.errors import (
     RemoteCallError,
 )
 from eukhe.kernel.launch import KernelLaunch, kernel_launch
-from eukhe.sandbox.group import namespace_gone, namespace_of
 from eukhe.kernel.splitter import FrameReader
 from eukhe.output import BoundedOutput, BoundedResult
 from eukhe.records.base import Record, convert, encode, strict_json
@@ -76,6 +75,7 @@ from eukhe.records.kernel import (
     StderrFrame,
     StdoutFrame,
 )
+from eukhe.sandbox.group import namespace_gone, namespace_of
 from eukhe_kernel.protocol import PROTOCOL_VERSION
 
 log = logging.getLogger("eukhe.kernel")

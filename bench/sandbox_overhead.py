@@ -4,6 +4,7 @@
   baseline, raw `bwrap <the same flags> bash -c true` against raw `bash -c true`. Target: what eukhe adds on top of
   bwrap's own cost is at most half of that cost, (confined - unconfined) <= 1.5 x (raw bwrap - raw bash).
 - A cell's round trip (`1 + 1`) on a confined kernel and an unconfined one. Target: confined <= 1.1 x unconfined.
+- The probe a session's start runs. Target: under 50 ms.
 
 Rounds are interleaved so drift hits each side alike; medians.
 
@@ -25,6 +26,7 @@ from pathlib import Path
 from eukhe.kernel.session import KernelSession
 from eukhe.records.jobs import Settled
 from eukhe.records.sandbox import SandboxPolicy
+from eukhe.sandbox import bwrap
 
 
 def raw(argv: list[str], runs: int, cwd: Path) -> list[float]:
@@ -84,6 +86,18 @@ async def measure(runs: int, cells: int, root: Path) -> dict[str, list[float]]:
         await unconfined.close()
 
 
+def probe_ms(rounds: int = 20) -> float:
+    """The start's probe (a fresh run of bwrap with every namespace), median over `rounds`; target < 50 ms."""
+    path = bwrap.locate()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        found = bwrap._run_probe(path)
+        times.append(time.perf_counter() - start)
+        assert isinstance(found, bwrap.Bubblewrap), found
+    return statistics.median(times) * 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=400)
@@ -109,6 +123,7 @@ def main() -> None:
     print(f"bwrap's own cost: {bwrap_cost:.3f} ms; confined - unconfined: {added:.3f} ms")
     print(f"(confined - unconfined) / (raw bwrap - raw): {ratio:.2f} (target <= 1.5)")
     print(f"confined cell / unconfined cell: {ms['cell_on'] / ms['cell_off']:.3f} (target <= 1.1)")
+    print(f"the start's probe: median {probe_ms():.1f} ms (target < 50 ms)")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ Theory of operation.
   `deny_read` paths. `tighten(user, project)` is the one scope rule: a project may only make the user's policy
   stricter; every looser key is named, and then the user's policy holds whole.
 - `layers(facts)` turns a policy and what the shell found on disk (real paths that exist) into layers: the root is
-  readable, each writable root writable, each protected path and each read carve-out readable only, each denied path
-  masked. The deepest layer holding a path decides for it (at one path, the later kind in `Kind` wins: a denial
+  readable, the host's /tmp hidden (the session's private one shows there), each writable root writable, each
+  protected path and each read carve-out readable only, each denied path masked. The deepest layer holding a path decides for it (at one path, the later kind in `Kind` wins: a denial
   beats a grant), exactly as the deepest mount decides in the sandbox.
 - `bwrap_argv(facts)` mounts the layers in that order (shallow first, so deeper ones land on top), then adds the
   namespaces: a pid namespace, `--unshare-net` when the network is off, a new session, no capabilities, and
@@ -214,7 +214,7 @@ def protected_paths(roots: Sequence[str], present: frozenset[str]) -> tuple[str,
 
 def layers(facts: Facts) -> tuple[Layer, ...]:
     """Every layer of a launch, shallow first; at one path, by kind (so a later layer always decides)."""
-    found = [Layer("/", Kind.READ)]
+    found = [Layer("/", Kind.READ), Layer(SANDBOX_TMP, Kind.DENY)]  # the host's /tmp: the private one shows there
     found += [Layer(path, Kind.WRITE) for path in writable_roots(facts)]
     found += [Layer(path, Kind.READ) for path in facts.readable]
     found += [Layer(path, Kind.PROTECT, is_dir) for path, is_dir in facts.protected]
@@ -266,6 +266,11 @@ class Denied:
         """A sentence for the caller: the path, the rule, and the way on."""
         if self.rule == "deny_read":
             return f"{path} is under {self.root}, which the sandbox policy denies (deny_read)"
+        if self.rule == "private_tmp":
+            return (
+                f"{path} is in the host's /tmp, which the sandbox hides: a confined process's /tmp is the session's "
+                f"own {self.root}; use a path in the working directory"
+            )
         if self.rule == "read_only":
             return f"cannot write {path}: the sandbox is read_only"
         if self.rule == "protected":
@@ -285,6 +290,8 @@ def access(facts: Facts, path: str, want: Want) -> Allowed | Denied:
     if facts.mode is Mode.OFF:
         return ALLOWED
     layer = deciding(layers(facts), path)
+    if layer.path == SANDBOX_TMP and layer.kind is Kind.DENY:
+        return Denied("private_tmp", facts.tmp)
     if layer.kind is Kind.DENY:
         return Denied("deny_read", layer.path)
     if want is Want.READ:
@@ -317,8 +324,8 @@ def bwrap_argv(facts: Facts, command: Sequence[str], *, info_fd: int | None = No
         if layer.path == "/":
             argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
             argv += ["--bind" if facts.mode is not Mode.OFF else "--ro-bind", facts.tmp, SANDBOX_TMP]
-        elif layer.path == facts.tmp and layer.kind is Kind.WRITE:
-            continue  # the private temp directory is the sandbox's /tmp, bound with the root
+        elif layer.path in (facts.tmp, SANDBOX_TMP):
+            continue  # the private temp directory is the sandbox's /tmp (bound with the root), hiding the host's
         elif layer.kind is Kind.WRITE:
             argv += ["--bind", layer.path, layer.path]
         elif layer.kind in (Kind.READ, Kind.PROTECT):

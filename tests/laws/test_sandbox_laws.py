@@ -13,7 +13,7 @@ from eukhe.core.pathmap import is_within
 
 MODES = list(core.Mode)
 NETWORKS = list(core.Network)
-NAMES = ["a", "b", ".git", "hooks", "config", ".eukhe", ".agents", "c"]
+NAMES = ["a", "b", ".git", "hooks", "config", ".eukhe", ".agents", "tmp", "c"]
 paths = st.lists(st.sampled_from(NAMES), min_size=1, max_size=4).map(lambda parts: "/" + "/".join(parts))
 
 
@@ -81,7 +81,7 @@ def test_sandbox_access_is_the_mount_plan(facts: core.Facts, path: str, want: co
     layer = core.deciding(core.layers(facts), path)
     if layer.kind is core.Kind.DENY:
         assert isinstance(verdict, core.Denied)
-        assert verdict.rule == "deny_read"
+        assert verdict.rule == ("private_tmp" if layer.path == "/tmp" else "deny_read")
     elif want is core.Want.READ:
         assert verdict == core.ALLOWED
     elif facts.mode is core.Mode.READ_ONLY or layer.kind is not core.Kind.WRITE:
@@ -110,5 +110,7 @@ def test_sandbox_bwrap_argv_mounts_every_layer_once_and_masks_read_only_last(fac
     last_mount = max(i for i, word in enumerate(argv) if word in ("--bind", "--ro-bind", "--tmpfs"))
     assert all(i > last_mount for i, word in enumerate(argv) if word == "--remount-ro")
     for layer in core.layers(facts):
-        if layer.path not in ("/", facts.tmp) and not (layer.kind is core.Kind.WRITE and is_within(layer.path, "/t")):
+        if layer.path not in ("/", "/tmp", facts.tmp) and not (
+            layer.kind is core.Kind.WRITE and is_within(layer.path, "/t")
+        ):
             assert layer.path in argv

@@ -10,8 +10,9 @@ Theory of operation.
   stricter; every looser key is named, and then the user's policy holds whole.
 - `layers(facts)` turns a policy and what the shell found on disk (real paths that exist) into layers: the root is
   readable, the host's /tmp hidden (the session's private one shows there), each writable root writable, each
-  protected path and each read carve-out readable only, each denied path masked. The deepest layer holding a path decides for it (at one path, the later kind in `Kind` wins: a denial
-  beats a grant), exactly as the deepest mount decides in the sandbox.
+  protected path and each read carve-out readable only, each denied path masked. The deepest layer holding a path
+  decides for it (at one path, the later kind in `Kind` wins: a denial beats a grant), exactly as the deepest mount
+  decides in the sandbox.
 - `bwrap_argv(facts)` mounts the layers in that order (shallow first, so deeper ones land on top), then adds the
   namespaces: a pid namespace, `--unshare-net` when the network is off, a new session, no capabilities, and
   `--die-with-parent`.

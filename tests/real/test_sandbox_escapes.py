@@ -132,6 +132,11 @@ def test_a_deny_read_key_is_unreadable_from_bash_a_cell_and_every_file_tool(box:
             assert str(key.parent) in answer["message"]
         else:
             assert code == 0, (tool, answer)
+    patch = box.project / "key.patch"
+    patch.write_text(f"*** Begin Patch\n*** Update File: {key}\n@@\n-{SECRET}\n+edited\n*** End Patch\n")
+    code, answer = box.world.json_any("fs", "edit", "--session", box.session, str(patch))
+    assert (code != 0) is box.confined, answer
+    assert key.read_text() == (SECRET if box.confined else "edited")
     code, answer = box.world.json_any("fs", "write", str(key), "--session", box.session, "--content", "x")
     assert (code != 0) is box.confined
     assert key.read_text() == (SECRET if box.confined else "x")

@@ -55,6 +55,7 @@ class KernelSession(Session):
         transport = self.kernel_transport
         if transport is None:
             return self._local_launch()
+        self.snapshot_path.parent.mkdir(mode=0o700, exist_ok=True)
         return wrapped_launch(transport, self.cwd, snapshot=str(self.snapshot_path))
 
     async def _local_launch(self) -> KernelLaunch:

@@ -43,7 +43,7 @@ def test_a_kernel_stopped_with_a_snapshot_leaves_its_variables_to_the_next(tmp_p
         session = await Session.create(tmp_path, root=tmp_path / "sessions")
         try:
             old = await stopped_with_snapshot(session)
-            file = session.dir / "kernel-namespace.pickle"
+            file = session.snapshot_path
             assert stat.S_IMODE(file.stat().st_mode) == 0o600  # in the session's private directory, the user's
             saved = "namespace snapshot saved: codec, rows, threading, x; not kept (functions, classes, "
             assert any(saved in line and line.endswith("f, lock") for line in session.kernel.diagnostics)
@@ -82,11 +82,11 @@ def test_a_wrapped_kernels_snapshot_goes_to_its_sandbox_path_or_is_not_asked_for
                 assert outside == []
                 assert (await cell(session, GET)).result == "(41, [{'a': 1}], 'json', [])"
                 path = await cell(session, "import os\nos.environ['EUKHE_KERNEL_SNAPSHOT']")
-                assert path.result == repr(f"/work/.sessions/{session.dir.name}/kernel-namespace.pickle")
+                assert path.result == repr(f"/work/.sessions/{session.dir.name}/kernel/kernel-namespace.pickle")
             else:
-                assert outside and str(session.dir / "kernel-namespace.pickle") in outside[0]
+                assert outside and str(session.snapshot_path) in outside[0]
                 assert not any("namespace snapshot saved" in line for line in session.kernel.diagnostics)
-                assert not (session.dir / "kernel-namespace.pickle").exists()
+                assert not (session.snapshot_path).exists()
                 assert (await cell(session, "'x' in globals()")).result == "False"
         finally:
             await session.close()

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The flake hunt (docs/testing.md): the whole suite, again and again, on a fresh clone with a fresh HOME (no git
+# identity, no ~/.gitconfig), while both cores are kept busy; then the named tests, 20 times each, under the same load.
+#   bash tests/flake_hunt.sh [RUNS] [REPEATS]      (defaults: 5 runs in a row, 20 repeats)
+# It stops at the first red run, and prints the command that ran and every run's closing line.
+set -uo pipefail
+runs=${1:-5}
+repeats=${2:-20}
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d /tmp/eukhe-hunt-XXXXXX)
+git clone -q "$here" "$work/p"
+[ -d "$here/../shared" ] && cp -r "$here/../shared" "$work/shared"
+home=$(mktemp -d /tmp/eukhe-hunt-home-XXXXXX)
+cd "$work/p" || exit 1
+run() { env -u GIT_AUTHOR_NAME -u GIT_AUTHOR_EMAIL -u GIT_COMMITTER_NAME -u GIT_COMMITTER_EMAIL HOME="$home" "$@"; }
+python3 -m uv sync --frozen -q
+busy=""
+if command -v stress-ng >/dev/null; then
+  stress-ng --cpu 2 --quiet & busy=$!
+else
+  (while :; do :; done) & busy="$!"
+  (while :; do :; done) & busy="$busy $!"
+fi
+trap 'kill $busy 2>/dev/null' EXIT
+green=0
+for i in $(seq 1 "$runs"); do
+  run python3 -m uv run pytest -q -p no:cacheprovider > "$work/run-$i.log" 2>&1
+  code=$?
+  echo "run $i: exit $code: $(tail -n 1 "$work/run-$i.log")"
+  if [ "$code" -ne 0 ]; then grep -E '^(FAILED|ERROR)' "$work/run-$i.log"; exit 1; fi
+  green=$((green + 1))
+done
+echo "$green full runs in a row green under load ($work)"
+named=(
+  "tests/real/test_ctrl_c.py::test_ctrl_c_on_a_waiting_bash_cancels_its_job_and_exits_130_after_the_end"
+  "tests/real/test_ctrl_c.py::test_a_second_ctrl_c_leaves_at_once_and_names_the_job"
+  "tests/real/test_ctrl_c.py::test_ctrl_c_on_a_waiting_ipython_interrupts_the_cell"
+  "tests/ties/test_a_real_hand_back_equals_the_model.py::test_a_real_hand_back_equals_the_model"
+  "tests/real/test_daemon_paths_and_random_requests.py::test_random_requests_never_answer_internal"
+)
+for test in "${named[@]}"; do
+  passed=0
+  for _ in $(seq 1 "$repeats"); do
+    if run python3 -m uv run pytest -q -p no:cacheprovider "$test" > "$work/named.log" 2>&1; then
+      passed=$((passed + 1))
+    else
+      tail -n 30 "$work/named.log"
+    fi
+  done
+  echo "$test: $passed of $repeats under load"
+done

@@ -8,6 +8,7 @@ from typing import Literal
 import msgspec
 
 from eukhe.core import sandbox as core
+from eukhe.errors import InputError
 from eukhe.records.base import Record
 
 ModeName = Literal["workspace_write", "read_only", "off"]
@@ -22,6 +23,17 @@ class SandboxPolicy(Record):
     network: NetworkName = "on"
     writable_roots: list[str] = msgspec.field(default_factory=list)
     deny_read: list[str] = msgspec.field(default_factory=lambda: list(core.CREDENTIALS))
+
+    def __post_init__(self) -> None:
+        for key in ("writable_roots", "deny_read"):
+            for index, path in enumerate(getattr(self, key)):
+                if not (isinstance(path, str) and (path.startswith("/") or path == "~" or path.startswith("~/"))):
+                    raise InputError(
+                        "bad_setting",
+                        f"sandbox.{key}[{index}] must be an absolute path or start with ~/, got {path!r}",
+                        field=f"sandbox.{key}[{index}]",
+                        expected="an absolute path, or ~/...",
+                    )
 
     def to_core(self) -> core.Policy:
         return core.Policy(

@@ -142,13 +142,6 @@ class Confinement:
                     make_private_dirs(point.parent)
                     os.close(os.open(point, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
-    def check(self, host_path: str, want: core.Want) -> core.Denied | None:
-        """The file tools' verdict on a resolved host path: the denial, or None when it may go ahead."""
-        if not self.confined:
-            return None
-        verdict = core.access(self.facts(sockets=False), host_path, want)
-        return verdict if isinstance(verdict, core.Denied) else None
-
     def _protect_git_hooks(self) -> None:
         """A repository in the cwd without `.git/hooks` gets an empty one, so that a confined command finds it
         read-only instead of making it (git makes it at `git init` anyway)."""

@@ -51,3 +51,18 @@ def test_the_truncation_setting_maps_the_cores_one_to_one(max_bytes: int, max_li
     settings = SessionSettings.bounded_by(truncation)
     assert msgspec.json.decode(msgspec.json.encode(settings), type=SessionSettings) == settings
     assert truncation_of(setting_of(Off())) == Off()
+
+
+def test_a_sandbox_policy_refuses_a_relative_path_by_name() -> None:
+    from eukhe.errors import InputError
+    from eukhe.records.base import decode_json
+    from eukhe.records.sandbox import SandboxPolicy
+    from eukhe.records.settings import UserSettings
+
+    with pytest.raises(InputError) as refused:
+        decode_json(b'{"sandbox": {"writable_roots": ["rel"]}}', UserSettings, code="bad_setting", what="s.json")
+    assert refused.value.code == "bad_setting"
+    assert "sandbox.writable_roots[0]" in str(refused.value)
+    with pytest.raises(InputError):
+        decode_json(b'{"sandbox": {"mode": "loose"}}', UserSettings, code="bad_setting", what="s.json")
+    assert SandboxPolicy(writable_roots=["~/x", "/abs"]).confined

@@ -197,7 +197,7 @@ class BashRun:
         if self.sandbox is None:
             signal_group(self.pgid, signal.SIGTERM)
         elif not self.sandbox.terminate():
-            kill_group(self.pgid)  # bwrap has not said yet where the command runs: end all of it now
+            kill_group(self.pgid)  # bwrap ended its report without naming the group inside: end all of it now
         deadline = self.clock.now_ms() + self.options.kill_grace_ms
         self._kill_timer = self.clock.call_at(deadline, self._kill)
 
@@ -262,7 +262,11 @@ async def start_bash(
     info: SandboxGroup | None = None
     if confine is not None:
         info = SandboxGroup(loop)
-        argv = confine(argv, info.write_end)
+        try:
+            argv = confine(argv, info.write_end)
+        except BaseException:  # the sandbox could not be set up (sandbox_unavailable): its pipe does not leak
+            info.close()
+            raise
     read_end, write_end = os.pipe()
     try:
         transport, pipe = await loop.subprocess_exec(

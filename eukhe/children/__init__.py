@@ -1,4 +1,4 @@
-"""Children (issue 11): sessions a parent starts from a cell (`rlm.spawn`) or the API, each with its own kernel and
+"""Children: sessions a parent starts from a cell (`rlm.spawn`) or the API, each with its own kernel and
 jobs, working in the parent's directory or in an isolated copy handed back path by path at its end. See
 docs/children.md.
 """

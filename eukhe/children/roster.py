@@ -1,4 +1,4 @@
-"""A parent's children (issue 11): spawn, roster, collect, delete, and each child's end: stop, then hand back.
+"""A parent's children: spawn, roster, collect, delete, and each child's end: stop, then hand back.
 
 Each child is kept as an `eukhe.child` state document in the parent's journal (`ChildState`), written at its spawn,
 at its run's end and after its hand-back, so a parent reopened after a crash finds its children. A child whose run

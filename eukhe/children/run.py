@@ -1,4 +1,4 @@
-"""A child's run (issue 11): its code as one cell in the child's kernel, then its answer.
+"""A child's run: its code as one cell in the child's kernel, then its answer.
 
 The run is pluggable: a `ChildHost` runs a `RunRequest` however it hosts the child (in this process, or in the
 child's own worker); this module is the code run, shared by both. A prompt-driven run can sit beside it later.

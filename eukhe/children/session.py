@@ -1,4 +1,4 @@
-"""A session that can have children, and be one (issue 11): the session the public API and the daemon host.
+"""A session that can have children, and be one: the session the public API and the daemon host.
 
 Its cells may call `rlm.spawn`, `rlm.list_subagents`, `rlm.collect` and `rlm.delete` (host requests served by its
 `Children`), and, run as a child, `rlm.answer`. Where its children live is its `child_host` (in this process by

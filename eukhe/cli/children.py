@@ -1,4 +1,4 @@
-"""`eukhe spawn` and `eukhe children list|collect|delete`: a daemon-hosted session's children (issue 11).
+"""`eukhe spawn` and `eukhe children list|collect|delete`: a daemon-hosted session's children.
 
 A child is a session of its own (worker, kernel, jobs) whose run is CODE, one cell in its kernel; `--isolated` gives
 it a copy of the parent's files, handed back path by path at its end (docs/children.md).

@@ -1,4 +1,4 @@
-"""`eukhe daemon start|run|stop|status`, and what every daemon-backed command shares (issue 4).
+"""`eukhe daemon start|run|stop|status`, and what every daemon-backed command shares.
 
 Every daemon-backed command takes `--json` and `--daemon-socket PATH`; it starts the daemon on first use when none
 answers (except `daemon stop` and `daemon status`, which only look). Long waits show a spinner on a terminal, never

@@ -1,4 +1,4 @@
-"""`eukhe fs read|write|edit|grep|glob --session ID ...`: the file tools on a session's working directory (issue 10).
+"""`eukhe fs read|write|edit|grep|glob --session ID ...`: the file tools on a session's working directory.
 
 The same handlers as a cell's `rlm.fs` and the Python API's `session.files`: answers are bounded by the session's
 output limits (the notice and the artifact like every output); a refusal is `fs_error` with its `reason` in

@@ -1,4 +1,4 @@
-"""`eukhe gc [--dry-run]`: apply the artifact retention policy now (issue 15, "Bounded disk").
+"""`eukhe gc [--dry-run]`: apply the artifact retention policy now ("Bounded disk").
 
 The daemon applies it at its start and every hour; this runs it now and says what it freed (`--dry-run`: what it
 would free). --json: the daemon's `GcReport` (`removed`: each `{path, bytes, reason}`; `bytes_freed`, ...).

@@ -1,4 +1,4 @@
-"""`eukhe mcp [--cwd DIR | --session ID]`: serve MCP over stdio for one session (issue 13; docs/mcp.md).
+"""`eukhe mcp [--cwd DIR | --session ID]`: serve MCP over stdio for one session (docs/mcp.md).
 
 Creates a session in --cwd (default: the current directory) through the per-user daemon, started on first use, or
 attaches to an existing one with --session. stdout is the MCP channel; stderr carries diagnostics only. The session

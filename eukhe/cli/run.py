@@ -1,4 +1,4 @@
-"""`eukhe run`: run one command with its output bounded, print the window and the notice (issue 2)."""
+"""`eukhe run`: run one command with its output bounded, print the window and the notice."""
 
 from __future__ import annotations
 

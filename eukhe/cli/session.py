@@ -1,4 +1,4 @@
-"""`eukhe session create|list|show|close|delete`: sessions hosted by the daemon (issues 4, 15).
+"""`eukhe session create|list|show|close|delete`: sessions hosted by the daemon.
 
 --json keys scripts rely on: `create` -> `id`; `list` -> `sessions` (each with `id`); `show` -> `entries` (each with
 `id`, `parent`, `kind`) and `leaf`; `close` -> `session`, `was_open`; `delete` -> `session`, `was_open`, `removed`.

@@ -1,4 +1,4 @@
-"""Job records that outlive their process (S2 "Jobs" 5; issue 14): why a job ended with its host, what the reopen
+"""Job records that outlive their process (S2 "Jobs" 5): why a job ended with its host, what the reopen
 records for it, and what `jobs.list` says for the jobs of earlier lives.
 
 A session's journal outlives the process that hosts it (a daemon worker, a Python program); its jobs do not. When

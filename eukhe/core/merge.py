@@ -23,7 +23,7 @@ Theory of operation:
 Idempotence (spec workspace 6): a path already taken reads as changed by both to the same content (`KEPT`), so a
 hand-back cut by a crash, planned again from its partial result, ends at the same tree with the same conflicts.
 
-Change detection (spec workspace, issue 11.4) also decides here: `stat_proves_same` is the racy-git rule.
+Change detection (spec workspace) also decides here: `stat_proves_same` is the racy-git rule.
 
 `merge_entry` is the core's entry: a plain JSON request (the three trees) in, the encoded plan out, or one exact
 typed refusal naming the first malformed field.

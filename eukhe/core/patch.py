@@ -1,4 +1,4 @@
-"""The multi-file patch of `fs.edit`: its grammar, its parser and printer, and its pure application (issue 10).
+"""The multi-file patch of `fs.edit`: its grammar, its parser and printer, and its pure application.
 
 The grammar is modelled on Codex's apply_patch and written out in docs/fs.md. In short:
 

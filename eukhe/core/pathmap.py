@@ -1,4 +1,4 @@
-"""Sandbox <-> host path maps and the `outside` rule (spec S3 "Where the sandbox runs"; issue 10).
+"""Sandbox <-> host path maps and the `outside` rule (spec S3 "Where the sandbox runs").
 
 A wrapped kernel sees the host's files through mounts: `{sandbox, host}` pairs of absolute POSIX directories. The
 host serves the kernel's `fs.*` requests, so every path in a request is a sandbox path the host must map, and every

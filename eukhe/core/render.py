@@ -1,4 +1,4 @@
-"""Model-facing text (issue 13, 4): what a terminal would leave on screen, as plain text a model can read.
+"""Model-facing text: what a terminal would leave on screen, as plain text a model can read.
 
 `render(raw)` is the one rendering of an output window for a model (the MCP server's `content`). It is pure and
 decides nothing about counts: the counts stay those of the raw bytes (S2 "Limits" 2), and the artifact keeps the raw

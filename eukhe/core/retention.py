@@ -1,4 +1,4 @@
-"""Artifact retention (issue 15, "Bounded disk"): which artifacts a collection removes, decided from facts.
+"""Artifact retention ("Bounded disk"): which artifacts a collection removes, decided from facts.
 
 Rules, in order:
 

@@ -1,4 +1,4 @@
-"""Children under the daemon: each child is a session of its own worker (issue 11).
+"""Children under the daemon: each child is a session of its own worker.
 
 A parent's worker asks the supervisor to create the child's session (a new worker, in the child's directory), to
 run the child's code there (`child.run`, answered by the child's worker), and to close it (`session.close` with

@@ -1,4 +1,4 @@
-"""The warm fork server (issue 15): one pre-imported process that starts session workers by forking.
+"""The warm fork server: one pre-imported process that starts session workers by forking.
 
 A session worker started the plain way is a fresh Python that imports the whole stack (0.3-0.5 s, ~27 MB private
 each). The supervisor instead starts this process once (`python -m eukhe.daemon.forkserver`, its stdin a

@@ -1,4 +1,4 @@
-"""How the supervisor starts session workers (issue 15): forked by the warm fork server, or as a fresh Python.
+"""How the supervisor starts session workers: forked by the warm fork server, or as a fresh Python.
 
 `ForkServer` runs `eukhe.daemon.forkserver` (started once, at the daemon's start) and asks it for workers over a
 SOCK_SEQPACKET socket, each request carrying the worker's stdin read end and stdout write end. A forked worker is

@@ -1,4 +1,4 @@
-"""The supervisor: the daemon's front door on `$TMPDIR/eukhe-<uid>/daemon.sock` (spec "Local access", issue 4).
+"""The supervisor: the daemon's front door on `$TMPDIR/eukhe-<uid>/daemon.sock` (spec "Local access").
 
 It makes the agent dir and sessions root private (or refuses to start), checks its socket dir, binds 0600, and
 serves the client protocol. Session-scoped requests go to the session's worker, one process per open session,

@@ -1,4 +1,4 @@
-"""The daemon's upkeep (issue 15): idle culling after Jupyter's, and artifact retention.
+"""The daemon's upkeep: idle culling after Jupyter's, and artifact retention.
 
 Culling. Every `cull_interval_s` the supervisor asks each worker with no client request in flight (`session.cull`):
 the worker stops its kernel when nothing runs on it and it has been idle `kernel_idle_timeout_s` (0: never), then

@@ -1,4 +1,4 @@
-"""The five file tools, served on the host over a session's working directory (issue 10).
+"""The five file tools, served on the host over a session's working directory.
 
 `read`, `write`, `edit`, `grep` and `glob` each take an `FsContext` (the session's cwd, output bound, artifact dir,
 and for a wrapped kernel its path map and sandbox cwd) and their argument record, and return their answer record or

@@ -1,4 +1,4 @@
-"""Carry out a patch's plan on disk, all of it or none of it (issue 10: "a patch applies completely or not at all").
+"""Carry out a patch's plan on disk, all of it or none of it: a patch applies completely or not at all.
 
 The core (`eukhe.core.patch.plan`) has already decided every write and removal in memory. Here:
 

@@ -1,4 +1,4 @@
-"""Where the file tools run, and how a request path becomes a checked host path (issue 10; spec S3 items 3-5).
+"""Where the file tools run, and how a request path becomes a checked host path (spec S3 items 3-5).
 
 `FsContext` is one session's setting: its host working directory, its `Truncation` and artifact dir, and for a
 wrapped kernel its `PathMap` and the kernel's sandbox cwd. `Locator` checks paths on the host disk through

@@ -1,4 +1,4 @@
-"""`fs.edit`: one multi-file patch, applied completely or not at all (issue 10; grammar in docs/fs.md).
+"""`fs.edit`: one multi-file patch, applied completely or not at all (grammar in docs/fs.md).
 
 Steps: parse the patch (`eukhe.core.patch.parse`); check every header and `Move to` path like any request path
 (relative to the cwd, through the path map, on the host disk: a refusal there keeps its own reason, e.g. `outside`);

@@ -1,4 +1,4 @@
-"""`fs.glob`: the files under a directory whose relative path matches a glob (issue 10).
+"""`fs.glob`: the files under a directory whose relative path matches a glob.
 
 The pattern is relative to `path` and matched component by component:
 - `*` matches any run of characters within one name, `?` one character, `[abc]` / `[!abc]` a class (no escapes);

@@ -1,4 +1,4 @@
-"""`fs.read`: a text file's lines, bounded like every output (issue 10).
+"""`fs.read`: a text file's lines, bounded like every output.
 
 The file is streamed in 1 MiB chunks: the lines in [offset, offset + limit) go to a `BoundedOutput` (which keeps the
 head within the session's limits and writes the whole range to an artifact when it is cut), the rest are only

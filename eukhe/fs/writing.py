@@ -1,4 +1,4 @@
-"""`fs.write`: create or replace one file, atomically (issue 10).
+"""`fs.write`: create or replace one file, atomically.
 
 The content goes to a new temporary file in the target's directory, is flushed to disk (fsync), and is renamed over
 the target, so a reader sees the old file or the new one, never a part. These are the user's files ("Local access"

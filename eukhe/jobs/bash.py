@@ -4,7 +4,7 @@
 that a job never reads it), in the given working directory, stdin from /dev/null, stdout and stderr merged into one
 pipe that streams into the job (the session's Truncation bounds it; the full output spills to an artifact).
 
-Many busy jobs at once (issue 15, bench/many_jobs.py): the host reads each pipe itself, taking what it holds in one
+Many busy jobs at once (bench/many_jobs.py): the host reads each pipe itself, taking what it holds in one
 read (FIONREAD: the read allocates exactly what it returns, so no fresh pages are mapped and faulted per read), from
 pipes widened to PIPE_BYTES (fewer reads and loop wake-ups); without a terminal a job stays in the host's session,
 since Linux's autogroup scheduler gives each session an equal share of the CPU: 50 jobs in 50 sessions left the one

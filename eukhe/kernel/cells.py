@@ -216,7 +216,7 @@ class CellJobs:
         clock, grace_ms = self.table.clock, round(self.grace_s * 1000)
         await self.manager.interrupt(run.id, timeout=self.grace_s, clock=clock)
         ended = asyncio.ensure_future(run.wait())  # waiting on it never cancels the cell
-        if not await wait_within(clock, ended, grace_ms):  # the grace runs on the job's clock (issue 9 item 7)
+        if not await wait_within(clock, ended, grace_ms):  # the grace runs on the job's clock
             ended.cancel()
             if not run.done:
                 await self.manager.kill()

@@ -1,4 +1,4 @@
-"""`eukhe mcp`: eukhe as an MCP server over stdio (issue 13), so that any agent can use it with its guarantees.
+"""`eukhe mcp`: eukhe as an MCP server over stdio, so that any agent can use it with its guarantees.
 
 - `server`: the SDK server, one session per server, the handlers, cancellation (docs/mcp.md).
 - `tools`: the table of tools, one row per daemon op a model may call; schemas generated from the records.

@@ -1,4 +1,4 @@
-"""Progress of a running tool call (issue 13, 5): MCP progress notifications from the session's live board.
+"""Progress of a running tool call: MCP progress notifications from the session's live board.
 
 When the client gives a progressToken, the call also opens a `watch` stream on the session (a second connection):
 the worker sends a `job_update` whenever a job's output counts or state change (it looks every 200 ms). The call

@@ -1,4 +1,4 @@
-"""What a tool call shows the model (issue 13, 3): the text of each answer, pure functions of its record.
+"""What a tool call shows the model: the text of each answer, pure functions of its record.
 
 The output window's text goes through the one renderer (`eukhe.core.render`: escape sequences out, overwrites
 collapsed, invalid UTF-8 as U+FFFD); the counts are not touched, they stay those of the raw bytes, and the

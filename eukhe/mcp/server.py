@@ -1,4 +1,4 @@
-"""`eukhe mcp`: an MCP server over stdio that drives one eukhe session (issue 13), on the official SDK (`mcp`).
+"""`eukhe mcp`: an MCP server over stdio that drives one eukhe session, on the official SDK (`mcp`).
 
 One server, one session: created in a working directory by the per-user daemon (started on first use, as every CLI
 command starts it), or an existing one attached by id. The session belongs to the daemon, not to the server: it

@@ -1,4 +1,4 @@
-"""The MCP channel on stdin and stdout, read and written by the event loop itself (issue 13, 1 and 8).
+"""The MCP channel on stdin and stdout, read and written by the event loop itself.
 
 The SDK's `stdio_server` reads each line and writes each message in a worker thread (`anyio.wrap_file`): three
 thread hand-offs per tool call, about 0.4 ms of the round trip the benchmark measures (bench/mcp_roundtrip.py).

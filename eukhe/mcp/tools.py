@@ -1,4 +1,4 @@
-"""The table of MCP tools (issue 13, 2-3): one row per tool, each a daemon op seen from a model.
+"""The table of MCP tools: one row per tool, each a daemon op seen from a model.
 
 A row names the tool, the daemon op it calls, its arguments record (`eukhe.records.mcp`: the op's record without
 `session`), its answer record, the text a model reads of an answer (`eukhe.mcp.results`), a description written for

@@ -1,4 +1,4 @@
-"""The records of children (spec S3 "A subagent's workspace", issue 11): a spawn's arguments, a child's roster row
+"""The records of children (spec S3 "A subagent's workspace"): a spawn's arguments, a child's roster row
 and report, the end of its run, and the state document a parent's journal keeps per child.
 
 A child is a session of its own (its worker, kernel and jobs) whose run is a piece of code executed as one cell in

@@ -1,4 +1,4 @@
-"""The MCP tools' argument records (issue 13, 2-3): what a model passes to each tool of `eukhe mcp`.
+"""The MCP tools' argument records: what a model passes to each tool of `eukhe mcp`.
 
 Each is its daemon op's arguments record (`eukhe.records.daemon`) without `session`: one MCP server drives one
 session, so the server adds it. The field descriptions are written for a model; the tools' input schemas are

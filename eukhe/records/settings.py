@@ -148,7 +148,7 @@ DEFAULT_ARTIFACT_MAX_AGE_DAYS = 7.0
 
 
 class Upkeep(Record):
-    """How the daemon keeps many sessions cheap (issue 15), from the user settings over these defaults.
+    """How the daemon keeps many sessions cheap, from the user settings over these defaults.
 
     A session's worker with no running job, no live kernel and no client closes after `session_idle_timeout_s` idle
     (0: never); a kernel with nothing running is stopped after `kernel_idle_timeout_s` idle (0: never, the default,

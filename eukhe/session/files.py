@@ -1,4 +1,4 @@
-"""A session's file tools (issue 10): `read`, `write`, `edit`, `grep`, `glob` on its working directory.
+"""A session's file tools: `read`, `write`, `edit`, `grep`, `glob` on its working directory.
 
 The CLI (`eukhe fs ...`), the Python API (`session.files`) and the kernel's `fs.*` host requests all come through
 here, so they answer the same: the session's output limits bound every answer (the same notice and artifact as any

@@ -1,4 +1,4 @@
-"""The jobs of a session's earlier lives (S2 "Jobs" 5; issue 14): their rows, read back from the journal, and the
+"""The jobs of a session's earlier lives (S2 "Jobs" 5): their rows, read back from the journal, and the
 rows a reopen records for the jobs that ended with their host.
 
 Every job's end records a row, a `notice` entry: the `eukhe.bash` row of a user bash, the `eukhe.job_end` row of any

@@ -1,4 +1,4 @@
-"""Settings with scopes (issue 10 item 2): the user's `<agent dir>/settings.json`, then the project's
+"""Settings with scopes: the user's `<agent dir>/settings.json`, then the project's
 `<cwd>/.eukhe/settings.json`, over the defaults. Both are strict: an unknown key or a wrong value is a `bad_setting`
 error that names the file and the key. `kernel_transport` is the user's alone: in a project file it is refused with a
 diagnostic naming the file, and the session starts Local.

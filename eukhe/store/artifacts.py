@@ -1,4 +1,4 @@
-"""Artifacts on disk and their collection (issue 15, "Bounded disk"): the shell around `eukhe.core.retention`.
+"""Artifacts on disk and their collection ("Bounded disk"): the shell around `eukhe.core.retention`.
 
 Artifacts are the files in each session's `artifacts/` dir (`<sessions root>/<id>/artifacts/*`). `collect` lists
 them (size, modification time), marks the kept ones (the paths it is given: named by the last answer of an open

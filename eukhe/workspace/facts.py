@@ -1,4 +1,4 @@
-"""The facts a hand-back reads (spec S3 "A subagent's workspace" 2, 4; issue 11.4): three trees for the core.
+"""The facts a hand-back reads (spec S3 "A subagent's workspace" 2, 4): three trees for the core.
 
 - The base: the spawn's record (no disk read).
 - The child: every base path looked up where it is (a tracked file the child's rules ignore is still the child's

@@ -122,7 +122,15 @@ FILE_BOUNDED = (
     "session's defaults) you get the first part, then a notice with the exact counts of what was dropped and the "
     "path of a file holding all of it."
 )
-REFUSAL = " A refusal is an error naming its reason (not_found, permission_denied, ...) and the path."
+REFUSAL = (
+    " A refusal is an error naming its reason (not_found, permission_denied, sandbox, ...) and the path; sandbox "
+    "means the session's sandbox policy does not allow it (a credential, or a write outside the writable roots)."
+)
+CONFINED = (
+    "It runs in the session's sandbox (unless the session was made with --sandbox off): it may write the working "
+    "directory, /tmp (private to the session) and the toolchain caches; .git/hooks, .git/config, .eukhe/ and "
+    ".agents/ stay read-only, the user's credentials (~/.ssh, ~/.aws, ...) are hidden, and the network may be off. "
+)
 
 BLOCKS = (
     f"It blocks at most its budget_ms (the session's budget, {DEFAULT_BLOCKING_BUDGET_MS // 1000} s by default, "
@@ -146,7 +154,7 @@ TOOLS: dict[str, Tool] = {
             BashTool,
             CallAnswer,
             results.answer_text,
-            "Run a shell command with bash in the session's working directory. " + BLOCKS + BOUNDED + " "
+            "Run a shell command with bash in the session's working directory. " + CONFINED + BLOCKS + BOUNDED + " "
             "Cancelling the call ends the command's whole process group.",
             SHELL,
             progress="job",
@@ -230,7 +238,8 @@ TOOLS: dict[str, Tool] = {
             "Change files with one patch: add, delete, update (with hunks of context, removed and added lines) or "
             "move any number of files. The patch applies completely or not at all: if any hunk is not found, "
             "nothing changes and the error (patch_failed) names the file and the hunk. Hunks match exactly, else "
-            "ignoring trailing, then surrounding whitespace. "
+            "ignoring trailing, then surrounding whitespace. A patch with no section is refused (it changes "
+            "nothing); Add File onto an existing file is refused (use Update File, or Delete File first). "
             + FILES
             + "The answer lists what each section did."
             + REFUSAL,

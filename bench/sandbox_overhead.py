@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from eukhe.kernel.session import KernelSession
@@ -38,26 +39,26 @@ def raw(argv: list[str], runs: int, cwd: Path) -> list[float]:
     return times
 
 
-async def bash_round_trips(session: KernelSession, runs: int) -> list[float]:
+async def round_trips(
+    call: Callable[[], Awaitable[object]], runs: int, check: Callable[[Settled], bool]
+) -> list[float]:
+    """`runs` timed calls, each checked."""
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        answer = await session.execute_bash_and_wait("true", 60_000)
+        answer = await call()
         times.append(time.perf_counter() - start)
         assert isinstance(answer, Settled), answer
-        assert answer.exit_code == 0, answer
+        assert check(answer), answer
     return times
+
+
+async def bash_round_trips(session: KernelSession, runs: int) -> list[float]:
+    return await round_trips(lambda: session.execute_bash_and_wait("true", 60_000), runs, lambda a: a.exit_code == 0)
 
 
 async def cell_round_trips(session: KernelSession, runs: int) -> list[float]:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        answer = await session.ipython("1 + 1", 60_000)
-        times.append(time.perf_counter() - start)
-        assert isinstance(answer, Settled), answer
-        assert answer.result == "2", answer
-    return times
+    return await round_trips(lambda: session.ipython("1 + 1", 60_000), runs, lambda a: a.result == "2")
 
 
 async def measure(runs: int, cells: int, root: Path) -> dict[str, list[float]]:

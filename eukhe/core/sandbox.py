@@ -213,6 +213,28 @@ def protected_paths(roots: Sequence[str], present: frozenset[str]) -> tuple[str,
     return tuple(found)
 
 
+def sockets_to_mask(bound: Sequence[str], open_roots: Sequence[str], denied: Sequence[str]) -> tuple[str, ...]:
+    """Of the Unix sockets bound on the machine (real paths), those a launch masks: every one but those the private
+    /tmp hides, those in a writable root (the user's own, or allowed there), and those a denied path covers."""
+    return tuple(
+        path for path in bound if not any(is_within(path, root) for root in (SANDBOX_TMP, *open_roots, *denied))
+    )
+
+
+def composition(policy: Policy, user_transport: bool) -> str | None:
+    """Why a policy cannot hold with the user's own kernel transport, if it cannot: eukhe runs that transport as it
+    is, so it cannot cut that kernel's network."""
+    if user_transport and policy.mode is not Mode.OFF and policy.network is Network.OFF:
+        return "network_off_with_a_user_transport"
+    return None
+
+
+def chosen(policy: Policy, mode: Mode | None, network: Network | None) -> Policy:
+    """The settings files' policy with the mode or network chosen at a session's creation over it (the user's own
+    choice, which may loosen it)."""
+    return Policy(mode or policy.mode, network or policy.network, policy.writable_roots, policy.deny_read)
+
+
 def layers(facts: Facts) -> tuple[Layer, ...]:
     """Every layer of a launch, shallow first; at one path, by kind (so a later layer always decides)."""
     found = [Layer("/", Kind.READ), Layer(SANDBOX_TMP, Kind.DENY)]  # the host's /tmp: the private one shows there

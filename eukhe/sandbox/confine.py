@@ -27,22 +27,20 @@ class SandboxConflictError(EukheError):
 
 
 def choose(policy: SandboxPolicy, choice: SandboxChoice | None) -> SandboxPolicy:
-    """The settings files' policy with the mode or network chosen at creation over it."""
+    """The settings files' policy with the mode or network chosen at creation over it (`core.chosen`)."""
     if choice is None:
         return policy
-    return SandboxPolicy(
-        mode=choice.mode or policy.mode,
-        network=choice.network or policy.network,
-        writable_roots=policy.writable_roots,
-        deny_read=policy.deny_read,
-    )
+    mode = None if choice.mode is None else core.Mode(choice.mode)
+    network = None if choice.network is None else core.Network(choice.network)
+    return SandboxPolicy.of(core.chosen(policy.to_core(), mode, network))
 
 
 def check_composition(policy: SandboxPolicy, transport: KernelTransport | None) -> None:
     """A user's `kernel_transport` is its own confinement: eukhe runs it as it is (bwrap around a `docker exec` or
     an `ssh` would confine the client, not the kernel). So a policy with the network off cannot hold for that
     kernel, and is refused rather than half kept."""
-    if transport is not None and policy.confined and policy.network == "off":
+    if core.composition(policy.to_core(), transport is not None) is not None:
+        assert transport is not None
         raise SandboxConflictError(
             "sandbox.network is off, but the kernel runs under the user's kernel_transport "
             f"({transport.argv_prefix[0]} ...), whose network eukhe cannot cut: cut it in the transport and set "

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from eukhe.core import sandbox as core
-from eukhe.core.pathmap import is_within, normalize
+from eukhe.core.pathmap import normalize
 
 UNIX_SOCKETS = "/proc/net/unix"
 
@@ -92,14 +92,8 @@ def gather(
     )
     protected = tuple((path, _kind(path) is True) for path in core.protected_paths(open_roots, present))
     shown = tuple(p for p in (real(path) for path in readable) if p is not None)
-    masked: list[str] = []
-    for socket_path in unix_sockets() if sockets is None else sockets:
-        found = real(socket_path)
-        if found is None or found in masked or not _is_socket(found):
-            continue
-        if any(is_within(found, root) for root in ("/tmp", *open_roots, *denied)):
-            continue  # the private /tmp hides it, it is the user's own, or a mask already covers it
-        masked.append(found)
+    bound = [found for path in (unix_sockets() if sockets is None else sockets) if (found := real(path)) is not None]
+    masked = core.sockets_to_mask([path for path in dict.fromkeys(bound) if _is_socket(path)], open_roots, list(denied))
     return core.Facts(
         mode=mode,
         network=network,

@@ -114,3 +114,26 @@ def test_sandbox_bwrap_argv_mounts_every_layer_once_and_masks_read_only_last(fac
             layer.kind is core.Kind.WRITE and is_within(layer.path, "/t")
         ):
             assert layer.path in argv
+
+
+def test_sandbox_composition_refuses_only_network_off_with_a_user_transport_small_scope() -> None:
+    for mode, network, transport in itertools.product(MODES, NETWORKS, [False, True]):
+        refused = core.composition(core.Policy(mode, network), transport) is not None
+        assert refused is (transport and mode is not core.Mode.OFF and network is core.Network.OFF)
+
+
+def test_sandbox_chosen_sets_only_what_is_chosen_small_scope() -> None:
+    base = core.Policy(core.Mode.READ_ONLY, core.Network.OFF, ("/w",), ("/d",))
+    for mode, network in itertools.product([None, *MODES], [None, *NETWORKS]):
+        got = core.chosen(base, mode, network)
+        assert got == core.Policy(mode or base.mode, network or base.network, ("/w",), ("/d",))
+
+
+@given(st.lists(paths, max_size=5), st.lists(paths, max_size=2), st.lists(paths, max_size=2))
+def test_sandbox_sockets_to_mask_are_those_nothing_else_covers(
+    bound: list[str], roots: list[str], denied: list[str]
+) -> None:
+    masked = core.sockets_to_mask(bound, roots, denied)
+    for path in bound:
+        covered = any(is_within(path, root) for root in ("/tmp", *roots, *denied))
+        assert (path in masked) is not covered

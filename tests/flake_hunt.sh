@@ -3,6 +3,7 @@
 # identity, no ~/.gitconfig), while both cores are kept busy; then the named tests, 20 times each, under the same load.
 #   bash tests/flake_hunt.sh [RUNS] [REPEATS]      (defaults: 5 runs, 20 repeats)
 #   HUNT_PARTS=full|named bash tests/flake_hunt.sh  (only the full runs, or only the named tests)
+#   HUNT_LOAD=0 ...                                  (no load of its own: another hunt keeps the cores busy)
 # It prints every run's closing line and the failures of a red one, and the longest streak of green runs.
 set -uo pipefail
 runs=${1:-5}
@@ -16,13 +17,15 @@ cd "$work/p" || exit 1
 run() { env -u GIT_AUTHOR_NAME -u GIT_AUTHOR_EMAIL -u GIT_COMMITTER_NAME -u GIT_COMMITTER_EMAIL HOME="$home" "$@"; }
 python3 -m uv sync --frozen -q
 busy=""
-if command -v stress-ng >/dev/null; then
+if [ "${HUNT_LOAD:-1}" = 0 ]; then
+  :  # another process keeps the cores busy
+elif command -v stress-ng >/dev/null; then
   stress-ng --cpu 2 --quiet & busy=$!
 else
   (while :; do :; done) & busy="$!"
   (while :; do :; done) & busy="$busy $!"
 fi
-trap 'kill $busy 2>/dev/null' EXIT
+trap '[ -n "$busy" ] && kill $busy 2>/dev/null' EXIT
 parts=${HUNT_PARTS:-full named}
 green=0
 best=0

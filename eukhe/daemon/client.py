@@ -135,8 +135,15 @@ class DaemonClient:
         self._next_id += 1
         if on_interrupt is not None:
             hear_ctrl_c()
-        self._send(encode_request(request_id, op, args))
+            # A Ctrl-C while the request goes out waits (blocked) until it is out: then it cancels that request,
+            # instead of leaving with the request running (a whole request on the wire, never a part of one).
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
+            try:
+                self._send(encode_request(request_id, op, args))
+            finally:
+                if on_interrupt is not None:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
             return self._answer(request_id, on_event)
         except KeyboardInterrupt:
             if on_interrupt is None:

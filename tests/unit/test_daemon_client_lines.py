@@ -114,3 +114,57 @@ def test_a_daemon_that_went_away_is_a_typed_error_not_a_broken_pipe(tmp_path: Pa
         for _ in range(3):  # the first send may still be taken into the buffer; then the pipe is broken or reset
             with pytest.raises(DaemonProtocolError, match="closed the connection"):
                 client.call("ping", {})
+
+
+def test_a_ctrl_c_that_comes_while_the_request_goes_out_cancels_that_request() -> None:
+    """SIGINT right after the request is sent, before the wait for its answer: the client still sends the cancel
+    and waits for the answer (not: leave at once with the request running)."""
+    import json
+    import os
+    import signal
+    import socket
+
+    from eukhe.daemon.client import DaemonClient
+
+    ours, theirs = socket.socketpair()
+    client = DaemonClient(ours, "test")
+    sent = client._send
+
+    def send_then_ctrl_c(data: bytes) -> None:
+        sent(data)
+        if b'"op":"bash"' in data.replace(b" ", b""):
+            os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, the moment the request is out
+
+    client._send = send_then_ctrl_c  # type: ignore[method-assign]
+    heard: list[bool] = []
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        reader = theirs.makefile("rb")
+        import threading
+
+        def daemon() -> None:
+            request = json.loads(reader.readline())
+            cancel = json.loads(reader.readline())
+            assert cancel["op"] == "cancel"
+            assert cancel["args"] == {"request": request["id"]}
+            reply = {"v": 1, "id": request["id"], "ok": True, "result": {"status": "settled"}}
+            theirs.sendall(json.dumps(reply).encode() + b"\n")
+
+        thread = threading.Thread(target=daemon)
+        thread.start()
+        try:
+            answer = client.call("bash", {"session": "s", "command": "sleep 60"}, on_interrupt=heard.append)
+        except KeyboardInterrupt:
+            theirs.sendall(b'{"v": 1, "id": "cancel-1", "ok": true, "result": {}}\n')  # let the daemon end
+            pytest.fail("the Ctrl-C left at once, with the request still running in the daemon")
+        finally:
+            ours.shutdown(socket.SHUT_WR)
+            thread.join(timeout=30)
+        assert heard == [True]
+        assert answer == {"status": "settled"}
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        reader.close()
+        ours.close()
+        theirs.close()

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from eukhe.clock import VirtualClock
 from eukhe.core import job as core
 from eukhe.core.limits import Keep, Off, On, OutputLimits
 from eukhe.jobs.table import JobTable, JobTableClosedError
@@ -99,9 +100,18 @@ def test_a_detached_cell_job_counts_every_byte_of_the_run() -> None:
 
     async def scenario() -> None:
         gate, handlers = gate_handlers()
+        reached = asyncio.Event()  # the cell asked for the gate: every byte before it has been read (frames in order)
+        wait_gate = handlers["gate"]
+
+        async def reach_gate(admission: Admission) -> str:
+            reached.set()
+            return str(await wait_gate(admission))
+
+        handlers["gate"] = reach_gate
         truncation = On(OutputLimits(4096, 100, Keep.TAIL))
         async with KernelManager(truncation=truncation, handlers=handlers) as km:
-            table = JobTable()
+            clock = VirtualClock()  # the budget passes when the test says, never while 20 MiB are on their way
+            table = JobTable(clock)
             cells = CellJobs(km, table)
             call = asyncio.ensure_future(
                 cells.ipython(
@@ -112,6 +122,8 @@ def test_a_detached_cell_job_counts_every_byte_of_the_run() -> None:
                     1500,
                 )
             )
+            await reached.wait()
+            clock.advance(1500)
             detached = await call
             assert isinstance(detached, Detached)
             job = table.get(detached.job)

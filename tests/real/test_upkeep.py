@@ -140,6 +140,7 @@ def test_a_kernel_is_never_culled_while_a_remote_call_runs_on_it(world: DaemonEn
         "import os, time\n"
         "@rlm.remote\n"
         "def wait_for(path: str) -> str:\n"
+        "    open(path + '.started', 'w').close()\n"
         "    while not os.path.exists(path):\n"
         "        time.sleep(0.02)\n"
         "    return 'released'\n"
@@ -150,6 +151,8 @@ def test_a_kernel_is_never_culled_while_a_remote_call_runs_on_it(world: DaemonEn
     call = world.start_cli(
         "remote", "call", "--session", session, "wait_for", "--json", "--args", args, "--budget-ms", "60000"
     )
+    started = tmp_path / "release.started"
+    eventually(started.exists, "the call to run in the kernel")  # in flight before any idle pass can look
     # A control kernel idle from now: once it is culled, then another, the passes that culled them looked at the
     # busy kernel after it was idle (but for its call) longer than its timeout.
     for _ in range(2):

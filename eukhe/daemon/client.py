@@ -155,6 +155,7 @@ class DaemonClient:
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             try:
                 self._send(encode_request(cancel_id, "cancel", {"request": request_id}))
+                self._relay_events_so_far(request_id, on_event)  # the job's id, if its start is already here
                 on_interrupt(True)
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
@@ -198,6 +199,29 @@ class DaemonClient:
                 self._buffer.clear()
                 return line
             self._buffer += chunk
+
+    def _relay_events_so_far(self, request_id: int, on_event: Callable[[Any], None] | None) -> None:
+        """Relay the events of `request_id` that have already arrived, without waiting for more; the first line
+        that is not one of them stays for the next read."""
+        if on_event is None:
+            return
+        while True:
+            try:
+                chunk = self._sock.recv(RECV_BYTES, _socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError, ConnectionResetError):
+                break
+            if not chunk:
+                break
+            self._buffer += chunk
+        while (end := self._buffer.find(b"\n")) >= 0:
+            try:
+                reply = json.loads(self._buffer[: end + 1])
+            except json.JSONDecodeError:
+                return
+            if not (isinstance(reply, dict) and reply.get("id") == request_id and "event" in reply):
+                return
+            del self._buffer[: end + 1]
+            on_event(reply["event"])
 
     def _send(self, data: bytes) -> None:
         """Send bytes on the connection; a daemon that went away is a typed error, not a broken pipe."""

@@ -267,7 +267,12 @@ async def start_bash(
         except BaseException:  # the sandbox could not be set up (sandbox_unavailable): its pipe does not leak
             info.close()
             raise
-    read_end, write_end = os.pipe()
+    try:
+        read_end, write_end = os.pipe()
+    except BaseException:  # out of fds (EMFILE): the sandbox's report pipe does not leak either
+        if info is not None:
+            info.close()
+        raise
     try:
         transport, pipe = await loop.subprocess_exec(
             _Pipe,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -108,6 +109,36 @@ def test_a_confined_jobs_counts_are_exact(tmp_path: Path) -> None:
             assert answer.output.bytes_kept + answer.output.bytes_dropped == written
             assert answer.output.lines_kept + answer.output.lines_dropped == 100000
             assert answer.exit_code == 0
+        finally:
+            await session.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_confined_job_that_cannot_get_its_output_pipe_leaks_no_descriptor(tmp_path: Path) -> None:
+    """Out of fds (EMFILE) right after the sandbox's report pipe is made: the start fails, and no fd is left."""
+
+    async def scenario() -> None:
+        session = await confined(tmp_path)
+        try:
+            await session.execute_bash_and_wait("true", 30_000)  # warm: whatever a first job opens once is open
+            before = sorted(os.listdir("/proc/self/fd"))
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            fillers = []
+            while True:  # fill every gap below the highest fd: the next fds are the lowest free ones
+                fd = os.open(os.devnull, os.O_RDONLY)
+                fillers.append(fd)
+                if fd > max(int(name) for name in before):
+                    break
+            resource.setrlimit(resource.RLIMIT_NOFILE, (fillers[-1] + 3, hard))  # room for one pipe: the report's
+            try:
+                with pytest.raises(OSError):
+                    await session.execute_bash_and_wait("true", 30_000)
+            finally:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+                for fd in fillers:
+                    os.close(fd)
+            assert sorted(os.listdir("/proc/self/fd")) == before
         finally:
             await session.close()
 

@@ -155,6 +155,7 @@ async def poll_until(
     For facts nobody announces (a process group emptied, a lock let go): checked at once, then after pauses that
     grow to `backoff.longest_ms`, and once more at the deadline.
     """
+    loop = asyncio.get_running_loop()
     pause = backoff.first_ms
     while True:
         if done():
@@ -162,5 +163,14 @@ async def poll_until(
         now = clock.now_ms()
         if now >= deadline_ms:
             return False
-        await sleep_ms(clock, min(pause, deadline_ms - now))
+        await wait_until_deadline(clock, _real_pause(loop, pause), min(now + pause, deadline_ms))
         pause = min(pause * backoff.factor, backoff.longest_ms)
+
+
+def _real_pause(loop: asyncio.AbstractEventLoop, ms: int) -> asyncio.Future[None]:
+    """A future done after `ms` of real time: the world's facts change in real time, also under a virtual clock,
+    so a poll is paced by whichever comes first, this pause or the clock's step (the deadline stays the clock's)."""
+    pause: asyncio.Future[None] = loop.create_future()
+    handle = loop.call_later(ms / 1000, lambda: pause.done() or pause.set_result(None))
+    pause.add_done_callback(lambda _: handle.cancel())
+    return pause

@@ -50,6 +50,9 @@ from eukhe_kernel.protocol import (
     encode_frame,
 )
 
+INTERRUPT_REPEAT_S = 0.05
+"""How long an interrupt waits for the SIGINT handler to act on it before the signal is sent again."""
+
 CELL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("eukhe_cell_id", default=None)
 """The id of the cell whose code is running (inherited by the tasks it starts)."""
 
@@ -102,6 +105,7 @@ class Cell:
     task: asyncio.Task[tuple[Any, BaseException | None]] | None = None
     final: list[bytes] = field(default_factory=list)  # the result or error frame, written with the done
     interrupted: bool = False
+    heard: threading.Event = field(default_factory=threading.Event)  # the SIGINT handler acted on the interrupt
 
 
 class CellStream:
@@ -456,7 +460,9 @@ class Kernel:
             running = self.running
             if running is not None and (target is None or target == running.id):
                 running.interrupted = True
+                running.heard.clear()
                 signal.pthread_kill(self.main_ident, signal.SIGINT)
+                threading.Thread(target=self._repeat_interrupt, args=(running,), daemon=True).start()
                 return True
             if target is not None and target in self.queued:
                 self.cancelled.add(target)
@@ -529,14 +535,29 @@ class Kernel:
         while walk is not None:
             if walk.f_code in PROTECTED_CODES:
                 self.writer.interrupt_deferred = True
+                cell.heard.set()
                 return
             if walk.f_code in cell.codes:
                 cell_on_stack = True
             walk = walk.f_back
         if cell_on_stack:
+            cell.heard.set()
             raise KeyboardInterrupt
         if cell.task is not None:
+            cell.heard.set()
             self.loop.call_soon_threadsafe(cell.task.cancel)
+
+    def _repeat_interrupt(self, cell: Cell) -> None:
+        """Send SIGINT again until the handler acted on it while `cell` runs.
+
+        A SIGINT that lands after the interpreter's last check for signals and before a blocking call (a
+        `time.sleep` right after the line that announced the cell) wakes nothing: the handler would run only at
+        the next signal. So would one that lands before the cell's code is on the stack."""
+        while not cell.heard.wait(INTERRUPT_REPEAT_S):
+            with self.state_lock:
+                if self.running is not cell:
+                    return
+                signal.pthread_kill(self.main_ident, signal.SIGINT)
 
     def _redeliver_interrupt(self) -> None:
         """A SIGINT arrived during a frame write: deliver it again now that the write is whole."""

@@ -154,6 +154,30 @@ def test_interrupt_a_busy_sync_loop() -> None:
     run(scenario())
 
 
+def test_an_interrupt_whose_first_sigint_goes_unheard_still_ends_the_cell() -> None:
+    """A SIGINT that lands just before a blocking call wakes nothing; the stub sends it again until it is heard.
+
+    The cell swallows the first SIGINT with a handler of its own (as the race does), then puts the kernel's back.
+    """
+
+    async def scenario() -> None:
+        async with KernelManager() as km:
+            cell = await km.execute(
+                "import signal, time\n"
+                "kernels = signal.getsignal(signal.SIGINT)\n"
+                "signal.signal(signal.SIGINT, lambda *_: signal.signal(signal.SIGINT, kernels))\n"
+                "print('started')\n"
+                "time.sleep(3600)"
+            )
+            await until_output(cell, b"started")
+            assert await km.interrupt()
+            outcome = await cell.wait()
+            assert outcome.status == "interrupted"
+            assert outcome.error is not None and outcome.error.ename == "KeyboardInterrupt"
+
+    run(scenario())
+
+
 def test_interrupt_a_cell_awaiting_keeps_the_background_tasks() -> None:
     async def scenario() -> None:
         async with KernelManager() as km:

@@ -171,6 +171,11 @@ def _real_pause(loop: asyncio.AbstractEventLoop, ms: int) -> asyncio.Future[None
     """A future done after `ms` of real time: the world's facts change in real time, also under a virtual clock,
     so a poll is paced by whichever comes first, this pause or the clock's step (the deadline stays the clock's)."""
     pause: asyncio.Future[None] = loop.create_future()
-    handle = loop.call_later(ms / 1000, lambda: pause.done() or pause.set_result(None))
+
+    def end() -> None:
+        if not pause.done():
+            pause.set_result(None)
+
+    handle = loop.call_later(ms / 1000, end)
     pause.add_done_callback(lambda _: handle.cancel())
     return pause

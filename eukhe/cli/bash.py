@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eukhe.cli.common import emit_json, positive_int
+from eukhe.cli.common import emit_json, non_negative_int
 from eukhe.cli.daemon import add_daemon_options, call
 from eukhe.errors import UsageError
 
@@ -101,7 +101,9 @@ def register(subparsers: Any) -> None:
     """Add `eukhe bash` to the parser."""
     parser = subparsers.add_parser("bash", help="run a command as a job of a session (detaches past the budget)")
     parser.add_argument("--session", required=True, help="the session id")
-    parser.add_argument("--budget-ms", type=positive_int, help="block at most this long (within the session budget)")
+    parser.add_argument(
+        "--budget-ms", type=non_negative_int, help="block at most this long (within the session budget)"
+    )
     add_daemon_options(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
     parser.set_defaults(handler=cmd_bash)

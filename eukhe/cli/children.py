@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from eukhe.cli.common import emit_json, positive_int
+from eukhe.cli.common import emit_json, non_negative_int
 from eukhe.cli.daemon import add_daemon_options, call
 from eukhe.errors import UsageError
 
@@ -117,7 +117,7 @@ def register(subparsers: Any) -> None:
     spawn = subparsers.add_parser("spawn", help="start a child of a session: CODE as a cell in its own session")
     spawn.add_argument("--name", required=True, help="the child's name (letters, digits, _.-; unique per parent)")
     spawn.add_argument("--isolated", action="store_true", help="work in a copy of the parent's files, handed back")
-    spawn.add_argument("--timeout-ms", type=positive_int, help="stall the child past this many milliseconds")
+    spawn.add_argument("--timeout-ms", type=non_negative_int, help="stall the child past this many milliseconds")
     spawn.add_argument("-c", dest="code", help="the child's code")
     spawn.add_argument("file", nargs="?", help="a file with the child's code (- for standard input)")
     spawn.set_defaults(handler=cmd_spawn)
@@ -127,7 +127,7 @@ def register(subparsers: Any) -> None:
     listing.set_defaults(handler=cmd_list)
     collect = commands.add_parser("collect", help="wait for children's ends; their reports")
     collect.add_argument("names", nargs="*", help="the children to wait for (default: all)")
-    collect.add_argument("--timeout-ms", type=positive_int)
+    collect.add_argument("--timeout-ms", type=non_negative_int)
     collect.set_defaults(handler=cmd_collect)
     delete = commands.add_parser("delete", help="end a child, hand it back, take it off the roster")
     delete.add_argument("name")

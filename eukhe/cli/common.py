@@ -77,15 +77,27 @@ def report_error(error: EukheError, as_json: bool) -> int:
     return int(exit_code)
 
 
-def positive_int(text: str) -> int:
-    """argparse type: a non-negative integer."""
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer, 0 or more (a budget of 0 answers at once)."""
+    value = _decimal(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative: {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer, 1 or more (a line number, a count)."""
+    value = _decimal(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {value}")
+    return value
+
+
+def _decimal(text: str) -> int:
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
 SANDBOX_MODES = ("workspace_write", "read_only", "off")

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from eukhe.cli.bash import blocking_call, print_output, report_detached
-from eukhe.cli.common import emit_json, positive_int
+from eukhe.cli.common import emit_json, non_negative_int
 from eukhe.cli.daemon import add_daemon_options
 from eukhe.errors import UsageError
 
@@ -64,7 +64,9 @@ def register(subparsers: Any) -> None:
     """Add `eukhe ipython` to the parser."""
     parser = subparsers.add_parser("ipython", help="run a Python cell on a session's kernel (detaches past the budget)")
     parser.add_argument("--session", required=True, help="the session id")
-    parser.add_argument("--budget-ms", type=positive_int, help="block at most this long (within the session budget)")
+    parser.add_argument(
+        "--budget-ms", type=non_negative_int, help="block at most this long (within the session budget)"
+    )
     parser.add_argument("-c", dest="code", metavar="CODE", help="the cell's code")
     parser.add_argument("file", nargs="?", metavar="FILE", help="a file holding the cell, or - for standard input")
     add_daemon_options(parser)

@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from eukhe.cli.bash import print_output
-from eukhe.cli.common import emit_json, positive_int
+from eukhe.cli.common import emit_json, non_negative_int
 from eukhe.cli.daemon import add_daemon_options, call
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
@@ -81,7 +81,7 @@ def register(subparsers: Any) -> None:
     listing.set_defaults(handler=cmd_list)
     wait = commands.add_parser("wait", help="wait for a job's end (at most the timeout and the budget)")
     wait.add_argument("job")
-    wait.add_argument("--timeout-ms", type=positive_int)
+    wait.add_argument("--timeout-ms", type=non_negative_int)
     wait.set_defaults(handler=cmd_wait)
     cancel = commands.add_parser("cancel", help="kill a job and wait for its end")
     cancel.add_argument("job")

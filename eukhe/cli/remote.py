@@ -14,7 +14,7 @@ import json
 import sys
 
 from eukhe.cli.bash import print_output
-from eukhe.cli.common import EXIT_ERROR, emit_json, positive_int
+from eukhe.cli.common import EXIT_ERROR, emit_json, non_negative_int
 from eukhe.cli.daemon import add_daemon_options, call
 from eukhe.errors import UsageError
 
@@ -77,7 +77,9 @@ def register(subparsers: Any) -> None:
     calling = commands.add_parser("call", help="call a remote function with keyword arguments")
     calling.add_argument("name", help="the function's name")
     calling.add_argument("--args", help='its keyword arguments as a JSON object, e.g. \'{"a": 2, "b": 3}\'')
-    calling.add_argument("--budget-ms", type=positive_int, help="wait at most this long (within the session budget)")
+    calling.add_argument(
+        "--budget-ms", type=non_negative_int, help="wait at most this long (within the session budget)"
+    )
     calling.set_defaults(handler=cmd_call)
     for parser in (listing, calling):
         parser.add_argument("--session", required=True, help="the session id")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from eukhe.cli.common import emit_json, positive_int
+from eukhe.cli.common import emit_json, non_negative_int
 from eukhe.core.limits import DEFAULT_LIMITS, Keep, Off, On, OutputLimits, Truncation
 from eukhe.errors import UsageError
 from eukhe.paths import agent_dir
@@ -23,8 +23,8 @@ def register(subparsers: Any) -> None:
         description="Run CMD with stdout and stderr merged, keep a bounded window of its output, and exit with "
         "its exit code. Past the limits, the full output goes to an artifact file named in the notice.",
     )
-    parser.add_argument("--max-bytes", type=positive_int, help=f"bytes kept (default {DEFAULT_LIMITS.max_bytes})")
-    parser.add_argument("--max-lines", type=positive_int, help=f"lines kept (default {DEFAULT_LIMITS.max_lines})")
+    parser.add_argument("--max-bytes", type=non_negative_int, help=f"bytes kept (default {DEFAULT_LIMITS.max_bytes})")
+    parser.add_argument("--max-lines", type=non_negative_int, help=f"lines kept (default {DEFAULT_LIMITS.max_lines})")
     ends = parser.add_mutually_exclusive_group()
     ends.add_argument("--head", action="store_true", help="keep the first lines")
     ends.add_argument("--tail", action="store_true", help="keep the last lines (default)")

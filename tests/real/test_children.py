@@ -1,4 +1,4 @@
-"""Children from the Python API and from cells (issue 11 item 1 and 3): each child is a session with its own kernel
+"""Children from the Python API and from cells: each child is a session with its own kernel
 and jobs whose run is its code; its end (answered, failed, stalled, cancelled) stops it, then an isolated child is
 handed back path by path; the roster and the reports carry the hand-back; a reopened parent ends what its host left.
 """

@@ -35,7 +35,6 @@ MARGIN_PX = 20
 LANE_GAP_PX = 32  # at least this much between two lanes' header boxes
 ARROW_ROOM_PX = 12  # room for the arrow head and a stretch of line beside the text, on each side
 ROW_GAP_PX = 14
-TITLE_PX = 16
 
 
 class DiagramError(ValueError):

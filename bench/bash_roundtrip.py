@@ -1,4 +1,4 @@
-"""Benchmark (issue 3, 10a): a bash job for `true`, started and awaited to its end, vs `subprocess.run(["bash", "-c",
+"""Benchmark: a bash job for `true`, started and awaited to its end, vs `subprocess.run(["bash", "-c",
 "true"])` in the same run. Prints the mean of each and their ratio (target <= 1.5).
 
     uv run python bench/bash_roundtrip.py [--runs N]

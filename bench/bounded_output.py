@@ -1,7 +1,7 @@
 """Benchmark: stream mixed lines from a child process through BoundedOutput (head and tail) and compare the
 throughput with a plain read-and-discard loop over the same kind of pipe, in the same run. Also peak RSS growth.
 
-Targets (issue 2): throughput ratio >= 0.5 in both modes; peak RSS growth < 3 x max_bytes + 16 MiB.
+Targets: throughput ratio >= 0.5 in both modes; peak RSS growth < 3 x max_bytes + 16 MiB.
 Run: uv run python bench/bounded_output.py [--size-mib 1024]
 """
 

@@ -1,4 +1,4 @@
-"""CLI round trip against a warm daemon, against `bash -c true` measured in the same run (issue 4, 6).
+"""CLI round trip against a warm daemon, against `bash -c true` measured in the same run.
 
 Prints: the median wall time of `bash -c true`, of `eukhe bash --json -- true` (a fresh CLI process each time, the
 daemon warm), and their ratio (target: under 10x); then where the time goes (`python -c pass`; the imports any CLI

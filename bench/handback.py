@@ -1,4 +1,4 @@
-"""Benchmark (issue 11.6): a hand-back with 10 changed files (read the three trees, plan, take the 10, write the
+"""Benchmark: a hand-back with 10 changed files (read the three trees, plan, take the 10, write the
 record) vs `git status` on the same tree (10,000 files, about 90 MB), in the same run. Prints the median of each and
 their ratio (target <= 2). The hand-back runs with `remove_now=False`: it ends with base and copy renamed aside and
 the symlink in place; removing those two trees of 10,000 files (`remove_retired`, which a caller can run in the

@@ -1,4 +1,4 @@
-"""Journal throughput (issue 3, bench b; issue 14 item 5): settled tool calls per second on the session journal (each
+"""Journal throughput: settled tool calls per second on the session journal (each
 call: a start commit and a settle commit, each one write + fdatasync), against appending the same records to SQLite
 in WAL mode with synchronous=FULL (one transaction per commit), measured in the same run on the same filesystem.
 

@@ -1,4 +1,4 @@
-"""Benchmark (issues 3, 10c, 15): 50 concurrent bash jobs, each writing 200 MB, on one host event loop, against a
+"""Benchmark: 50 concurrent bash jobs, each writing 200 MB, on one host event loop, against a
 baseline from the same run: the same 50 pipelines at once, each read by its own `cat` (to /dev/null).
 
 Prints both times, the ratio baseline / eukhe (target: at least 0.5), and checks: every job ends exactly once,

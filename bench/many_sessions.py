@@ -1,4 +1,4 @@
-"""Benchmark (issue 15): many sessions on one machine, in one run, against `tmux new-session -d` x N.
+"""Benchmark: many sessions on one machine, in one run, against `tmux new-session -d` x N.
 
 With a warm daemon (its fork server ready), it:
 

@@ -1,4 +1,4 @@
-"""Benchmark (issue 13, 8): the round trip of an MCP `bash` call of `true` over one stdio connection to a warm
+"""Benchmark: the round trip of an MCP `bash` call of `true` over one stdio connection to a warm
 `eukhe mcp`, against `subprocess.run(["bash", "-c", "true"])` in the same run. Prints the median of each, their
 ratio (target: at most 3x), and where the time goes, each measured apart: an MCP `jobs_list` of an empty session
 (the MCP path without a process to run; first, since the list grows with every run), and the same `bash true` asked

@@ -1,4 +1,4 @@
-"""Soak with fault injection (issue 14 item 2): concurrent clients drive random operations against a real daemon in a
+"""Soak with fault injection (docs/testing.md): concurrent clients drive random operations against a real daemon in a
 private world while faults are injected at random times; invariants are checked all along and at the end.
 
     uv run python bench/soak.py --minutes 10 --seed 7        # or --seconds 60; --clients, --round-seconds, --json

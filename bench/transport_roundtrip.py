@@ -1,4 +1,4 @@
-"""Benchmark (issue 10 item 7): a cell round trip (`1 + 1`) and an `rlm.fs.read` of a 1 MiB file, through bubblewrap
+"""Benchmark: a cell round trip (`1 + 1`) and an `rlm.fs.read` of a 1 MiB file, through bubblewrap
 and through ssh to an sshd on 127.0.0.1, against the Local transport, in one run. Every kernel runs on the same
 interpreter (/usr/bin/python3, which has no eukhe: the wrapped ones get the stub over stdin). Prints medians and
 the ratios (targets: bwrap at most 1.2x Local; ssh at most Local + 1 ms per round trip). ssh runs twice: with its

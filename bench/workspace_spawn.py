@@ -1,4 +1,4 @@
-"""Benchmark (issue 11.6): an isolated spawn's copy (`create_workspace`: listing, base and copy, the record) of a
+"""Benchmark: an isolated spawn's copy (`create_workspace`: listing, base and copy, the record) of a
 generated git work tree of 10,000 files (about 90 MB) vs `cp -a --reflink=auto` of the same files, in the same run.
 Prints the median of each and their ratio (target <= 1.5), on the default filesystem and, when run as root, on an XFS
 loop mount with reflink.

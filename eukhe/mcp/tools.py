@@ -3,8 +3,9 @@
 A row names the tool, the daemon op it calls, its arguments record (`eukhe.records.mcp`: the op's record without
 `session`), its answer record, the text a model reads of an answer (`eukhe.mcp.results`), a description written for
 a model, hints for the client, and what a running call reports as progress. Input and output schemas are generated
-from the records; nothing here is a hand-written schema. A tool that lands later (`remote_call`) is one more row once
-its daemon op exists: its arguments record beside the others, its answer record, its text.
+from the records; nothing here is a hand-written schema. A tool is one more row over an existing daemon op: its
+arguments record beside the others, its answer record, its text; `python -m tools.mcp_doc` then writes its section of
+docs/mcp.md.
 """
 
 from __future__ import annotations

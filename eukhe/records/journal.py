@@ -16,7 +16,7 @@ from eukhe.records.sandbox import SandboxPolicy
 from eukhe.records.settings import KernelTransport, SessionSettings, TruncationSetting
 
 JOURNAL_FORMAT = 2
-"""The journal format this build writes and reads (1: the camelCase records of the first builds)."""
+"""The journal format this build writes and reads (format 1, of camelCase records, is refused like any other)."""
 
 EntryKind = Literal["user", "assistant", "tool_result", "notice"]
 ENTRY_KINDS: frozenset[str] = frozenset({"user", "assistant", "tool_result", "notice"})

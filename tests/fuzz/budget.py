@@ -1,4 +1,4 @@
-"""Fuzzing with a fixed time budget per target (issue 14 item 3).
+"""Fuzzing with a fixed time budget per target.
 
 Each target runs cases for FUZZ_SECONDS (3 by default; `FUZZ_SECONDS=600 uv run pytest tests/fuzz` is the long run,
 docs/testing.md). Case i draws from `random.Random(f"{seed}-{i}")`, so a failure names the seed and the case, and

@@ -1,4 +1,4 @@
-"""Fuzz the CLI's argv (issue 14 item 3): random argument lists, mostly valid command lines with words dropped,
+"""Fuzz the CLI's argv (docs/testing.md): random argument lists, mostly valid command lines with words dropped,
 repeated, swapped or replaced, run in this process against a real daemon in a private world. A usage error exits 2
 with a message; nothing ever ends in a traceback (every other exit is 0 or 1 with a typed error)."""
 

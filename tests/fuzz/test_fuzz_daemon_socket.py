@@ -1,4 +1,4 @@
-"""Fuzz the daemon socket (issue 14 item 3): random bytes, random JSON, and valid requests with one field changed so
+"""Fuzz the daemon socket (docs/testing.md): random bytes, random JSON, and valid requests with one field changed so
 that they are refused. The daemon stays up, every reply is a typed error (a catalogue code, never `internal`) under
 the request's id (or null), and no journal changes."""
 

@@ -1,4 +1,4 @@
-"""Fuzz the kernel frame reader (issue 14 item 3): random bytes and random frames, cut into random reads, give only
+"""Fuzz the kernel frame reader (docs/testing.md): random bytes and random frames, cut into random reads, give only
 typed verdicts (the splitter and the gate, eukhe/core/gate.py); from a real kernel, only typed faults, and the host
 (eukhe/kernel/manager.py) stays up: the next cell runs."""
 

@@ -1,4 +1,4 @@
-"""Job records that outlive their process (S2 jobs 5; issue 14): the reason a reopen gives, the end it records, and
+"""Job records that outlive their process (S2 jobs 5): the reason a reopen gives, the end it records, and
 the fold of the journal's job facts into the jobs of earlier lives.
 
 `end_reason` is checked exhaustively (its domain is finite once boot ids are drawn from a small set, which is every

@@ -1,4 +1,4 @@
-"""Laws of eukhe.core.patch (issue 10, `fs.edit`): the grammar round trip, diffs that apply, all-or-nothing plans,
+"""Laws of eukhe.core.patch (`fs.edit`): the grammar round trip, diffs that apply, all-or-nothing plans,
 and header paths the shell can map. Hypothesis over free inputs, and small scopes checked exhaustively."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Laws of eukhe.core.pathmap (spec S3 "Where the sandbox runs", issue 10): the round trip, the deepest mount, the
+"""Laws of eukhe.core.pathmap (spec S3 "Where the sandbox runs"): the round trip, the deepest mount, the
 `outside` refusal, and a walk on a (model) host disk that never leaves the chosen mount's host dir."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Laws of eukhe.core.render (issue 13, 4): the model-facing text of an output.
+"""Laws of eukhe.core.render: the model-facing text of an output.
 
 Checked with Hypothesis over free text and bytes, and over text built from the pieces terminals see (escape
 sequences, carriage-return overwrites, backspaces, invalid UTF-8) so that the interesting cases are common.

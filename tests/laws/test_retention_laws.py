@@ -1,4 +1,5 @@
-"""Laws of eukhe.core.retention (issue 15): what an artifact collection removes, over generated artifact sets."""
+"""Laws of eukhe.core.retention (artifact retention, docs/daemon.md): what an artifact collection removes, over
+generated artifact sets."""
 
 from __future__ import annotations
 

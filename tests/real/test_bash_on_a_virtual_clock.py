@@ -1,7 +1,7 @@
 """A job's whole life runs on its table's clock: a bash job's kill grace, the drain after the leader exits and the
-group poll; a cell job's cancel grace. On a VirtualClock nothing of it moves until the test moves the clock (issue 9
-item 7), so a test can step through a job's end exactly. Only real process events are awaited (bounded polling),
-never wall-clock time.
+group poll; a cell job's cancel grace. On a VirtualClock nothing of it moves until the test moves the clock, so a
+test can step through a job's end exactly. Only real process events are awaited (bounded polling), never wall-clock
+time.
 """
 
 from __future__ import annotations

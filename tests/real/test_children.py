@@ -1,4 +1,4 @@
-"""Children from the Python API and from cells (issue 11 item 1 and 3): each child is a session with its own kernel
+"""Children from the Python API and from cells: each child is a session with its own kernel
 and jobs whose run is its code; its end (answered, failed, stalled, cancelled) stops it, then an isolated child is
 handed back path by path; the roster and the reports carry the hand-back; a reopened parent ends what its host left.
 """
@@ -152,7 +152,7 @@ def test_bad_spawns_are_refused_with_the_field_named(tmp_path: Path) -> None:
 def test_two_isolated_children_editing_one_git_tree_hand_back_and_the_conflict_keeps_the_parents_content(
     tmp_path: Path,
 ) -> None:
-    """The issue's "done when", from a cell: the non-conflicting changes land, the conflict keeps the parent's
+    """Two isolated children from a cell: the non-conflicting changes land, the conflict keeps the parent's
     content and shows the child's version under conflicts/, and the reports list both."""
     work = git_tree(
         tmp_path / "work",

@@ -1,4 +1,4 @@
-"""Children under the daemon, from the CLI (issue 11): each child is a session in a worker of its own, stopped at
+"""Children under the daemon, from the CLI: each child is a session in a worker of its own, stopped at
 its end; `eukhe spawn` and `eukhe children list|collect|delete` answer their records; `eukhe session close` refuses
 while jobs run unless forced; a child cut by a daemon stop keeps its copy and is ended and handed back when its
 parent reopens."""

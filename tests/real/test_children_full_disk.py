@@ -1,5 +1,5 @@
 """A child whose end cannot be recorded (a full disk, for real: RLIMIT_FSIZE in a child process) still ends: its
-delete answers instead of waiting forever (issue 14, found by bench/soak.py: `children.delete` hung after ENOSPC)."""
+delete answers instead of waiting forever (bench/soak.py's ENOSPC faults)."""
 
 from __future__ import annotations
 

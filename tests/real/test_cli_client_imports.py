@@ -1,4 +1,4 @@
-"""A whole CLI call against a running daemon imports nothing heavy (issue 4's round-trip target): the modules a
+"""A whole CLI call against a running daemon imports nothing heavy (bench/cli_roundtrip.py's target): the modules a
 fresh `eukhe bash --json` process imports, read from `python -X importtime`, while the call still answers."""
 
 from __future__ import annotations

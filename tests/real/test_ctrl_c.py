@@ -1,7 +1,6 @@
-"""Ctrl-C on a waiting `eukhe bash` or `eukhe ipython` (issue 9 bug (b)): it exited 130, said nothing and left the
-job running. Now the first SIGINT cancels the job through its owner (the whole group ends, or the cell is
-interrupted), the CLI says so and exits 130 after the end; a second SIGINT leaves at once and names the job and how
-to wait for it or cancel it."""
+"""Ctrl-C on a waiting `eukhe bash` or `eukhe ipython`: the first SIGINT cancels the job through its owner (the
+whole group ends, or the cell is interrupted), the CLI says so and exits 130 after the end; a second SIGINT leaves at
+once and names the job and how to wait for it or cancel it."""
 
 from __future__ import annotations
 

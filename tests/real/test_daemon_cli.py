@@ -1,4 +1,4 @@
-"""The daemon's CLI and protocol end to end (issue 4): --json keys, errors, protocol faults, start/stop, restarts."""
+"""The daemon's CLI and protocol end to end: --json keys, errors, protocol faults, start/stop, restarts."""
 
 from __future__ import annotations
 

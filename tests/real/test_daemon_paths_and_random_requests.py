@@ -1,9 +1,9 @@
 """Paths a client gives the daemon, and random requests: every answer is a typed error or a result, never
-`internal` (issue 9 bugs (e) and (f)).
+`internal`.
 
-- A `session.create` cwd must be absolute: the daemon's own directory means nothing to the client (`ws`, `.` were
-  sessions in the daemon's directory). The CLI resolves a relative --cwd against its own directory first.
-- An OS error on a path the client gave (ENAMETOOLONG, ELOOP, a NUL byte) is `bad_path` naming the path; it was
+- A `session.create` cwd must be absolute: the daemon's own directory means nothing to the client (`ws` or `.`
+  would be sessions in the daemon's directory). The CLI resolves a relative --cwd against its own directory first.
+- An OS error on a path the client gave (ENAMETOOLONG, ELOOP, a NUL byte) is `bad_path` naming the path, never
   `internal` with the Python exception text. (EACCES cannot be made for root, who runs this suite: root passes every
   permission check.)
 """

@@ -1,4 +1,4 @@
-"""Reliability of the daemon (issue 4, 5): a worker or the supervisor killed with SIGKILL, and 20 clients at once."""
+"""Reliability of the daemon: a worker or the supervisor killed with SIGKILL, and 20 clients at once."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A daemon out of file descriptors answers a typed error (issue 14, found by bench/soak.py's EMFILE faults): never
+"""A daemon out of file descriptors answers a typed error (bench/soak.py's EMFILE faults): never
 `internal`, never `unknown_session` for a session that exists, and it serves again once fds are free."""
 
 from __future__ import annotations

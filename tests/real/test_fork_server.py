@@ -1,4 +1,4 @@
-"""Workers forked by the warm fork server (issue 15): each starts in its session's directory with the daemon's
+"""Workers forked by the warm fork server: each starts in its session's directory with the daemon's
 environment, in a session of its own, as the supervisor's child; a worker that dies takes only its own session's
 jobs; a fork server that dies is started again; `EUKHE_WORKER_START=exec` starts workers the plain way."""
 

@@ -1,4 +1,4 @@
-"""The path map and the `outside` rule on real files (spec S3 "Where the sandbox runs" 3-5, issue 10): request paths
+"""The path map and the `outside` rule on real files (spec S3 "Where the sandbox runs" 3-5): request paths
 mapped to the host, reply paths mapped back, symlink and `..` escapes refused on the host disk, typed OS errors."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Job records that outlive their process, on real processes (S2 jobs 5; issue 14): a host that crashed (in this
+"""Job records that outlive their process, on real processes (S2 jobs 5): a host that crashed (in this
 process, and a host process killed -9), a host on a machine that restarted (its boot id changed), a clean close;
 then the reopened session's `jobs.list` and `jobs.wait` answer the old jobs with their reason.
 """

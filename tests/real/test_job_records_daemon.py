@@ -1,4 +1,4 @@
-"""Job records that outlive their process, through the daemon and the CLI (S2 jobs 5; issue 14).
+"""Job records that outlive their process, through the daemon and the CLI (S2 jobs 5).
 
 Each test starts a long detached job, ends its life one way, then asks `eukhe jobs list` and `eukhe jobs wait` about
 it from a later life: a worker killed -9 (`worker_died`), the supervisor killed -9 (its workers see their stdin close

@@ -1,4 +1,4 @@
-"""A journal whose writer is killed -9 mid-stream, again and again (S1 store; issue 14 item 5): every commit the
+"""A journal whose writer is killed -9 mid-stream, again and again (S1 store): every commit the
 writer saw return is read back, in order, none torn; the zeros the dead writer wrote ahead are ignored; the next
 writer goes on just past the last commit; a clean close leaves no zeros.
 

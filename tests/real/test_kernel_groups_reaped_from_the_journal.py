@@ -1,5 +1,5 @@
-"""A Local kernel's `bash()` process groups are reaped from the session's journal, not from memory (issue 10 item 3;
-spec S3 sandbox 8): when the host and its kernel are both killed, the groups the kernel started live on; the next
+"""A Local kernel's `bash()` process groups are reaped from the session's journal, not from memory
+(spec S3 sandbox 8): when the host and its kernel are both killed, the groups the kernel started live on; the next
 open of the session finds them in its journal and ends them."""
 
 from __future__ import annotations

@@ -499,7 +499,7 @@ def test_check_tells_the_truth_in_each_state(home: Path, monkeypatch: pytest.Mon
 
 
 def test_after_a_real_install_a_sessions_cells_run_on_that_venv(home: Path, tmp_path: Path) -> None:
-    """The issue's "done when": `eukhe kernel install`, then a session's `ipython` cells run on the venv it made."""
+    """End to end: `eukhe kernel install`, then a session's `ipython` cells run on the venv it made."""
     from eukhe.api import Session, Settled
 
     assert install()

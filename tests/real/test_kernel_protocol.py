@@ -250,9 +250,9 @@ def test_a_handler_error_is_its_one_reply() -> None:
 
 
 def test_a_faulted_cells_answer_carries_the_output_it_wrote_before_the_fault() -> None:
-    """Issue 9 bug (d): the cell's print was still pending in the stub's writer (flushed by time) when a raw line
-    broke the protocol; the fault ended the cell at once and the output was lost. The reader now salvages the cell's
-    output frames until the kernel is gone (the stub flushes what it holds when its stdin closes)."""
+    """The cell's print is still pending in the stub's writer (flushed by time) when a raw line breaks the protocol:
+    the reader salvages the cell's output frames until the kernel is gone (the stub flushes what it holds when its
+    stdin closes), so the fault does not lose the output."""
 
     async def scenario() -> None:
         async with KernelManager() as km:

@@ -1,4 +1,4 @@
-"""The Wrapped transport on real wrappers (issue 10; spec S3 "Where the sandbox runs"): the named test
+"""The Wrapped transport on real wrappers (spec S3 "Where the sandbox runs"): the named test
 `kernel_transport_runs_a_real_stub_under_a_wrapper`, under `setsid -w sh -c 'exec "$@"' sh`, bubblewrap (the
 workspace bind-mounted at another path) and `ssh -T` to an sshd on 127.0.0.1 (command "shell").
 

@@ -1,6 +1,6 @@
-"""What a reopen does with the process group of a job whose host died (issue 14; found by the soak once its worker
-kills reached forked workers): a worker killed -9 while its supervisor was gone leaves its jobs' groups to init, and
-nothing else would end them. The reopen that records such a job ended ends its group, but only a group that is still
+"""What a reopen does with the process group of a job whose host died (the case bench/soak.py's kill_worker fault
+makes): a worker killed -9 while its supervisor was gone leaves its jobs' groups to init, and nothing else would
+end them. The reopen that records such a job ended ends its group, but only a group that is still
 the job's: same boot, and its leader the same process, or (the leader gone) a member carrying the job's mark. The
 machine's pid_max can be 32768, so a later group with the same number is a real case, not a theory.
 """

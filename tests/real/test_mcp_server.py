@@ -1,4 +1,4 @@
-"""`eukhe mcp` end to end (issue 13, 6): the real MCP client (`mcp.client.stdio`) against `eukhe mcp` as a
+"""`eukhe mcp` end to end: the real MCP client (`mcp.client.stdio`) against `eukhe mcp` as a
 subprocess, each test with a private daemon (the `world` fixture's env; cells run on this interpreter): the jobs
 tools, the file tools and children.
 

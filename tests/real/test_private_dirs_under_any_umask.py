@@ -1,9 +1,9 @@
-"""Every directory eukhe makes is 0700 at creation, on every path and under any umask (issue 9 bug (a)).
+"""Every directory eukhe makes is 0700 at creation, on every path and under any umask (spec "Local access").
 
-`eukhe kernel install` on a machine without uv on PATH made the agent dir with `mkdir(parents=True)`: 0755 under
-umask 022, 0777 under umask 000. The commands that build under the agent dir (venv, pip, uv) run under umask 077, so
-what they make is private too. Each case runs the real command in a fresh agent dir and stops it early (no index to
-download from), then checks every directory it left.
+`eukhe kernel install` on a machine without uv on PATH makes the agent dir 0700 (a plain `mkdir(parents=True)` would
+give 0755 under umask 022, 0777 under umask 000). The commands that build under the agent dir (venv, pip, uv) run
+under umask 077, so what they make is private too. Each case runs the real command in a fresh agent dir and stops it
+early (no index to download from), then checks every directory it left.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`eukhe remote list|call` against a real daemon (issue 12, "done when"): a newcomer defines `add` in a cell, sees it
+"""`eukhe remote list|call` against a real daemon: a newcomer defines `add` in a cell, sees it
 with its schema, calls it and gets 5, and gets each typed error where the spec says."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`rlm` in every cell and the file tools everywhere (issue 10 item 1): a cell's `rlm.fs.*` are host requests served
+"""`rlm` in every cell and the file tools everywhere: a cell's `rlm.fs.*` are host requests served
 in the session's working directory, bounded like every output; `eukhe fs ...` and `session.files` answer the same."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`Session.close(force=...)` and `Session.delete(force=...)` on the Python API (issue 15): refused while jobs run
+"""`Session.close(force=...)` and `Session.delete(force=...)` on the Python API: refused while jobs run
 unless forced (and then nothing changes); a forced one kills them; a delete removes the session's dir, its
 artifacts and its workspaces."""
 

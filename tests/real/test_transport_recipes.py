@@ -1,7 +1,7 @@
-"""The transport recipes of docs/transports.md, each run for real through a stand-in executable of its tool's name
-(issue 10 item 6): the stand-in records the argv it gets and runs what follows its own flags in an emulated sandbox
-(tests/real/standin.py), so the test sees that the argv eukhe builds is what the real tool would get, and that a
-cell runs through it and reads a file across the path map."""
+"""The transport recipes of docs/transports.md, each run for real through a stand-in executable of its tool's name:
+the stand-in records the argv it gets and runs what follows its own flags in an emulated sandbox
+(tests/real/standin.py), so the test sees that the argv eukhe builds is what the real tool would get, and that a cell
+runs through it and reads a file across the path map."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Idle culling, session close and delete, and artifact collection under a real daemon (issue 15).
+"""Idle culling, session close and delete, and artifact collection under a real daemon (docs/daemon.md).
 
 Culling is checked against the supervisor's own reports (`daemon status` lists what it culled): a session that must
 stay is checked in the same pass that culls an idle control session created after it, so no test waits on wall time

@@ -1,4 +1,4 @@
-"""The supervisor keeps one connection per worker for the next request (issue 13: a connect and the worker's peer
+"""The supervisor keeps one connection per worker for the next request (a connect and the worker's peer
 check cost about a third of a millisecond of every forwarded call): sequential requests reuse it, a cancelled one
 never leaves its connection for the next, and a worker that dies takes its kept connection with it (no fd of it is
 left in the supervisor, and the next request reopens the session).

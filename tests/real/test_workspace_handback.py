@@ -1,4 +1,4 @@
-"""The hand-back on real disks (spec S3 "A subagent's workspace" 4-6; issue 11.3-4): crashes at every rename point
+"""The hand-back on real disks (spec S3 "A subagent's workspace" 4-6): crashes at every rename point
 (a real process killed with SIGKILL there), the leftover copy beside a path, conflicts the parent cannot hold,
 change detection that stat data cannot fool, the record that ends it, and a failure that keeps the copy."""
 

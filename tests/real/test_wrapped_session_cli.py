@@ -1,4 +1,4 @@
-"""A newcomer's wrapped kernel, end to end through the CLI and the daemon (issue 10 "Done when"): `kernel_transport`
+"""A newcomer's wrapped kernel, end to end through the CLI and the daemon: `kernel_transport`
 in the user's settings file, then `eukhe session create`, `eukhe ipython`, `eukhe session show`, `eukhe fs read`:
 cells run under bubblewrap in the sandbox path, `rlm.fs.read` answers across the path map, a path outside every
 mount is refused `outside`, and closing the session leaves no process of the kernel."""

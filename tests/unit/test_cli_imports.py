@@ -1,4 +1,4 @@
-"""The CLI's client path stays light (issue 4's round-trip target, bench/cli_roundtrip.py): parsing a daemon-backed
+"""The CLI's client path stays light (its round-trip target: bench/cli_roundtrip.py): parsing a daemon-backed
 command imports no asyncio, rich, typing, pathlib, socket, subprocess or daemon/session/job/kernel module.
 
 Each case runs in a fresh interpreter (this one has imported everything already) and lists what parsing added to

@@ -1,4 +1,4 @@
-"""Job records that outlive their process (S2 jobs 5; issue 14), on a journal written by hand: what a reopen records
+"""Job records that outlive their process (S2 jobs 5), on a journal written by hand: what a reopen records
 for each job node an earlier life left, and what `jobs.list`/`jobs.wait` answer for the jobs of earlier lives.
 
 No process runs here: the nodes are the facts a dead host would have left (a boot id, a recorded stop, an artifact),

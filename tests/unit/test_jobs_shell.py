@@ -191,8 +191,8 @@ def test_quit_kills_every_running_job_and_refuses_new_starts() -> None:
 
 
 def test_a_jobs_counts_equal_its_window_in_bytes_and_lines_also_when_the_line_limit_binds() -> None:
-    """Issue 9 bug (c): with limits of 100 bytes and 2 lines on `a\\nb\\nc\\n`, the counters said 6/0 (the model's
-    byte cap only) while the window said 4/2. What a job reports now counts from its window."""
+    """With limits of 100 bytes and 2 lines on `a\\nb\\nc\\n`, the window keeps 4 bytes in 2 lines and drops 2 in 1:
+    what a job reports counts from its window, not from the model's byte cap alone (which would say 6/0)."""
     table, _ = make_table()
     job = table.start(JobSpec("bash", "printf", On(OutputLimits(100, 2, Keep.TAIL)), None), LazyOwner())
     job.write(b"a\nb\nc\n")

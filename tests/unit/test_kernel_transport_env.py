@@ -1,4 +1,4 @@
-"""The wrapped kernel's environment (issue 10, S3 "Where the sandbox runs"): its own entries, the host variables
+"""The wrapped kernel's environment (S3 "Where the sandbox runs"): its own entries, the host variables
 `env` names, and the host-path entries mapped into the sandbox or left out with a diagnostic."""
 
 from __future__ import annotations

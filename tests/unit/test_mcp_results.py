@@ -1,4 +1,4 @@
-"""What a model reads of each MCP tool answer (issue 13, 3-4): rendered output, the notice where the output was cut,
+"""What a model reads of each MCP tool answer: rendered output, the notice where the output was cut,
 one line for a detached call, a cell's result or traceback, the jobs, progress messages; the file tools' lines and
 counts, refusals with their reason; children's rows, roster and reports, clipped when they would flood."""
 

@@ -1,4 +1,4 @@
-"""The MCP tools table (issue 13, 2-3): exact names, each tool its daemon op's record without `session`, schemas
+"""The MCP tools table: exact names, each tool its daemon op's record without `session`, schemas
 generated from the records with an object at their root, and strict decoding that refuses exactly what the input
 schema refuses, naming the field."""
 

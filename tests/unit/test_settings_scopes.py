@@ -1,4 +1,4 @@
-"""Settings with scopes (issue 10 item 2): the user's `<agent dir>/settings.json`, then the project's
+"""Settings with scopes: the user's `<agent dir>/settings.json`, then the project's
 `<cwd>/.eukhe/settings.json`; strict (an unknown key names the file and the key); `kernel_transport` is the user's
 alone (in a project file it is refused with a diagnostic naming the file, and the session starts Local); the
 session records the transport it started with."""

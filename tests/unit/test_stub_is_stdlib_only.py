@@ -1,6 +1,6 @@
-"""The kernel stub stays standard-library only (issue 10 item 4): it must start in any sandbox's bare Python, where
-the host sends it over stdin and nothing is installed. A feature may import a package of the kernel's lock when it is
-used (inside a function: `@rlm.remote` imports msgspec), never when the stub starts."""
+"""The kernel stub stays standard-library only (spec S3 "Where the sandbox runs"): it must start in any sandbox's bare
+Python, where the host sends it over stdin and nothing is installed. A feature may import a package of the kernel's
+lock when it is used (inside a function: `@rlm.remote` imports msgspec), never when the stub starts."""
 
 from __future__ import annotations
 

@@ -200,7 +200,9 @@ _ROWS: dict[tuple[Phase, Event], Transition] = {
     (_P.READY, _E.SNAPSHOT_STOP): Transition(_P.STOPPING_SNAPSHOT, None, (FailCalls(), SendShutdown())),
     (_P.READY, _E.EXITED): Transition(_P.GONE, Reason.DIED, (FailCalls(), End(Reason.DIED))),
     # stopping with a snapshot: its `done` says the snapshot is written; anything else first means no snapshot
-    (_P.STOPPING_SNAPSHOT, _E.SNAPSHOT_DONE): Transition(_P.STOPPING, Reason.STOPPED, (SettleSnapshot(written=True),)),
+    (_P.STOPPING_SNAPSHOT, _E.SNAPSHOT_DONE): Transition(
+        _P.STOPPING, Reason.STOPPED, (SettleSnapshot(written=True), Terminate())
+    ),
     (_P.STOPPING_SNAPSHOT, _E.FAULT): Transition(_P.RETIRED, Reason.FAULT, (_NO_SNAPSHOT, *_REPAIR)),
     (_P.STOPPING_SNAPSHOT, _E.HOST_FAILED): Transition(_P.GONE, Reason.HOST_FAILED, (_NO_SNAPSHOT, *_HOST_FAILED)),
     (_P.STOPPING_SNAPSHOT, _E.STDOUT_CLOSED): Transition(_P.ENDING, Reason.DIED, (_NO_SNAPSHOT, *_TERMINATE)),
@@ -268,6 +270,11 @@ def salvages(life: Life, event: Event) -> bool:
 def acts_on(life: Life, event: Event) -> bool:
     """Whether the shell acts on this frame."""
     return Deliver() in TRANSITIONS[(life.phase, event)].effects
+
+
+def reads(life: Life) -> bool:
+    """Whether the kernel's stdout is still read (until what was in flight has ended)."""
+    return life.phase is not Phase.GONE
 
 
 def live(life: Life) -> bool:

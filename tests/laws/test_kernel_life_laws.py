@@ -30,8 +30,10 @@ from eukhe.core.kernel_life import (
     SendShutdown,
     SettleReady,
     SettleSnapshot,
+    Terminate,
     acts_on,
     live,
+    reads,
     run,
     salvages,
     step,
@@ -221,6 +223,7 @@ def test_kernel_life_queries_agree_with_the_table() -> None:
                 assert live(life)
         assert takes_cells(life) == takes_calls(life) == (life.phase is Phase.READY)
         assert live(life) == (life.phase not in (Phase.RETIRED, Phase.GONE))
+        assert reads(life) == any(acts_on(life, event) for event in Event)
     assert not any(acts_on(Life(Phase.GONE), event) for event in Event)
 
 
@@ -262,3 +265,19 @@ def test_kernel_life_start_timeout_fails_only_a_start() -> None:
 def test_kernel_life_every_reason_has_a_cell_status() -> None:
     assert set(CELL_STATUS) == set(Reason)
     assert {CELL_STATUS[r] for r in Reason} <= {"died", "killed", "fault"}
+
+
+def test_kernel_life_a_decided_end_has_begun_its_termination() -> None:
+    start = (START, False)
+    seen = {start}
+    todo = [start]
+    while todo:
+        life, terminating = todo.pop()
+        if life.reason is not None and life.phase is not Phase.GONE:  # EXITED will come: the shell is ending it
+            assert terminating, life
+        for event in Event:
+            after, effects = step(life, event)
+            counted = (after, terminating or Terminate() in effects)
+            if counted not in seen:
+                seen.add(counted)
+                todo.append(counted)

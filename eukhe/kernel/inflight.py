@@ -8,14 +8,74 @@ frames that answer them, and ends them all when the kernel's life ends.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eukhe.kernel.errors import RemoteCallError
+import msgspec
+
+from eukhe.core.gate import Admission, Refusal
+from eukhe.core.kernel_life import Event as LifeEvent
+from eukhe.core.kernel_life import Reason
+from eukhe.errors import EukheError, error_code, error_details
+from eukhe.kernel.errors import KernelDiedError, KernelError, KernelStartError, RemoteCallError
 from eukhe.output import BoundedOutput, BoundedResult
+from eukhe.records.base import Record, encode, strict_json
 from eukhe.records.jobs import CellError, CellOutcomeName
-from eukhe.records.kernel import DisplayFrame, DoneFrame, ErrorFrame, ResultFrame, StderrFrame, StdoutFrame
+from eukhe.records.kernel import (
+    CallRequest,
+    DiagnosticFrame,
+    DisplayFrame,
+    DoneFrame,
+    ErrorFrame,
+    HostReplyError,
+    HostReplyOk,
+    HostReplyRefused,
+    ProcessFrame,
+    ReadyFrame,
+    ResultFrame,
+    StderrFrame,
+    StdoutFrame,
+)
+
+HostHandler = Callable[[Admission], Awaitable[Any]]
+"""Serves one accepted host request; its return value (JSON) or its exception is the one reply."""
+
+
+class KernelKilledError(KernelError):
+    """The kernel was killed on purpose (a kill, a cancel past its grace, or the manager's close)."""
+
+    code = "kernel_killed"
+
+
+LIFE_EVENT: Mapping[type, LifeEvent] = {
+    StdoutFrame: LifeEvent.STDOUT,
+    StderrFrame: LifeEvent.STDERR,
+    DisplayFrame: LifeEvent.DISPLAY,
+    ResultFrame: LifeEvent.RESULT,
+    ErrorFrame: LifeEvent.ERROR,
+    DoneFrame: LifeEvent.DONE,
+    ReadyFrame: LifeEvent.READY,
+    ProcessFrame: LifeEvent.PROCESS,
+    DiagnosticFrame: LifeEvent.DIAGNOSTIC,
+}
+"""The life event of each kernel event record."""
+
+
+def end_error(reason: Reason, decided: KernelError | None, returncode: int | None) -> KernelError:
+    """The error a kernel's end gives what was in flight: the fault's or the host's own (`decided`), else its
+    reason's."""
+    if reason in (Reason.FAULT, Reason.HOST_FAILED) and decided is not None:
+        return decided
+    if reason is Reason.KILLED:
+        return KernelKilledError("the Python kernel was killed; the next cell starts a fresh one")
+    if reason is Reason.STOPPED:
+        return KernelKilledError(
+            "the Python kernel was stopped; the next cell starts a fresh one with its namespace snapshot"
+        )
+    if reason is Reason.START_FAILED:
+        return KernelStartError("the Python kernel did not start in time")
+    return KernelDiedError(returncode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +177,53 @@ class InFlight:
         self.cells: dict[str, CellRun] = {}
         self.controls: dict[str, asyncio.Future[DoneFrame]] = {}
         self.calls: dict[str, asyncio.Future[Any]] = {}
+        self.host_tasks: set[asyncio.Task[None]] = set()  # the host requests being served
 
     def __bool__(self) -> bool:
-        return bool(self.cells or self.calls or self.controls)
+        return bool(self.cells or self.calls or self.controls) or any(not t.done() for t in self.host_tasks)
+
+    def call(self, call_id: str, name: str, module: str, function: str, args: Mapping[str, Any]) -> bytes:
+        """A remote call's request line, its future kept; arguments that are not JSON: `failed`."""
+        try:
+            strict_json(dict(args), "the arguments")
+            request = CallRequest(id=call_id, name=name, module=module, function=function, args=dict(args))
+            line = encode(request) + b"\n"
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:
+            raise RemoteCallError("failed", f"the arguments are not JSON: {exc}", reason="bad_arguments") from None
+        self.calls[call_id] = asyncio.get_running_loop().create_future()
+        return line
+
+    def serve(self, admission: Admission, handler: HostHandler, reply: Callable[[Record], None]) -> None:
+        """Run an accepted host request's handler as its own task; its result or its error is the one reply."""
+        task = asyncio.create_task(self._serve(admission, handler, reply))
+        self.host_tasks.add(task)
+        task.add_done_callback(self.host_tasks.discard)
+
+    async def _serve(self, admission: Admission, handler: HostHandler, reply: Callable[[Record], None]) -> None:
+        answer: Record
+        try:
+            result = await handler(admission)
+            strict_json(result, "the handler's result")  # NaN or infinity: an error reply, not a silent null
+            answer = HostReplyOk(id=admission.id, status="ok", result=result)
+            encode(answer)  # a result that is not JSON at all is an error reply too
+        except asyncio.CancelledError:
+            raise
+        except EukheError as exc:  # first: a refusal may be a ValueError too (a UsageError), and is not unencodable
+            error = HostReplyError(code=error_code(exc), message=str(exc), details=error_details(exc))
+            answer = HostReplyRefused(id=admission.id, status="error", error=error)
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:
+            error = HostReplyError(code="unencodable", message=f"the handler's result is not JSON: {exc}")
+            answer = HostReplyRefused(id=admission.id, status="error", error=error)
+        except Exception as exc:
+            error = HostReplyError(code="handler_error", message=f"{type(exc).__name__}: {exc}")
+            answer = HostReplyRefused(id=admission.id, status="error", error=error)
+        reply(answer)
+
+    async def stop_serving(self) -> None:
+        """Cancel the host requests still being served, and wait for them."""
+        for task in self.host_tasks:
+            task.cancel()
+        await asyncio.gather(*self.host_tasks, return_exceptions=True)
 
     def _cell_for(self, cell_id: str | None) -> CellRun | None:
         if cell_id is None:  # untagged raw output: the running cell is the oldest in flight
@@ -171,6 +275,14 @@ class InFlight:
                 future.set_result(DoneFrame(id=None, status="error", reason=str(error)))
         self.controls.clear()
         self.fail_calls(f": {error}")
+
+
+def refusal_reply(refusal: Refusal) -> HostReplyRefused:
+    """The one reply to a host request the gate refused."""
+    error = HostReplyError(code=refusal.reason.value, message=refusal.message)
+    return HostReplyRefused(
+        id=refusal.id, status="duplicate" if refusal.status == "duplicate" else "error", error=error
+    )
 
 
 def _error_of(error: BaseException) -> CellError:

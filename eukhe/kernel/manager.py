@@ -22,56 +22,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from eukhe.clock import Clock, MonotonicClock, wait_within
 from eukhe.core import kernel_life as life_table
 from eukhe.core.gate import DEFAULT_LIMITS, Admission, Dropped, Event, FaultReason, GateLimits, ProtocolFault, Refusal
 from eukhe.core.kernel_life import CELL_STATUS, Effect, Life, Reason
 from eukhe.core.kernel_life import Event as LifeEvent
 from eukhe.core.limits import DEFAULT_TRUNCATION, Truncation
-from eukhe.errors import EukheError, InputError, error_code, error_details
-from eukhe.kernel.errors import (
-    KernelClosedError,
-    KernelDiedError,
-    KernelError,
-    KernelProtocolError,
-    KernelStartError,
-    RemoteCallError,
-)
-from eukhe.kernel.inflight import CellOutcome, CellRun, InFlight
+from eukhe.errors import InputError
+from eukhe.kernel import inflight
+from eukhe.kernel.errors import KernelClosedError, KernelError, KernelProtocolError, KernelStartError, RemoteCallError
+from eukhe.kernel.inflight import CellOutcome, CellRun, HostHandler, KernelKilledError
 from eukhe.kernel.launch import KernelLaunch, kernel_launch
 from eukhe.kernel.process import KernelProcess
 from eukhe.kernel.splitter import FrameReader
 from eukhe.output import BoundedOutput
-from eukhe.records.base import Record, convert, encode, strict_json
-from eukhe.records.kernel import (
-    CallRequest,
-    DiagnosticFrame,
-    DisplayFrame,
-    DoneFrame,
-    ErrorFrame,
-    ExecuteRequest,
-    HostReplyError,
-    HostReplyOk,
-    HostReplyRefused,
-    InterruptRequest,
-    KernelEvent,
-    ProcessFrame,
-    ReadyFrame,
-    ResultFrame,
-    ShutdownRequest,
-    StderrFrame,
-    StdoutFrame,
-)
+from eukhe.records import kernel as wire
+from eukhe.records.base import Record, convert, encode
 from eukhe_kernel.protocol import PROTOCOL_VERSION
 
 __all__ = ["Admission", "CellOutcome", "CellRun", "HostHandler", "KernelKilledError", "KernelManager"]
 
 log = logging.getLogger("eukhe.kernel")
-
-HostHandler = Callable[[Admission], Awaitable[Any]]
-"""Serves one accepted host request; its return value (JSON) or its exception is the one reply."""
 
 DIAGNOSTICS_KEPT = 256
 """The last diagnostics and faults a manager keeps (a session's kernel may live long and say much)."""
@@ -79,13 +50,6 @@ KILL_GRACE_MS = 1000
 """After closing stdin, how long the stub has to kill its `bash()` groups and exit before its group is killed."""
 SNAPSHOT_GRACE_MS = 60_000
 """How long a kernel stopped with a snapshot (idle culling) may take to pickle its namespace before it is killed."""
-START_TIMEOUT_MS = 30_000
-
-
-class KernelKilledError(KernelError):
-    """The kernel was killed on purpose (a kill, a cancel past its grace, or the manager's close)."""
-
-    code = "kernel_killed"
 
 
 @dataclass(eq=False)
@@ -94,46 +58,16 @@ class _Kernel:
 
     process: KernelProcess
     reader: FrameReader
-    ready: asyncio.Future[ReadyFrame]
-    work: InFlight
+    ready: asyncio.Future[wire.ReadyFrame]
+    work: inflight.InFlight
     life: Life = life_table.START
-    host_tasks: set[asyncio.Task[None]] = field(default_factory=set)
     watch: asyncio.Task[None] | None = None  # hears its stdout close
     ending: asyncio.Task[None] | None = None  # its termination, once begun
     stop_id: str | None = None  # the snapshot stop's shutdown request
     snapshot_settled: asyncio.Future[bool] | None = None
     child_groups: set[int] = field(default_factory=set)  # the stub's `bash()` process groups, reaped at its end
     error: KernelError | None = None  # the fault or the host's failure that decided its end
-    transcript: list[Life] = field(default_factory=list)  # every phase it went through (for the model's tie)
-
-
-_LIFE_OF_FRAME: dict[type, LifeEvent] = {
-    StdoutFrame: LifeEvent.STDOUT,
-    StderrFrame: LifeEvent.STDERR,
-    DisplayFrame: LifeEvent.DISPLAY,
-    ResultFrame: LifeEvent.RESULT,
-    ErrorFrame: LifeEvent.ERROR,
-    DoneFrame: LifeEvent.DONE,
-    ReadyFrame: LifeEvent.READY,
-    ProcessFrame: LifeEvent.PROCESS,
-    DiagnosticFrame: LifeEvent.DIAGNOSTIC,
-}
-"""The life event of each kernel event record."""
-
-
-def _error_for(kernel: _Kernel, reason: Reason) -> KernelError:
-    """The error a life's end gives what was in flight."""
-    if reason in (Reason.FAULT, Reason.HOST_FAILED) and kernel.error is not None:
-        return kernel.error
-    if reason is Reason.KILLED:
-        return KernelKilledError("the Python kernel was killed; the next cell starts a fresh one")
-    if reason is Reason.STOPPED:
-        return KernelKilledError(
-            "the Python kernel was stopped; the next cell starts a fresh one with its namespace snapshot"
-        )
-    if reason is Reason.START_FAILED:
-        return KernelStartError("the Python kernel did not start in time")
-    return KernelDiedError(kernel.process.returncode)
+    number: int = 0  # which of the manager's kernels (from 1)
 
 
 class KernelManager:
@@ -148,7 +82,7 @@ class KernelManager:
         limits: GateLimits = DEFAULT_LIMITS,
         launch: Callable[[], KernelLaunch | Awaitable[KernelLaunch]] = kernel_launch,
         cwd: Path | None = None,
-        start_timeout_ms: int = START_TIMEOUT_MS,
+        start_timeout_ms: int = 30_000,
         clock: Clock | None = None,
     ) -> None:
         self.truncation = truncation
@@ -172,8 +106,8 @@ class KernelManager:
         self.on_child_group: Callable[[int, bool], None] | None = None
         """Hears each `bash()` process group of a Local kernel start (True) and end (False): a session keeps them
         in its journal, so a host that restarts still reaps them."""
-        self.on_life: Callable[[Life], None] | None = None
-        """Hears every step of every kernel's life (the model's tie)."""
+        self.lives: list[tuple[int, Life]] = []
+        """The last DIAGNOSTICS_KEPT steps of its kernels' lives: (which kernel, counting from 1; its life)."""
         self._active_at = self.clock.now_ms()
         """When the kernel last did or was asked anything (a cell sent, a frame read, a host request served)."""
         self._empty_output = BoundedOutput(truncation, None).close()  # the outcome's output of a silent cell
@@ -200,7 +134,7 @@ class KernelManager:
         kernel = self._kernel
         if kernel is None or not life_table.live(kernel.life):
             return False
-        return bool(kernel.work) or any(not task.done() for task in kernel.host_tasks)
+        return bool(kernel.work)
 
     def idle_s(self) -> float:
         """Seconds since the kernel last did or was asked anything (on the manager's clock)."""
@@ -261,11 +195,13 @@ class KernelManager:
         for diagnostic in launch.diagnostics:
             self._diagnose(diagnostic)
         process = await KernelProcess.spawn(launch, self._cwd)
-        reader = FrameReader(frozenset(self.handlers), self.limits)
-        kernel = _Kernel(process, reader, asyncio.get_running_loop().create_future(), InFlight(self.background))
+        ready = asyncio.get_running_loop().create_future()
+        reader, work = FrameReader(frozenset(self.handlers), self.limits), inflight.InFlight(self.background)
+        kernel = _Kernel(process, reader, ready, work)
         process.attach(lambda data: self._on_stdout(kernel, data))
         kernel.watch = asyncio.create_task(self._watch_stdout(kernel))
         self.kernels_started += 1
+        kernel.number = self.kernels_started
         self._note(kernel)
         try:
             answered = await wait_within(self.clock, kernel.ready, self._start_timeout_ms)
@@ -275,17 +211,16 @@ class KernelManager:
             raise
         if not answered:
             self._feel(kernel, LifeEvent.START_TIMEOUT)
-        failure = None if answered and kernel.ready.exception() is None else kernel.ready
-        ready = kernel.ready.result() if failure is None else None
-        if ready is not None and ready.protocol != PROTOCOL_VERSION:
-            self._feel(kernel, LifeEvent.KILL)
+        failed = not answered or kernel.ready.exception() is not None
+        if failed or kernel.ready.result().protocol != PROTOCOL_VERSION:
+            self._feel(kernel, LifeEvent.KILL)  # a failed start's kernel is ending already: ignored
             await self._ended(kernel)
-            raise KernelStartError(
-                f"the Python kernel speaks protocol {ready.protocol!r}, the host speaks {PROTOCOL_VERSION}"
-            )
-        if failure is not None:
-            await self._ended(kernel)
-            why = f"{failure.exception()}" if answered else f"no ready frame within {self._start_timeout_ms} ms"
+            if not failed:
+                protocol = kernel.ready.result().protocol
+                raise KernelStartError(
+                    f"the Python kernel speaks protocol {protocol!r}, the host speaks {PROTOCOL_VERSION}"
+                )
+            why = kernel.ready.exception() if answered else f"no ready frame within {self._start_timeout_ms} ms"
             tail = process.tail()
             raise KernelStartError(f"the Python kernel did not start: {why}" + (f"\n{tail}" if tail else ""))
         process.started()
@@ -294,11 +229,10 @@ class KernelManager:
     # ---- the life table's effects ------------------------------------------------------------------------
 
     def _note(self, kernel: _Kernel) -> None:
-        kernel.transcript.append(kernel.life)
-        if self.on_life is not None:
-            self.on_life(kernel.life)
+        self.lives.append((kernel.number, kernel.life))
+        del self.lives[:-DIAGNOSTICS_KEPT]
 
-    def _feel(self, kernel: _Kernel, event: LifeEvent, detail: ReadyFrame | ProtocolFault | None = None) -> bool:
+    def _feel(self, kernel: _Kernel, event: LifeEvent, detail: wire.ReadyFrame | ProtocolFault | None = None) -> bool:
         """Step the kernel's life on `event` and perform the table's effects; True if the frame is to be acted on."""
         before = kernel.life
         kernel.life, effects = life_table.step(before, event)
@@ -308,18 +242,18 @@ class KernelManager:
             self._perform(kernel, effect, detail)
         return life_table.Deliver() in effects
 
-    def _perform(self, kernel: _Kernel, effect: Effect, detail: ReadyFrame | ProtocolFault | None) -> None:
+    def _perform(self, kernel: _Kernel, effect: Effect, detail: wire.ReadyFrame | ProtocolFault | None) -> None:
         match effect:
-            case life_table.SettleReady() if isinstance(detail, ReadyFrame):
+            case life_table.SettleReady() if isinstance(detail, wire.ReadyFrame):
                 kernel.ready.set_result(detail)
             case life_table.RecordFault() if isinstance(detail, ProtocolFault):
                 self._record_fault(kernel, detail)
             case life_table.FailCalls():
                 reason = kernel.life.reason
-                kernel.work.fail_calls("" if reason is None else f": {_error_for(kernel, reason)}")
+                kernel.work.fail_calls("" if reason is None else f": {self._error(kernel, reason)}")
             case life_table.SendShutdown():
                 kernel.stop_id = f"stop-{next(self._ids)}"
-                if not self._send(kernel, ShutdownRequest(id=kernel.stop_id, snapshot=True)):
+                if not self._send(kernel, wire.ShutdownRequest(id=kernel.stop_id, snapshot=True)):
                     self._feel(kernel, LifeEvent.KILL)  # it cannot hear the stop: no snapshot
             case life_table.SettleSnapshot(written=written):
                 if kernel.snapshot_settled is not None and not kernel.snapshot_settled.done():
@@ -336,19 +270,17 @@ class KernelManager:
     async def _terminate(self, kernel: _Kernel) -> None:
         """End the process and everything of it; then its life ends (EXITED) and so does what is in flight."""
         try:
-            await kernel.process.terminate(
-                self.clock, KILL_GRACE_MS, kernel.child_groups if kernel.process.launch.host_pids else ()
-            )
+            await kernel.process.terminate(self.clock, KILL_GRACE_MS, kernel.child_groups)  # only a Local's
         finally:
             kernel.child_groups.clear()
-            for task in kernel.host_tasks:
-                task.cancel()
-            await asyncio.gather(*filter(None, [kernel.watch]), *kernel.host_tasks, return_exceptions=True)
+            await kernel.work.stop_serving()
+            await asyncio.gather(*filter(None, [kernel.watch]), return_exceptions=True)
             self._feel(kernel, LifeEvent.EXITED)
 
     async def _watch_stdout(self, kernel: _Kernel) -> None:
-        """The kernel's stdout closed: the table says whether it died (unasked) or was expected to."""
+        """Its stdout closed (then, within the kill's grace, it exited: a death tells its exit code): an event."""
         await kernel.process.stdout_closed
+        await wait_within(self.clock, kernel.process.exited, KILL_GRACE_MS)
         self._feel(kernel, LifeEvent.STDOUT_CLOSED)
 
     def _record_fault(self, kernel: _Kernel, fault: ProtocolFault) -> None:
@@ -366,16 +298,20 @@ class KernelManager:
         """End what is in flight on a kernel whose life ended (once): its cells with their output so far."""
         if self._kernel is kernel:
             self._kernel = None
-        error = _error_for(kernel, reason)
+        error = self._error(kernel, reason)
         if not kernel.ready.done():
             kernel.ready.set_exception(error)
             kernel.ready.exception()  # retrieved: nobody else may wait on it
         kernel.work.end(CELL_STATUS[reason], error)
 
+    @staticmethod
+    def _error(kernel: _Kernel, reason: Reason) -> KernelError:
+        return inflight.end_error(reason, kernel.error, kernel.process.returncode)
+
     # ---- requests to the kernel ---------------------------------------------------------------------------
 
     def _send(self, kernel: _Kernel, message: Record) -> bool:
-        return life_table.reads(kernel.life) and kernel.process.write(encode(message) + b"\n")
+        return life_table.live(kernel.life) and kernel.process.write(encode(message) + b"\n")
 
     async def execute(
         self,
@@ -399,7 +335,7 @@ class KernelManager:
         if on_output is not None or on_end is not None:
             run.add_listener(on_output or (lambda _data: None), on_end or (lambda _outcome: None))
         kernel.work.cells[cell_id] = run
-        self._send(kernel, ExecuteRequest(id=cell_id, code=code))
+        self._send(kernel, wire.ExecuteRequest(id=cell_id, code=code))
         await kernel.process.drain()
         return run
 
@@ -416,22 +352,15 @@ class KernelManager:
         kernel = self._kernel
         if kernel is None or not self.takes_calls:
             raise RemoteCallError("not_running", "the session's Python kernel is not running: a cell starts it")
-        try:
-            strict_json(dict(args), "the arguments")
-            request = CallRequest(
-                id=f"r{next(self._ids)}", name=name, module=module, function=function, args=dict(args)
-            )
-            line = encode(request) + b"\n"
-        except (TypeError, ValueError, msgspec.EncodeError) as exc:
-            raise RemoteCallError("failed", f"the arguments are not JSON: {exc}", reason="bad_arguments") from None
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         if not kernel.process.stdin_open:
             raise RemoteCallError("unreachable", "the Python kernel is stopping: it takes no call")
-        kernel.work.calls[request.id] = future
+        call_id = f"r{next(self._ids)}"
+        line = kernel.work.call(call_id, name, module, function, args)
+        future = kernel.work.calls[call_id]
         self._touch()
         kernel.process.write(line)
         await kernel.process.drain()
-        return request.id, future
+        return call_id, future
 
     def abandon_call(self, call_id: str) -> None:
         """The caller stopped waiting for a remote call (its bound passed, or it was cancelled): forget it, and
@@ -439,7 +368,7 @@ class KernelManager:
         kernel = self._kernel
         if kernel is None or kernel.work.calls.pop(call_id, None) is None:
             return
-        self._send(kernel, InterruptRequest(id=f"i{next(self._ids)}", target=call_id))
+        self._send(kernel, wire.InterruptRequest(id=f"i{next(self._ids)}", target=call_id))
 
     async def interrupt(self, cell_id: str | None = None, timeout_ms: int = 5000) -> bool:
         """Interrupt the running cell (or `cell_id`, also one not started yet); True if the kernel found it within
@@ -448,9 +377,9 @@ class KernelManager:
         if kernel is None or not life_table.takes_calls(kernel.life):
             return False
         request_id = f"i{next(self._ids)}"
-        future: asyncio.Future[DoneFrame] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[wire.DoneFrame] = asyncio.get_running_loop().create_future()
         kernel.work.controls[request_id] = future
-        if not self._send(kernel, InterruptRequest(id=request_id, target=cell_id)):
+        if not self._send(kernel, wire.InterruptRequest(id=request_id, target=cell_id)):
             kernel.work.controls.pop(request_id, None)
             return False
         if not await wait_within(self.clock, future, timeout_ms):
@@ -481,31 +410,21 @@ class KernelManager:
         elif isinstance(verdict, Event):
             try:  # a frame that does not fit its record is a protocol fault
                 what = f"a kernel {verdict.event} frame"
-                frame: KernelEvent = convert(verdict.frame, KernelEvent, code="malformed", what=what)
+                frame: wire.KernelEvent = convert(verdict.frame, wire.KernelEvent, code="malformed", what=what)
             except InputError as exc:
                 self._feel(kernel, LifeEvent.FAULT, ProtocolFault(FaultReason.NOT_PROTOCOL, str(exc)))
                 return
-            event = _LIFE_OF_FRAME[type(frame)]
-            if isinstance(frame, DoneFrame) and frame.id is not None and frame.id == kernel.stop_id:
+            event = inflight.LIFE_EVENT[type(frame)]
+            if isinstance(frame, wire.DoneFrame) and frame.id is not None and frame.id == kernel.stop_id:
                 event = LifeEvent.SNAPSHOT_DONE
-            if self._feel(kernel, event, frame if isinstance(frame, ReadyFrame) else None):
+            if self._feel(kernel, event, frame if isinstance(frame, wire.ReadyFrame) else None):
                 self._act(kernel, frame)
-        elif isinstance(verdict, Admission):
-            if self._feel(kernel, LifeEvent.HOST_REQUEST):
-                task = asyncio.create_task(self._serve(kernel, verdict, self.handlers[verdict.kind]))
-                kernel.host_tasks.add(task)
-                task.add_done_callback(kernel.host_tasks.discard)
-        elif isinstance(verdict, Refusal):
-            if self._feel(kernel, LifeEvent.REFUSAL):
-                duplicate = verdict.status == "duplicate"
-                if duplicate:
-                    self._diagnose(
-                        f"the kernel repeated host-request id {verdict.id!r}: answered `duplicate`, no handler"
-                    )
-                error = HostReplyError(code=verdict.reason.value, message=verdict.message)
-                self._send(
-                    kernel, HostReplyRefused(id=verdict.id, status="duplicate" if duplicate else "error", error=error)
-                )
+        elif isinstance(verdict, Admission) and self._feel(kernel, LifeEvent.HOST_REQUEST):
+            kernel.work.serve(verdict, self.handlers[verdict.kind], lambda reply: self._reply(kernel, reply))
+        elif isinstance(verdict, Refusal) and self._feel(kernel, LifeEvent.REFUSAL):
+            if verdict.status == "duplicate":
+                self._diagnose(f"the kernel repeated host-request id {verdict.id!r}: answered `duplicate`, no handler")
+            self._send(kernel, inflight.refusal_reply(verdict))
         elif isinstance(verdict, Dropped) and self._feel(kernel, LifeEvent.DROPPED):
             self._diagnose(verdict.diagnostic)
 
@@ -514,37 +433,18 @@ class KernelManager:
         del self.diagnostics[:-DIAGNOSTICS_KEPT]
         log.log(level, "%s", message)
 
-    async def _serve(self, kernel: _Kernel, admission: Admission, handler: HostHandler) -> None:
-        """Run one accepted host request's handler; its result or its error is the one reply."""
-        reply: Record
-        try:
-            result = await handler(admission)
-            self._touch()
-            strict_json(result, "the handler's result")  # NaN or infinity: an error reply, not a silent null
-            reply = HostReplyOk(id=admission.id, status="ok", result=result)
-            encode(reply)  # a result that is not JSON at all is an error reply too
-        except asyncio.CancelledError:
-            raise
-        except EukheError as exc:  # first: a refusal may be a ValueError too (a UsageError), and is not unencodable
-            error = HostReplyError(code=error_code(exc), message=str(exc), details=error_details(exc))
-            reply = HostReplyRefused(id=admission.id, status="error", error=error)
-        except (TypeError, ValueError, msgspec.EncodeError) as exc:
-            error = HostReplyError(code="unencodable", message=f"the handler's result is not JSON: {exc}")
-            reply = HostReplyRefused(id=admission.id, status="error", error=error)
-        except Exception as exc:
-            error = HostReplyError(code="handler_error", message=f"{type(exc).__name__}: {exc}")
-            reply = HostReplyRefused(id=admission.id, status="error", error=error)
+    def _reply(self, kernel: _Kernel, reply: Record) -> None:
         self._touch()
         self._send(kernel, reply)
 
-    def _act(self, kernel: _Kernel, frame: KernelEvent) -> None:
+    def _act(self, kernel: _Kernel, frame: wire.KernelEvent) -> None:
         """What the host does with an event frame the table lets it act on."""
-        if isinstance(frame, ProcessFrame):
+        if isinstance(frame, wire.ProcessFrame):
             if frame.pgid > 1 and kernel.process.launch.host_pids:  # another pid namespace's pids: not the host's
                 (kernel.child_groups.add if frame.state == "started" else kernel.child_groups.discard)(frame.pgid)
                 if self.on_child_group is not None:
                     self.on_child_group(frame.pgid, frame.state == "started")
-        elif isinstance(frame, DiagnosticFrame):
+        elif isinstance(frame, wire.DiagnosticFrame):
             self._diagnose(f"python kernel: {frame.message}")
-        elif not isinstance(frame, ReadyFrame):
+        elif not isinstance(frame, wire.ReadyFrame):
             kernel.work.act(frame)

@@ -8,7 +8,8 @@ far (every script of any length), and Hypothesis adds free scripts.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
+from typing import TypeVar
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -41,21 +42,30 @@ from eukhe.core.kernel_life import (
     takes_cells,
 )
 
+S = TypeVar("S", bound=Hashable)
+Asked = tuple[Life, int, tuple[SettleSnapshot, ...]]
 EVERY_LIFE = [Life(phase, reason) for phase in Phase for reason in (None, *Reason)]
 UNDECIDED = {Phase.STARTING, Phase.READY, Phase.STOPPING_SNAPSHOT}
 
 
-def _reachable() -> list[Life]:
-    seen = {START}
-    todo = [START]
+def _every_script(start: S, advance: Callable[[S, Event], S]) -> Iterator[S]:
+    """Every state reachable from `start` by `advance` on any event, once each: a law checked on each holds after
+    every script of any length (a state is a life, with what the script did so far)."""
+    seen = {start}
+    todo = [start]
     while todo:
-        life = todo.pop()
+        state = todo.pop()
+        yield state
         for event in Event:
-            after, _ = step(life, event)
+            after = advance(state, event)
             if after not in seen:
                 seen.add(after)
                 todo.append(after)
-    return sorted(seen, key=lambda life: (life.phase.value, life.reason.value if life.reason else ""))
+
+
+def _reachable() -> list[Life]:
+    lives = _every_script(START, lambda life, event: step(life, event)[0])
+    return sorted(lives, key=lambda life: (life.phase.value, life.reason.value if life.reason else ""))
 
 
 REACHABLE = _reachable()
@@ -104,18 +114,13 @@ def _check_one_end(events: tuple[Event, ...]) -> None:
 def test_kernel_life_exactly_one_end_per_life() -> None:
     for events in _scripts(2):
         _check_one_end(events)
-    # every script of any length: the lives reachable with the ends counted so far
-    seen = {(START, 0)}
-    todo = [(START, 0)]
-    while todo:
-        life, ends = todo.pop()
+
+    def advance(state: tuple[Life, int], event: Event) -> tuple[Life, int]:  # a life, the ends so far
+        after, effects = step(state[0], event)
+        return after, min(2, state[1] + sum(isinstance(e, End) for e in effects))
+
+    for life, ends in _every_script((START, 0), advance):
         assert ends == (1 if life.phase is Phase.GONE else 0), life
-        for event in Event:
-            after, effects = step(life, event)
-            counted = (after, min(2, ends + sum(isinstance(e, End) for e in effects)))
-            if counted not in seen:
-                seen.add(counted)
-                todo.append(counted)
 
 
 @given(scripts)
@@ -180,22 +185,17 @@ def _check_snapshot_settles_once(events: tuple[Event, ...]) -> None:
 def test_kernel_life_a_snapshot_stop_settles_once() -> None:
     for events in _scripts(2):
         _check_snapshot_settles_once(events)
-    # every script of any length: the lives reachable with the shutdowns asked and the settles so far
-    start: tuple[Life, int, tuple[SettleSnapshot, ...]] = (START, 0, ())
-    seen = {start}
-    todo = [start]
-    while todo:
-        life, asked, settled = todo.pop()
+
+    def advance(state: Asked, event: Event) -> Asked:  # a life, the shutdowns asked and the settles so far
+        life, asked, settled = state
+        after, effects = step(life, event)
+        more = tuple(e for e in effects if isinstance(e, SettleSnapshot))
+        return after, min(2, asked + (SendShutdown() in effects)), (*settled, *more)[:2]
+
+    for life, asked, settled in _every_script((START, 0, ()), advance):
         assert asked <= 1 and len(settled) == (asked if life.phase is not Phase.STOPPING_SNAPSHOT else 0), life
         if settled:
             assert settled[0].written == (life.reason is Reason.STOPPED)
-        for event in Event:
-            after, effects = step(life, event)
-            more = tuple(e for e in effects if isinstance(e, SettleSnapshot))
-            counted = (after, min(2, asked + (SendShutdown() in effects)), (*settled, *more)[:2])
-            if counted not in seen:
-                seen.add(counted)
-                todo.append(counted)
 
 
 @given(scripts)
@@ -268,16 +268,10 @@ def test_kernel_life_every_reason_has_a_cell_status() -> None:
 
 
 def test_kernel_life_a_decided_end_has_begun_its_termination() -> None:
-    start = (START, False)
-    seen = {start}
-    todo = [start]
-    while todo:
-        life, terminating = todo.pop()
+    def advance(state: tuple[Life, bool], event: Event) -> tuple[Life, bool]:  # a life, whether it is terminating
+        after, effects = step(state[0], event)
+        return after, state[1] or Terminate() in effects
+
+    for life, terminating in _every_script((START, False), advance):
         if life.reason is not None and life.phase is not Phase.GONE:  # EXITED will come: the shell is ending it
             assert terminating, life
-        for event in Event:
-            after, effects = step(life, event)
-            counted = (after, terminating or Terminate() in effects)
-            if counted not in seen:
-                seen.add(counted)
-                todo.append(counted)

@@ -214,7 +214,7 @@ class CellJobs:
         if run.done:
             return
         clock, grace_ms = self.table.clock, round(self.grace_s * 1000)
-        await self.manager.interrupt(run.id, timeout=self.grace_s, clock=clock)
+        await self.manager.interrupt(run.id, timeout_ms=grace_ms)
         ended = asyncio.ensure_future(run.wait())  # waiting on it never cancels the cell
         if not await wait_within(clock, ended, grace_ms):  # the grace runs on the job's clock
             ended.cancel()

@@ -115,6 +115,7 @@ class KernelSession(Session):
                 cwd=self.cwd,
                 handlers=self.host_handlers(),
                 launch=self.kernel_launch,
+                clock=self.job_table.clock,
             )
             manager.on_child_group = self._kernel_group
             self._cells = CellJobs(manager, self.job_table)

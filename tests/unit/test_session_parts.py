@@ -3,6 +3,7 @@ reverse), so the kernel and the children are members it calls, not layers of hoo
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -63,3 +64,24 @@ def test_a_session_calls_its_parts_in_order_and_closes_them_in_reverse(tmp_path:
         await parent.close()
 
     asyncio.run(scenario())
+
+
+def three_argument_type_calls(source: str) -> int:
+    """How many `type(name, bases, namespace)` calls (a class made at run time) `source` holds."""
+    return sum(
+        1
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "type"
+        and len(node.args) == 3
+    )
+
+
+def test_no_session_class_is_made_at_run_time() -> None:
+    """What a session hosts comes in as its parts: the package makes no class with `type(...)` (the daemon's
+    sessions are `DaemonSessions`, which give each session its parts)."""
+    package = Path(__file__).resolve().parents[2] / "eukhe"
+    made = [str(path) for path in sorted(package.rglob("*.py")) if three_argument_type_calls(path.read_text())]
+    assert not made
+    assert three_argument_type_calls('type("X", (object,), {})\ntype(x)\n') == 1

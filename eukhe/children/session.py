@@ -11,15 +11,12 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 from eukhe.children.host import ChildHost, InProcessHost
 from eukhe.children.roster import CHILD_DOC, Children, Parent
 from eukhe.children.run import AnswerSlot, run_child_code
-from eukhe.clock import Clock
 from eukhe.core.gate import Admission
-from eukhe.jobs.bash import BashOptions
 from eukhe.kernel.manager import HostHandler
 from eukhe.kernel.session import KernelSession, SessionKernel
 from eukhe.paths import workspaces_root
@@ -39,8 +36,7 @@ from eukhe.records.children import (
 )
 from eukhe.records.journal import JournalRecord
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
-from eukhe.session.session import PartsMaker, Session, SessionPart
-from eukhe.store.ledger import Ledger
+from eukhe.session.session import PartsMaker, Session, SessionMade, SessionPart
 
 
 class SessionChildren:
@@ -185,26 +181,8 @@ class AgentSession(KernelSession):
     """A kernel session with children: a `Session` with the parts of `agent_parts` (by default: children in this
     process), whose face this class is."""
 
-    def __init__(
-        self,
-        *,
-        root: Path,
-        directory: Path,
-        ledger: Ledger,
-        cwd: Path,
-        clock: Clock | None,
-        bash_options: BashOptions | None,
-        parts: PartsMaker | None = None,
-    ) -> None:
-        super().__init__(
-            root=root,
-            directory=directory,
-            ledger=ledger,
-            cwd=cwd,
-            clock=clock,
-            bash_options=bash_options,
-            parts=agent_parts() if parts is None else parts,
-        )
+    def __init__(self, *, parts: PartsMaker | None = None, **made: Unpack[SessionMade]) -> None:
+        super().__init__(parts=agent_parts() if parts is None else parts, **made)
         self.family = self.part(SessionFamily)
         """The session's children part."""
 

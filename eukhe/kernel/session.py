@@ -15,12 +15,11 @@ import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Unpack
 
-from eukhe.clock import Clock
 from eukhe.core.gate import Admission
 from eukhe.core.job import blocking_span
 from eukhe.fs import REQUESTS as FS_REQUESTS
-from eukhe.jobs.bash import BashOptions
 from eukhe.kernel.cells import CellJobs
 from eukhe.kernel.launch import KernelLaunch, confined_launch, installed_kernel_launch, with_snapshot
 from eukhe.kernel.manager import HostHandler, KernelManager
@@ -30,9 +29,8 @@ from eukhe.kernel.transport import path_map_of, wrapped_launch
 from eukhe.procs import kill_group, start_ticks
 from eukhe.records.jobs import Detached, Settled
 from eukhe.records.journal import DocPut, DocRetire, JournalRecord
-from eukhe.session.session import PartsMaker, Session, SessionPart, StartListener
+from eukhe.session.session import PartsMaker, Session, SessionMade, SessionPart, StartListener
 from eukhe.store.journal import JournalError
-from eukhe.store.ledger import Ledger
 
 SNAPSHOT_NAME = "kernel-namespace.pickle"
 """The namespace snapshot file (written by the kernel, read by the next one), in the session's kernel directory."""
@@ -198,26 +196,8 @@ class KernelSession(Session):
     """A session whose `ipython` runs cells on its own Python kernel: a `Session` with a `SessionKernel` part (by
     default `kernel_parts`), whose face this class is."""
 
-    def __init__(
-        self,
-        *,
-        root: Path,
-        directory: Path,
-        ledger: Ledger,
-        cwd: Path,
-        clock: Clock | None,
-        bash_options: BashOptions | None,
-        parts: PartsMaker | None = None,
-    ) -> None:
-        super().__init__(
-            root=root,
-            directory=directory,
-            ledger=ledger,
-            cwd=cwd,
-            clock=clock,
-            bash_options=bash_options,
-            parts=kernel_parts if parts is None else parts,
-        )
+    def __init__(self, *, parts: PartsMaker | None = None, **made: Unpack[SessionMade]) -> None:
+        super().__init__(parts=kernel_parts if parts is None else parts, **made)
         self.python = self.part(SessionKernel)
         """The session's kernel part."""
 

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, Protocol, Self, TypedDict, TypeVar
 
 import msgspec
 
@@ -114,6 +114,18 @@ PartsMaker = Callable[["Session"], Sequence[SessionPart]]
 """Makes a session's parts once the session itself is made (they hold it); called in the session's constructor."""
 
 _Part = TypeVar("_Part", bound=SessionPart)
+
+
+class SessionMade(TypedDict):
+    """What a session is made of (its constructor's arguments besides its parts): for the classes that give it
+    their parts (`eukhe.kernel.session.KernelSession`, `eukhe.children.session.AgentSession`)."""
+
+    root: Path
+    directory: Path
+    ledger: Ledger
+    cwd: Path
+    clock: Clock | None
+    bash_options: BashOptions | None
 
 
 class UnknownJobError(EukheError, KeyError):

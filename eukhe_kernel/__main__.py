@@ -1,5 +1,5 @@
 """`python -m eukhe_kernel`: run the kernel stub on stdin/stdout (S3 "The protocol")."""
 
-from eukhe_kernel.runtime import main
+from eukhe_kernel.main import main
 
 main()

@@ -9,16 +9,17 @@ import signal
 import subprocess
 from typing import Any
 
-from eukhe_kernel import runtime
-from eukhe_kernel.runtime import HostRequestError
+from eukhe_kernel.runtime import HostRequestError, running_kernel
 
-__all__ = ["HostRequestError", "bash", "bash_background", "display", "host_request", "host_request_sync"]
-
-
-def _kernel() -> runtime.Kernel:
-    if runtime.KERNEL is None:
-        raise RuntimeError("not running inside the eukhe kernel")
-    return runtime.KERNEL
+__all__ = [
+    "HostRequestError",
+    "bash",
+    "bash_background",
+    "display",
+    "host_request",
+    "host_request_sync",
+    "running_kernel",
+]
 
 
 def display(obj: Any) -> None:
@@ -30,23 +31,23 @@ def display(obj: Any) -> None:
             value = render()
             if isinstance(value, str):
                 bundle[mime] = value
-    _kernel().display(bundle)
+    running_kernel().display(bundle)
 
 
 async def host_request(kind: str, params: Any = None, *, request_id: str | None = None) -> Any:
     """Ask the host to serve request `kind`; returns the handler's result or raises HostRequestError."""
-    future = _kernel().host_request(kind, params, request_id=request_id)
+    future = running_kernel().host_request(kind, params, request_id=request_id)
     return await asyncio.wrap_future(future)
 
 
 def host_request_sync(kind: str, params: Any = None, *, timeout: float | None = None) -> Any:
     """The blocking form of host_request, for synchronous code (the reply is read on the reader thread)."""
-    return _kernel().host_request(kind, params).result(timeout)
+    return running_kernel().host_request(kind, params).result(timeout)
 
 
 def bash(command: str, *, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
     """Run `command` with bash in its own process group; returns its combined output (the group dies at shutdown)."""
-    kernel = _kernel()
+    kernel = running_kernel()
     with subprocess.Popen(
         ["bash", "-c", command],
         stdin=subprocess.DEVNULL,
@@ -70,7 +71,7 @@ def bash(command: str, *, timeout: float | None = None) -> subprocess.CompletedP
 
 def bash_background(command: str) -> subprocess.Popen[bytes]:
     """Start `command` with bash in its own process group, its output on the kernel's fd 1/2 (untagged)."""
-    kernel = _kernel()
+    kernel = running_kernel()
     process = subprocess.Popen(["bash", "-c", command], stdin=subprocess.DEVNULL, start_new_session=True)
     kernel.child_started(process)
     return process

@@ -7,7 +7,7 @@ Theory of operation:
   background tasks a cell starts keep its tag).
 - A reader thread reads requests; `interrupt` and `shutdown` are served on that thread, so they work while a
   synchronous cell holds the loop. Host replies resolve thread-safe futures on that thread too. A `call` of an
-  `@rlm.remote` function starts there too, on its own lane (`eukhe_kernel.rlm.remote`): never behind a cell.
+  `@rlm.remote` function starts there too, on the kernel's call lane (`eukhe_kernel.calls`): never behind a cell.
 - One worker task runs cells in order, each as its own task in one persistent namespace; compiled with top-level
   await. Background tasks keep running between cells.
 - SIGINT: our own handler. If the running cell's code is on the stack, it raises KeyboardInterrupt there; else
@@ -41,6 +41,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from eukhe_kernel import snapshot
+from eukhe_kernel.calls import CallLane
 from eukhe_kernel.frames import PROTECTED_CODES, FrameWriter
 from eukhe_kernel.protocol import (
     MAX_PAYLOAD_BYTES,
@@ -66,7 +67,8 @@ on the reader thread (Python's default 5 ms would be most of an interrupt's late
 EOF_GRACE_S = 30.0
 """After stdin EOF a synchronous cell may hold the loop; the reader side exits after this (S3 sandbox 7)."""
 
-KERNEL: Kernel | None = None
+_RUNNING: Kernel | None = None
+"""The kernel this process runs, once it runs (read only through `running_kernel`)."""
 
 _LIBC: Any = None
 _LIBC_LOADED = threading.Event()
@@ -83,6 +85,14 @@ def _load_libc() -> None:
         _LIBC = None
     finally:
         _LIBC_LOADED.set()
+
+
+def running_kernel() -> Kernel:
+    """The kernel this process runs: the one process-wide handle, for what cells call as plain functions (`display`,
+    `bash`, `rlm`), which have no kernel to be given. Outside a running kernel: RuntimeError."""
+    if _RUNNING is None:
+        raise RuntimeError("not running inside the eukhe kernel")
+    return _RUNNING
 
 
 class HostRequestError(Exception):
@@ -172,9 +182,11 @@ class _BinaryStream:
 
 
 class Kernel:
-    """One kernel process: protocol fds, the frame writer, the namespace, the cell worker."""
+    """One kernel process: protocol fds, the frame writer, the namespace, the cell worker, the call lane.
 
-    def __init__(self) -> None:
+    `names` are in every cell's namespace from the start (the cell API: `display`, `bash`, `rlm`...)."""
+
+    def __init__(self, names: dict[str, Any] | None = None) -> None:
         global PROTOCOL_FD
         self.main_ident = threading.get_ident()
         self.in_fd = os.dup(0)
@@ -211,26 +223,26 @@ class Kernel:
         self.shutting_down = False
         self.loop = asyncio.new_event_loop()
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
-        self._main_module()
+        self.calls = CallLane(self.loop, self.writer, self.diag, CELL_ID)
+        self.namespace = self._main_module({"__name__": "__main__", "__builtins__": __builtins__, **(names or {})})
 
-    def _main_module(self) -> None:
+    @staticmethod
+    def _main_module(names: dict[str, Any]) -> dict[str, Any]:
         """Cells run in the namespace of a fresh `__main__` module (pickle and dataclasses look it up)."""
         module = types.ModuleType("__main__")
-        module.__dict__.update(self.namespace)
-        self.namespace = module.__dict__
+        module.__dict__.update(names)
         sys.modules["__main__"] = module
-        from eukhe_kernel import api, rlm  # noqa: PLC0415 - they import this module
-
-        sys.modules["rlm"] = rlm  # `import rlm` in a cell finds the stub's module
-        self.namespace.update(
-            {"display": api.display, "bash": api.bash, "bash_background": api.bash_background, "rlm": rlm}
-        )
+        return module.__dict__
 
     # ---- start and stop ---------------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Serve until shutdown: handshake, reader and owner threads, the cell worker on the loop."""
+        """Serve until shutdown: handshake, reader and owner threads, the cell worker on the loop. From here on this
+        is the process's running kernel (`running_kernel`)."""
+        global _RUNNING
+        if _RUNNING is not None:
+            raise RuntimeError("this process already runs a kernel")
+        _RUNNING = self
         # The reader thread must get the GIL from a busy cell quickly to serve an interrupt: 5 ms by default.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         signal.signal(signal.SIGINT, self._on_sigint)
@@ -445,9 +457,7 @@ class Kernel:
             take_snapshot = message.get("snapshot") is True
             self.shutdown(request_id if isinstance(request_id, str) else None, take_snapshot=take_snapshot)
         elif kind == "call":
-            from eukhe_kernel.rlm.remote import serve_call  # noqa: PLC0415 - rlm imports this module
-
-            serve_call(self, message)  # on its own lane at once: never behind a cell (S3 @remote 3)
+            self.calls.serve(message)  # on its own lane at once: never behind a cell (S3 @remote 3)
         else:
             self.diag(f"unknown request {kind!r}")
             if isinstance(request_id, str):
@@ -468,9 +478,7 @@ class Kernel:
                 self.cancelled.add(target)
                 return True
         if target is not None:
-            from eukhe_kernel.rlm.remote import cancel  # noqa: PLC0415 - rlm imports this module
-
-            return cancel(self, target)  # an `async def` remote call the host stopped waiting for
+            return self.calls.cancel(target)  # an `async def` remote call the host stopped waiting for
         return False
 
     def _resolve_host_reply(self, message: dict[str, Any]) -> None:
@@ -724,10 +732,3 @@ def _cell_traceback(exc: BaseException, interrupted: bool = False) -> list[str]:
             break
         out.append(line)
     return out
-
-
-def main() -> None:
-    """`python -m eukhe_kernel`."""
-    global KERNEL
-    KERNEL = Kernel()
-    KERNEL.run()

@@ -1,22 +1,24 @@
 """A session that can have children, and be one: the session the public API and the daemon host.
 
 Its cells may call `rlm.spawn`, `rlm.list_subagents`, `rlm.collect` and `rlm.delete` (host requests served by its
-`Children`), and, run as a child, `rlm.answer`. Where its children live is its `child_host` (in this process by
-default; the daemon's workers give each child a worker of its own).
+`Children`), and, run as a child, `rlm.answer`. `SessionFamily` is that part of a session (`SessionPart`), beside
+its `SessionKernel`; `AgentSession` is the session with both (`agent_parts`). Where its children live is the
+`ChildHost` given to `agent_parts` (None: in this process; the daemon's workers give each child a worker of its own).
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
-from typing import Any
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, Unpack
 
 from eukhe.children.host import ChildHost, InProcessHost
 from eukhe.children.roster import CHILD_DOC, Children, Parent
 from eukhe.children.run import AnswerSlot, run_child_code
 from eukhe.core.gate import Admission
 from eukhe.kernel.manager import HostHandler
-from eukhe.kernel.session import KernelSession
+from eukhe.kernel.session import KernelSession, SessionKernel
 from eukhe.paths import workspaces_root
 from eukhe.records.base import convert
 from eukhe.records.children import (
@@ -32,8 +34,9 @@ from eukhe.records.children import (
     RunRequest,
     SpawnRequest,
 )
-from eukhe.records.jobs import Rewound
 from eukhe.records.journal import JournalRecord
+from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
+from eukhe.session.session import PartsMaker, Session, SessionMade, SessionPart
 
 
 class SessionChildren:
@@ -67,55 +70,40 @@ class SessionChildren:
         return await self.roster.delete(convert({"name": name}, ChildName, code="bad_args", what="a delete").name)
 
 
-class AgentSession(KernelSession):
-    """A kernel session with children."""
+class SessionFamily:
+    """A session's children, as its part: the roster (made on first use; a reopened session's come from its
+    journal), the host requests its cells make of it, and, run as a child, where its `rlm.answer` lands."""
 
-    child_host: Callable[[AgentSession], ChildHost] | None = None
-    """How this session's children are hosted (None: in this process, `InProcessHost`)."""
-
-    _roster: Children | None = None
-    _answer: AnswerSlot | None = None
+    def __init__(self, session: Session, host: ChildHost | None = None) -> None:
+        self.session = session
+        self._host = host
+        self._roster: Children | None = None
+        self.answer_slot = AnswerSlot()
+        """Where this session's `rlm.answer` lands when it runs as a child."""
 
     @property
     def roster(self) -> Children:
         """The session's children (made on first use; a reopened session's come from its journal)."""
         if self._roster is None:
-            make_host = type(self).child_host
-            host = make_host(self) if make_host is not None else InProcessHost(type(self), self.root)
+            session = self.session
+            host = self._host if self._host is not None else InProcessHost(AgentSession, session.root)
             parent = Parent(
-                session_id=self.id,
-                cwd=self.cwd,
-                workspaces=workspaces_root(self.root),
-                budget_ms=self.budget_ms,
-                sandbox=self.sandbox.policy,
+                session_id=session.id,
+                cwd=session.cwd,
+                workspaces=workspaces_root(session.root),
+                budget_ms=session.budget_ms,
+                sandbox=session.sandbox.policy,
             )
-            self._roster = Children(parent, host, self.commit, self.job_table.clock)
+            self._roster = Children(parent, host, session.commit, session.job_table.clock)
         return self._roster
 
-    def children_running(self) -> list[str]:
+    def running(self) -> list[str]:
         """The children whose run is still going on (none when the roster was never made)."""
         return [] if self._roster is None else self._roster.running()
 
-    @property
-    def children(self) -> SessionChildren:
-        """The Python API's face of the roster."""
-        return SessionChildren(self.roster)
-
-    @property
-    def answer_slot(self) -> AnswerSlot:
-        """Where this session's `rlm.answer` lands when it runs as a child."""
-        if self._answer is None:
-            self._answer = AnswerSlot()
-        return self._answer
-
-    async def run_as_child(self, request: RunRequest) -> RunEnd:
-        """This session's run as a child: its code as one cell, then its answer."""
-        self.check_open()
-        return await run_child_code(self, self.answer_slot, request)
-
     def host_handlers(self) -> dict[str, HostHandler]:
+        """The host requests of `rlm.spawn`, `rlm.list_subagents`, `rlm.collect`, `rlm.delete` and `rlm.answer`."""
         return {
-            **super().host_handlers(),
             "children.spawn": self._spawn,
             "children.list": self._list,
             "children.collect": self._collect,
@@ -143,49 +131,99 @@ class AgentSession(KernelSession):
         self.answer_slot.take(request.value)
         return AnswerTaken(answered=True).to_json()
 
-    async def navigate_tree(self, entry_id: str | None) -> Rewound:
-        """A rewind: as the session's, and the children spawned after `entry_id` that still run are cancelled
-        (each then ends `cancelled`, is stopped and handed back, as a deleted child is), as its jobs are stopped."""
-        orphans = self._children_after(entry_id)
-        rewound = await super().navigate_tree(entry_id)
-        self._cancel_orphans(orphans)
-        return rewound
+    # ---- as a part of the session --------------------------------------------------------------------------------
 
-    async def fork(self, entry_id: str | None, *, session_id: str | None = None) -> Rewound:
-        """A fork: as the session's; the children spawned after `entry_id` that still run are cancelled, the others
-        go on and belong to the fork."""
-        orphans = self._children_after(entry_id)
-        rewound = await super().fork(entry_id, session_id=session_id)
-        self._cancel_orphans(orphans)
-        return rewound
+    def after_reopen(self) -> None:
+        """The children of the journal come back: those whose run did not end are resumed."""
+        unfinished = self.roster.restore(self.session.view_state().of_type(CHILD_DOC))
+        self.roster.resume(unfinished)
 
-    def _records_left_behind(self, fork_id: str) -> list[JournalRecord]:
-        """Every child still running goes on with the fork (or ends there, cancelled by it): this session records
-        it as ended `cancelled` with reason `forked`, so a reopen of it neither resumes nor hands it back again."""
-        records = super()._records_left_behind(fork_id)
-        if self._roster is not None:
-            records += self._roster.left_to(fork_id)
-        return records
-
-    def _children_after(self, entry_id: str | None) -> list[str]:
+    def rewinding(self, entry_id: str | None) -> Callable[[], None]:
+        """The children spawned after `entry_id` that still run are cancelled once the rewind (or fork) stopped the
+        session's jobs (each then ends `cancelled`, is stopped and handed back, as a deleted child is); after a fork
+        the others go on and belong to the fork."""
         if self._roster is None:
-            return []
-        self._check_target(entry_id)
-        return self._roster.spawned_after(self.state_after(entry_id).of_type(CHILD_DOC))
+            return _nothing
+        orphans = self._roster.spawned_after(self.session.state_after(entry_id).of_type(CHILD_DOC))
+        return lambda: self._cancel(orphans)
 
-    def _cancel_orphans(self, names: list[str]) -> None:
+    def _cancel(self, names: list[str]) -> None:
         if self._roster is not None and names:
             self._roster.cancel(names, "a rewind of the parent's conversation orphaned it")
 
-    def _after_reopen(self) -> None:
-        super()._after_reopen()
-        unfinished = self.roster.restore(self.view_state().of_type(CHILD_DOC))
-        self.roster.resume(unfinished)
+    def records_left_behind(self, fork_id: str) -> list[JournalRecord]:
+        """Every child still running goes on with the fork (or ends there, cancelled by it): this session records
+        it as ended `cancelled` with reason `forked`, so a reopen of it neither resumes nor hands it back again."""
+        return [] if self._roster is None else self._roster.left_to(fork_id)
 
-    async def _close_hosted(self) -> None:
+    async def close(self) -> None:
+        """End the children (before the kernel: a part closes before those it builds on)."""
         if self._roster is not None:
             await self._roster.close()
-        await super()._close_hosted()
 
 
-__all__ = ["AgentSession", "SessionChildren"]
+def _nothing() -> None:
+    """Nothing to do."""
+
+
+def agent_parts(host: ChildHost | None = None) -> PartsMaker:
+    """The parts of a session with a kernel and children: its `SessionKernel` (serving the children's host requests)
+    and its `SessionFamily`, whose children `host` hosts (None: in this process, `InProcessHost`)."""
+
+    def make(session: Session) -> Sequence[SessionPart]:
+        family = SessionFamily(session, host)
+        return [SessionKernel(session, handlers=family.host_handlers()), family]
+
+    return make
+
+
+class AgentSession(KernelSession):
+    """A kernel session with children: a `Session` with the parts of `agent_parts` (by default: children in this
+    process), whose face this class is."""
+
+    def __init__(self, *, parts: PartsMaker | None = None, **made: Unpack[SessionMade]) -> None:
+        super().__init__(parts=agent_parts() if parts is None else parts, **made)
+        self.family = self.part(SessionFamily)
+        """The session's children part."""
+
+    @property
+    def roster(self) -> Children:
+        """The session's children (`SessionFamily.roster`)."""
+        return self.family.roster
+
+    def children_running(self) -> list[str]:
+        """The children whose run is still going on (none when the roster was never made)."""
+        return self.family.running()
+
+    @property
+    def children(self) -> SessionChildren:
+        """The Python API's face of the roster."""
+        return SessionChildren(self.family.roster)
+
+    @property
+    def answer_slot(self) -> AnswerSlot:
+        """Where this session's `rlm.answer` lands when it runs as a child."""
+        return self.family.answer_slot
+
+    async def run_as_child(self, request: RunRequest) -> RunEnd:
+        """This session's run as a child: its code as one cell, then its answer."""
+        self.check_open()
+        return await run_child_code(self, self.family.answer_slot, request)
+
+
+class AgentSessions(Protocol):
+    """What makes and reopens agent sessions: `AgentSession` itself, or a maker that gives each session its parts
+    (the daemon's, `eukhe.daemon.children`)."""
+
+    async def create(
+        self, cwd: str | os.PathLike[str] | None, *, sandbox: SandboxPolicy | SandboxChoice | None = None
+    ) -> AgentSession:
+        """A new session in `cwd` (as `Session.create`)."""
+        ...
+
+    async def open(self, session_id: str, *, cwd: str | os.PathLike[str] | None = None) -> AgentSession:
+        """Reopen saved session `session_id` (as `Session.open`)."""
+        ...
+
+
+__all__ = ["AgentSession", "AgentSessions", "SessionChildren", "SessionFamily", "agent_parts"]

@@ -7,13 +7,15 @@ force: its worker ends, with its kernel and jobs; the session stays on disk and 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from eukhe.children import AgentSession
+from eukhe.children.session import AgentSessions, agent_parts
 from eukhe.daemon.asking import AskError, ask
 from eukhe.records.base import convert
 from eukhe.records.children import RunEnd, RunRequest
-from eukhe.records.sandbox import SandboxPolicy
+from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 
 
 class DaemonHost:
@@ -47,10 +49,21 @@ STOPPING = frozenset({"daemon_unavailable", "daemon_stopping", "daemon_protocol"
 """The codes of a daemon that is going away."""
 
 
-def daemon_children(socket: Path) -> type[AgentSession]:
-    """The session class a worker hosts: its children are the daemon's sessions."""
+class DaemonSessions:
+    """The sessions a worker hosts: agent sessions whose children are sessions of the daemon at `socket`."""
 
-    def host(_parent: AgentSession) -> DaemonHost:
-        return DaemonHost(socket)
+    def __init__(self, socket: Path) -> None:
+        self._parts = agent_parts(DaemonHost(socket))
 
-    return type("DaemonAgentSession", (AgentSession,), {"child_host": staticmethod(host)})
+    async def create(
+        self, cwd: str | os.PathLike[str] | None, *, sandbox: SandboxPolicy | SandboxChoice | None = None
+    ) -> AgentSession:
+        return await AgentSession.create(cwd, sandbox=sandbox, parts=self._parts)
+
+    async def open(self, session_id: str, *, cwd: str | os.PathLike[str] | None = None) -> AgentSession:
+        return await AgentSession.open(session_id, cwd=cwd, parts=self._parts)
+
+
+def daemon_children(socket: Path) -> AgentSessions:
+    """What a worker makes its session with: its children are the daemon's sessions."""
+    return DaemonSessions(socket)

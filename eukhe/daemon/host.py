@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from eukhe.children import AgentSession
+from eukhe.children.session import AgentSessions
 from eukhe.clock import MonotonicClock, poll_until, sleep_ms
 from eukhe.core import job as core
 from eukhe.core.jobdocs import JOB_DOC_TYPE
@@ -396,7 +397,7 @@ def creation_of(text: str | None) -> SandboxPolicy | SandboxChoice | None:
     return creation.policy if creation.policy is not None else creation.sandbox
 
 
-async def open_host(session_id: str | None, cwd: Path, session_class: type[AgentSession] = AgentSession) -> SessionHost:
+async def open_host(session_id: str | None, cwd: Path, session_class: AgentSessions = AgentSession) -> SessionHost:
     """Open the saved session `session_id` in `cwd` (its journal read once), or create a new one when it is None."""
     if session_id is None:
         session = await session_class.create(cwd, sandbox=creation_of(os.environ.pop(CREATION_ENV, None)))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,7 @@ from eukhe.records.remote import (
 )
 
 if TYPE_CHECKING:
-    from eukhe.kernel.session import KernelSession
+    from eukhe.session.session import Session
 
 JSON = Any
 REGISTER = "remote.register"
@@ -72,15 +72,16 @@ def row_of(registration: RemoteRegistration) -> RemoteFunction:
 class SessionRemote:
     """`session.remote`: the running kernel's `@rlm.remote` functions, listed and called."""
 
-    def __init__(self, session: KernelSession) -> None:
+    def __init__(self, session: Session, manager: Callable[[], KernelManager | None]) -> None:
         self._session = session
+        self._manager_now = manager  # the session's kernel manager, once a cell made one
         self._functions: dict[str, _Registered] = {}
         self._calls = itertools.count(1)
 
     # ---- what the kernel registered -------------------------------------------------------------------------
 
     def _manager(self) -> KernelManager | None:
-        manager = self._session.kernel
+        manager = self._manager_now()
         return manager if manager is not None and manager.takes_calls else None
 
     def _live(self) -> dict[str, RemoteRegistration]:
@@ -98,7 +99,7 @@ class SessionRemote:
     async def serve_register(self, admission: Admission) -> JSON:
         """The kernel's `remote.register` host request: keep the function (replacing one of the same name)."""
         registration = convert(admission.params, RemoteRegistration, code="bad_remote", what=REGISTER)
-        manager = self._session.kernel
+        manager = self._manager_now()
         replaced = registration.name in self._live()
         self._functions[registration.name] = _Registered(registration, manager.kernels_started if manager else 0)
         return {"tool": TOOL_PREFIX + registration.name, "replaced": replaced}

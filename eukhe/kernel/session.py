@@ -1,20 +1,21 @@
-"""A session with a Python kernel (S2 "Jobs" 4, S3): the session layer's `Session` plus `ipython`.
+"""A session's Python kernel (S2 "Jobs" 4, S3): `SessionKernel`, a part of a session (`SessionPart`), and
+`KernelSession`, the session with that part (`ipython`, `kernel`, `remote`: it delegates to the part).
 
 One kernel per session, started by its first cell: a `KernelManager` (Local: on the installed kernel venv, in the
 session's working dir; or Wrapped, by the transport the session started with), output bounded by the session's
 Truncation with artifacts in its artifact dir, its cells' `rlm.fs` requests served here, and the `CellJobs` that
 turn cells past their budget into jobs of the session's job table. A Local kernel's `bash()` process groups are kept
-in the journal, so a reopen after a crash reaps what the old kernel left. This is the session the public API
-(`eukhe.api`) and the daemon's workers host.
+in the journal, so a reopen after a crash reaps what the old kernel left. The children's session
+(`eukhe.children.session`) adds its part beside this one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Unpack
 
 from eukhe.core.gate import Admission
 from eukhe.core.job import blocking_span
@@ -28,7 +29,7 @@ from eukhe.kernel.transport import path_map_of, wrapped_launch
 from eukhe.procs import kill_group, start_ticks
 from eukhe.records.jobs import Detached, Settled
 from eukhe.records.journal import DocPut, DocRetire, JournalRecord
-from eukhe.session.session import Session, StartListener
+from eukhe.session.session import PartsMaker, Session, SessionMade, SessionPart, StartListener
 from eukhe.store.journal import JournalError
 
 SNAPSHOT_NAME = "kernel-namespace.pickle"
@@ -43,65 +44,67 @@ KERNEL_GROUP_DOC = "eukhe.kernel_group"
 Launch = Callable[[], KernelLaunch | Awaitable[KernelLaunch]]
 
 
-class KernelSession(Session):
-    """A session whose `ipython` runs cells on its own Python kernel."""
+class SessionKernel:
+    """A session's Python kernel, as its part: the cells and their jobs, the host requests its cells make, the
+    `@rlm.remote` functions, and what a reopen reaps and a close ends.
 
-    local_launch: Launch = staticmethod(installed_kernel_launch)
-    """How a Local kernel starts (the installed kernel venv; tests give another)."""
+    `launch` starts a Local kernel (the installed kernel venv); `handlers` are the host requests a layer above
+    serves (by type), beside the file tools and `remote.register`."""
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        launch: Launch = installed_kernel_launch,
+        handlers: Mapping[str, HostHandler] | None = None,
+    ) -> None:
+        self.session = session
+        self._launch = launch
+        self._handlers = dict(handlers or {})
+        self._cells: CellJobs | None = None
+        self.remote = SessionRemote(session, lambda: self.kernel)
+        """The kernel's `@rlm.remote` functions: `list()`, `await call(name, args, budget_ms)`; each is tool
+        `remote/<name>` behind the harness's `dyn` entry."""
+        session.harness.add_dynamic(self.remote)  # `dyn` reaches `remote/<name>` from the start (not_running)
 
     def kernel_launch(self) -> KernelLaunch | Awaitable[KernelLaunch]:
         """How this session's kernel starts: Local, or wrapped by the transport the session started with; each
         with the session's namespace snapshot file (a wrapped kernel: when a mount holds it)."""
-        transport = self.kernel_transport
+        transport = self.session.kernel_transport
         if transport is None:
             return self._local_launch()
         self.snapshot_path.parent.mkdir(mode=0o700, exist_ok=True)
-        return wrapped_launch(transport, self.cwd, snapshot=str(self.snapshot_path))
+        return wrapped_launch(transport, self.session.cwd, snapshot=str(self.snapshot_path))
 
     async def _local_launch(self) -> KernelLaunch:
-        planned = self.local_launch()
+        planned = self._launch()
         launch = await planned if inspect.isawaitable(planned) else planned
         self.snapshot_path.parent.mkdir(mode=0o700, exist_ok=True)
         launch = with_snapshot(launch, str(self.snapshot_path))
-        if not self.sandbox.confined:
+        sandbox = self.session.sandbox
+        if not sandbox.confined:
             return launch
-        return confined_launch(launch, self.sandbox, writable=[str(self.snapshot_path.parent)])
+        return confined_launch(launch, sandbox, writable=[str(self.snapshot_path.parent)])
 
     @property
     def snapshot_path(self) -> Path:
         """Where the kernel writes its namespace snapshot when idle culling stops it (the session's directory)."""
-        return self.dir / KERNEL_DIR_NAME / SNAPSHOT_NAME
-
-    _cells: CellJobs | None = None
+        return self.session.dir / KERNEL_DIR_NAME / SNAPSHOT_NAME
 
     def host_handlers(self) -> dict[str, HostHandler]:
-        """The host requests the kernel's cells may make, by type: the file tools (`fs.read` ... `fs.glob`) and
-        `remote.register` (`@rlm.remote`)."""
+        """The host requests the kernel's cells may make, by type: the file tools (`fs.read` ... `fs.glob`),
+        `remote.register` (`@rlm.remote`), and those of the layers above."""
         handlers: dict[str, HostHandler] = dict.fromkeys(FS_REQUESTS, self._serve_files)
         handlers[REMOTE_REGISTER] = self.remote.serve_register
-        return handlers
+        return {**handlers, **self._handlers}
 
-    _remote: SessionRemote | None = None
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.harness.add_dynamic(self.remote)  # `dyn` reaches `remote/<name>` from the start (not_running, unknown)
-
-    @property
-    def remote(self) -> SessionRemote:
-        """The kernel's `@rlm.remote` functions: `list()`, `await call(name, args, budget_ms)`; each is tool
-        `remote/<name>` behind the harness's `dyn` entry."""
-        if self._remote is None:
-            self._remote = SessionRemote(self)
-        return self._remote
-
-    async def _serve_files(self, admission: Admission) -> Any:
+    async def _serve_files(self, admission: Admission) -> object:
         """An `fs.*` request from a cell, served in the session's working dir (relative paths start at the
         kernel's current directory when it asked). A wrapped kernel's paths are sandbox paths: mapped to the
         host's and back, and refused `outside` when no mount holds them on the host disk."""
-        transport = self.kernel_transport
+        transport = self.session.kernel_transport
         path_map = None if transport is None else path_map_of(transport)
-        return await self.files.serve(
+        return await self.session.files.serve(
             admission.kind, admission.params, path_map=path_map, sandbox_cwd=admission.cwd, kernel=True
         )
 
@@ -109,23 +112,29 @@ class KernelSession(Session):
     def cells(self) -> CellJobs:
         """The session's kernel and its cell jobs (the kernel starts with the first cell)."""
         if self._cells is None:
+            session = self.session
             manager = KernelManager(
-                truncation=self.settings.bound,
-                artifact_dir=self.artifact_dir,
-                cwd=self.cwd,
+                truncation=session.settings.bound,
+                artifact_dir=session.artifact_dir,
+                cwd=session.cwd,
                 handlers=self.host_handlers(),
                 launch=self.kernel_launch,
                 clock=self.job_table.clock,
             )
             manager.on_child_group = self._kernel_group
-            self._cells = CellJobs(manager, self.job_table)
+            self._cells = CellJobs(manager, session.job_table)
         return self._cells
+
+    @property
+    def kernel(self) -> KernelManager | None:
+        """The session's kernel manager, once a cell made one."""
+        return None if self._cells is None else self._cells.manager
 
     def _kernel_group(self, pgid: int, started: bool) -> None:
         """A Local kernel's `bash()` group started or ended: kept as a state document, so a restarted host still
         reaps what the kernel left (S3 sandbox 8). A wrapped or confined kernel's pids are not the host's: it reaps
         its own (a confined kernel's pid namespace ends with it)."""
-        if self.kernel_transport is not None or self.sandbox.confined:
+        if self.session.kernel_transport is not None or self.session.sandbox.confined:
             return
         record: JournalRecord
         if started:
@@ -133,12 +142,24 @@ class KernelSession(Session):
         else:
             record = DocRetire(type=KERNEL_GROUP_DOC, key=str(pgid))
         with contextlib.suppress(JournalError):  # a full disk: the group is still reaped from memory at the end
-            self.commit([record])
+            self.session.commit([record])
 
-    def _after_reopen(self) -> None:
+    async def ipython(
+        self, code: str, budget_ms: int | None = None, *, on_start: StartListener | None = None
+    ) -> Settled | Detached:
+        """Run a Python cell on the session's kernel; settled within the budget, else detached as a cell job.
+        Cancelling the call cancels the cell through its owner (it is interrupted), then re-raises."""
+        session = self.session
+        session.check_open()
+        answer = await self.cells.ipython(code, blocking_span(budget_ms, session.budget_ms), on_start=on_start)
+        return await session.recorded(answer)
+
+    # ---- as a part of the session --------------------------------------------------------------------------------
+
+    def after_reopen(self) -> None:
         """Reap the `bash()` groups an old host's kernel left (its process gone, they may live on), then forget
         them. A group whose leader's pid now names another process (its start time differs) is left alone."""
-        leftovers = self.view_state().of_type(KERNEL_GROUP_DOC)
+        leftovers = self.session.view_state().of_type(KERNEL_GROUP_DOC)
         for key, value in leftovers.items():
             pgid = int(key)
             recorded = value.get("start_ticks") if isinstance(value, dict) else None
@@ -146,23 +167,63 @@ class KernelSession(Session):
             if now is None or now == recorded:
                 kill_group(pgid)
         if leftovers:
-            self.commit([DocRetire(type=KERNEL_GROUP_DOC, key=key) for key in leftovers])
+            self.session.commit([DocRetire(type=KERNEL_GROUP_DOC, key=key) for key in leftovers])
+
+    def rewinding(self, entry_id: str | None) -> Callable[[], None]:
+        """A rewind leaves the kernel as it is (its cell jobs are the session's jobs, stopped as they are)."""
+        return _nothing
+
+    def records_left_behind(self, fork_id: str) -> list[JournalRecord]:
+        """A fork takes nothing of the kernel's (its cell jobs are the session's jobs)."""
+        return []
+
+    async def close(self) -> None:
+        """End the cells and the kernel."""
+        if self._cells is not None:
+            await self._cells.close()
+            await self._cells.manager.close()
+
+
+def _nothing() -> None:
+    """Nothing to do."""
+
+
+def kernel_parts(session: Session) -> Sequence[SessionPart]:
+    """The parts of a session with a Python kernel: its `SessionKernel`."""
+    return [SessionKernel(session)]
+
+
+class KernelSession(Session):
+    """A session whose `ipython` runs cells on its own Python kernel: a `Session` with a `SessionKernel` part (by
+    default `kernel_parts`), whose face this class is."""
+
+    def __init__(self, *, parts: PartsMaker | None = None, **made: Unpack[SessionMade]) -> None:
+        super().__init__(parts=kernel_parts if parts is None else parts, **made)
+        self.python = self.part(SessionKernel)
+        """The session's kernel part."""
+
+    @property
+    def remote(self) -> SessionRemote:
+        """The kernel's `@rlm.remote` functions (`SessionKernel.remote`)."""
+        return self.python.remote
+
+    @property
+    def cells(self) -> CellJobs:
+        """The session's kernel and its cell jobs (`SessionKernel.cells`)."""
+        return self.python.cells
 
     @property
     def kernel(self) -> KernelManager | None:
         """The session's kernel manager, once a cell made one."""
-        return None if self._cells is None else self._cells.manager
+        return self.python.kernel
+
+    @property
+    def snapshot_path(self) -> Path:
+        """Where the kernel writes its namespace snapshot (`SessionKernel.snapshot_path`)."""
+        return self.python.snapshot_path
 
     async def ipython(
         self, code: str, budget_ms: int | None = None, *, on_start: StartListener | None = None
     ) -> Settled | Detached:
-        """Run a Python cell on the session's kernel; settled within the budget, else detached as a cell job.
-        Cancelling the call cancels the cell through its owner (it is interrupted), then re-raises."""
-        self.check_open()
-        answer = await self.cells.ipython(code, blocking_span(budget_ms, self.budget_ms), on_start=on_start)
-        return await self.recorded(answer)
-
-    async def _close_hosted(self) -> None:
-        if self._cells is not None:
-            await self._cells.close()
-            await self._cells.manager.close()
+        """Run a Python cell on the session's kernel (`SessionKernel.ipython`)."""
+        return await self.python.ipython(code, budget_ms, on_start=on_start)

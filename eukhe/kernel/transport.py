@@ -54,11 +54,12 @@ sys.path.insert(0, path)
 os.environ.update(meta["env"])
 os.chdir(meta["cwd"])
 import eukhe_kernel.runtime as runtime
+from eukhe_kernel.main import main
 for name in meta["modules"]:
     __import__(name)
 os.remove(path)
 os.rmdir(home)
-runtime.main()
+main()
 """
 """The boot program a wrapped kernel starts with: it reads the stub (a zip) and its settings from stdin, exactly
 (os.read, never a buffered read that would take the protocol's bytes), loads every stub module, removes the zip,

@@ -6,8 +6,9 @@ table observes each entry it holds (the rewind order). The job writer turns job 
 nodes off the callers' path. A rewind (`navigate_tree`, `fork`) kills the jobs started after its target and waits
 for their ends at most the blocking budget.
 
-This class hosts user bash and jobs. The Python kernel builds on it one layer up (`eukhe.kernel.session`), and the
-public API (`eukhe.api.Session`) is that session: this layer imports nothing of the kernel.
+This class hosts user bash and jobs. What the layers above add (the Python kernel, `eukhe.kernel.session`; the
+children, `eukhe.children.session`) are its parts (`SessionPart`): members the session calls at fixed points (a
+reopen, a rewind, a fork, the close), given to it when it is made. This layer imports nothing of the kernel.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self, TypedDict, TypeVar
 
 import msgspec
 
@@ -86,6 +87,45 @@ class FromSettings(enum.Enum):
 FROM_SETTINGS = FromSettings.FROM_SETTINGS
 StartListener = Callable[[str], None]
 """Hears the id of a call's job as soon as it runs (a cancel or a later wait names it)."""
+
+
+class SessionPart(Protocol):
+    """What a layer above adds to a session (its kernel, its children): a member the session calls at fixed points."""
+
+    def after_reopen(self) -> None:
+        """A saved session reopened, its interrupted calls settled (the kernel reaps what an old kernel left)."""
+        ...
+
+    def rewinding(self, entry_id: str | None) -> Callable[[], None]:
+        """The leaf moves back to `entry_id` (a rewind or a fork; the target is checked, nothing changed yet):
+        what to do once the session's own jobs are stopped."""
+        ...
+
+    def records_left_behind(self, fork_id: str) -> list[JournalRecord]:
+        """What fork `fork_id` takes over from this part, as records of the session it leaves (`_leave_behind`)."""
+        ...
+
+    async def close(self) -> None:
+        """The session closes: end what the part hosts, after the session's jobs were stopped."""
+        ...
+
+
+PartsMaker = Callable[["Session"], Sequence[SessionPart]]
+"""Makes a session's parts once the session itself is made (they hold it); called in the session's constructor."""
+
+_Part = TypeVar("_Part", bound=SessionPart)
+
+
+class SessionMade(TypedDict):
+    """What a session is made of (its constructor's arguments besides its parts): for the classes that give it
+    their parts (`eukhe.kernel.session.KernelSession`, `eukhe.children.session.AgentSession`)."""
+
+    root: Path
+    directory: Path
+    ledger: Ledger
+    cwd: Path
+    clock: Clock | None
+    bash_options: BashOptions | None
 
 
 class UnknownJobError(EukheError, KeyError):
@@ -191,6 +231,7 @@ class Session:
         cwd: Path,
         clock: Clock | None,
         bash_options: BashOptions | None,
+        parts: PartsMaker | None = None,
     ) -> None:
         self.root = root
         self.dir = directory
@@ -213,6 +254,8 @@ class Session:
         self.boot_id = boot_id()  # this boot of the machine: each job node records it
         self.past_jobs: dict[str, PastJob[EndRow]] = {}  # the jobs of earlier lives, by id (read at open)
         self._stop_reason: StopReason | None = None
+        self.parts: tuple[SessionPart, ...] = () if parts is None else tuple(parts(self))
+        """What the layers above add (their order: a reopen and a rewind call them in it, the close in reverse)."""
 
     # ---- open, create, close -------------------------------------------------------------------------------------
 
@@ -228,6 +271,7 @@ class Session:
         bash_options: BashOptions | None = None,
         kernel_transport: KernelTransport | FromSettings | None = FROM_SETTINGS,
         sandbox: SandboxPolicy | SandboxChoice | None = None,
+        parts: PartsMaker | None = None,
     ) -> Self:
         """A new session in `cwd` (which must name an existing directory: the spec's three refusals).
 
@@ -236,7 +280,7 @@ class Session:
         sandbox policy is `sandbox`, else the settings files' (a `SandboxChoice` sets only its mode or network over
         them); bwrap is probed first, and a session whose confinement cannot work is not made
         (`sandbox_unavailable`). A settings file that does not decode is refused (`bad_setting`, naming the file
-        and the key)."""
+        and the key). `parts` makes what the layers above add (None: the class's own)."""
         working = check_working_dir(cwd)
         loaded = load_settings(working)
         transport = loaded.kernel_transport if isinstance(kernel_transport, FromSettings) else kernel_transport
@@ -269,7 +313,13 @@ class Session:
             ledger.close()
             raise
         session = cls(
-            root=base, directory=directory, ledger=ledger, cwd=working, clock=clock, bash_options=bash_options
+            root=base,
+            directory=directory,
+            ledger=ledger,
+            cwd=working,
+            clock=clock,
+            bash_options=bash_options,
+            parts=parts,
         )
         try:
             session.sandbox.start()
@@ -289,9 +339,11 @@ class Session:
         root: Path | None = None,
         clock: Clock | None = None,
         bash_options: BashOptions | None = None,
+        parts: PartsMaker | None = None,
     ) -> Self:
         """Reopen a saved session: read its journal once (a torn last line is skipped with a diagnostic), settle the
-        calls a crash interrupted from what is durable, and retire the job nodes the old process left."""
+        calls a crash interrupted from what is durable, retire the job nodes the old process left, then let each
+        part do what a reopen asks of it. `parts` as for `create`."""
         base = dirs.resolve_root(root)
         directory = dirs.open_session_dir(base, session_id)
         ledger, read = Ledger.load(directory / dirs.JOURNAL_NAME)
@@ -304,14 +356,21 @@ class Session:
             ledger.close()
             raise
         session = cls(
-            root=base, directory=directory, ledger=ledger, cwd=working, clock=clock, bash_options=bash_options
+            root=base,
+            directory=directory,
+            ledger=ledger,
+            cwd=working,
+            clock=clock,
+            bash_options=bash_options,
+            parts=parts,
         )
         session.last_read = read
         try:
             session.sandbox.start()  # sandbox_unavailable: the session does not open
             session.harness.settle_interrupted(ledger.trees.slots)
             session._end_leftover_jobs()
-            session._after_reopen()
+            for part in session.parts:
+                part.after_reopen()
         except BaseException:  # a commit failed (e.g. a full disk): nothing runs yet, so only the journal is open
             session._unsubscribe()
             ledger.close()
@@ -380,7 +439,8 @@ class Session:
             steps.callback(self._ledger.close)
             steps.callback(self._unsubscribe)
             steps.push_async_callback(self.writer.close)
-            steps.push_async_callback(self._close_hosted)
+            for part in self.parts:  # closed in reverse: a later part builds on the earlier ones
+                steps.push_async_callback(part.close)
             steps.push_async_callback(self._quit_jobs)
             await self.begin_stop("session_closed")
             await self.harness.abort_all()
@@ -403,12 +463,12 @@ class Session:
         if running and not force:
             raise SessionHasJobsError(self.id, running, what)
 
-    def _after_reopen(self) -> None:
-        """What a layer above does when a saved session reopens, once its interrupted calls are settled (the kernel
-        reaps the process groups an old kernel left)."""
-
-    async def _close_hosted(self) -> None:
-        """Close what a layer above hosts in this session (the Python kernel), after its jobs were stopped."""
+    def part(self, kind: type[_Part]) -> _Part:
+        """This session's part of type `kind` (LookupError when it has none)."""
+        for part in self.parts:
+            if isinstance(part, kind):
+                return part
+        raise LookupError(f"session {self.id} has no {kind.__name__}")
 
     async def __aenter__(self) -> Self:
         return self
@@ -613,17 +673,23 @@ class Session:
         return stopped, stopping
 
     async def navigate_tree(self, entry_id: str | None) -> Rewound:
-        """Move the leaf to `entry_id` (None: before every entry) and stop the jobs started after it."""
+        """Move the leaf to `entry_id` (None: before every entry) and stop the jobs started after it; then each part
+        does what the rewind asks of it."""
         self._check_target(entry_id)
+        then = [part.rewinding(entry_id) for part in self.parts]
         self.commit([LeafRecord(id=entry_id)])
         killed = self.job_table.rewind_to(entry_id)
         stopped, stopping = await self._stop(killed)
+        for after in then:
+            after()
         return Rewound(session=self.id, parent=None, leaf=entry_id, stopped_jobs=stopped, stopping_jobs=stopping)
 
     async def fork(self, entry_id: str | None, *, session_id: str | None = None) -> Rewound:
         """A new session holding the branch up to `entry_id` (written through a private staging dir), which this
-        object continues in; the jobs started after the entry are stopped, the others keep running there."""
+        object continues in; the jobs started after the entry are stopped, the others keep running there. Each part
+        does what the fork asks of it (as for a rewind)."""
         self._check_target(entry_id)
+        then = [part.rewinding(entry_id) for part in self.parts]
         await self.writer.idle()  # the rows of jobs that ended before the fork belong to this session's journal
         # The fork is written first: if it cannot be (a full disk), no job was killed and nothing changed.
         killed = self.job_table.orphans_of(entry_id)
@@ -660,20 +726,24 @@ class Session:
         for job in killed:
             job.kill()
         stopped, stopping = await self._stop(killed)
+        for after in then:
+            after()
         return Rewound(session=sid, parent=parent, leaf=entry_id, stopped_jobs=stopped, stopping_jobs=stopping)
 
     def _leave_behind(self, fork_id: str) -> None:
-        """Commit to this session's own journal what the fork takes over from it (`_records_left_behind`), so a
-        later reopen of this session does not end it a second time. A commit that fails (a full disk) is logged:
-        the fork goes on."""
-        records = self._records_left_behind(fork_id)
+        """Commit to this session's own journal what the fork takes over from it (its jobs, and what each part says),
+        so a later reopen of this session does not end it a second time. A commit that fails (a full disk) is
+        logged: the fork goes on."""
+        records = self._jobs_left_behind(fork_id)
+        for part in self.parts:
+            records += part.records_left_behind(fork_id)
         if records:
             try:
                 self.commit(records)
             except JournalError as error:
                 sys.stderr.write(f"eukhe: could not record what fork {fork_id} took over: {error.reason}\n")
 
-    def _records_left_behind(self, fork_id: str) -> list[JournalRecord]:
+    def _jobs_left_behind(self, fork_id: str) -> list[JournalRecord]:
         """What a fork takes over from this session, as records of this session: every job still running goes on
         (or is stopped) in the fork, which records its end; here its node retires with a row that says `forked`
         (no output: the fork has it), so a reopen of this session does not record it as ended by its host."""

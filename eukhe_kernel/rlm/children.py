@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from eukhe_kernel.api import host_request_sync
 from eukhe_kernel.rlm.answers import Answer
 
 
 def _ask(kind: str, params: dict[str, Any]) -> Any:
-    from eukhe_kernel.api import host_request_sync  # noqa: PLC0415 - api imports the runtime, which imports rlm
-
     return host_request_sync(kind, params)
 
 

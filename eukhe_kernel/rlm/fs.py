@@ -16,13 +16,12 @@ import stat
 import zlib
 from typing import Any
 
+from eukhe_kernel.api import host_request_sync
 from eukhe_kernel.rlm.answers import Answer, FsError
 from eukhe_kernel.runtime import HostRequestError
 
 
 def _ask(kind: str, params: dict[str, Any]) -> Answer:
-    from eukhe_kernel.api import host_request_sync  # noqa: PLC0415 - api imports the runtime, which imports rlm
-
     try:
         return Answer(host_request_sync(kind, params))
     except HostRequestError as error:

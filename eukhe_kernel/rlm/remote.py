@@ -5,57 +5,36 @@
         "Add two integers."
         return a + b
 
-The decorator records the function in this kernel (`REMOTES`, by name; a second registration of a name replaces
-the first) and announces it with host request `remote.register`: its name, module, qualified name, docstring, and
+The decorator offers the function to this kernel's call lane (by name; a second offer of a name replaces the first)
+and announces it with host request `remote.register`: its name, module, qualified name, docstring, and
 the JSON Schema of its keyword arguments, derived from its type hints by msgspec (imported here, lazily: the rest
 of the stub needs the standard library only). A parameter that cannot be given by keyword (positional-only, *args)
 is refused at decoration: a call gives every argument by keyword.
 
-A `call` request (`id`, `name`, `module`, `function`, `args`) is served on a lane of its own, never behind a cell
-nor holding one back: the reader thread (the owner of the protocol's stdin) starts it at once. A synchronous
-function runs on its own daemon thread (one that hangs costs that thread, nothing else); an `async def` runs as a
-task on the kernel's loop (one that blocks without `await` stops the whole kernel). Its `done` frame carries the
-result, or `status` `error` with a `reason` and a `message`:
-
-| reason | when |
-| --- | --- |
-| `unknown` | no function of that name, module and qualified name is registered here |
-| `bad_arguments` | the arguments do not fit the function: its `TypeError` text (or the type hints' refusal) |
-| `raised` | the function raised: the exception's type and message |
-| `unencodable` | the result is not strict JSON (NaN, Infinity, a type JSON has not): the frame stays valid JSON |
-| `over_limit` | the result's frame would pass the protocol's 16 MiB payload limit |
-| `cancelled` | an `async def` call was cancelled (the host's bound passed and it sent an interrupt naming the call) |
-
-What a remote function prints is tagged with the call's id (not a cell's): the host keeps it as background output.
+A call of it is served by the kernel's call lane (`eukhe_kernel.calls`, which documents a call's `done` frame and its
+errors): beside the cells, never behind one.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import inspect
 import json
 import re
-import threading
 import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from eukhe_kernel.protocol import MAX_PAYLOAD_BYTES, PayloadTooLargeError, encode_frame
-from eukhe_kernel.runtime import CELL_ID, Kernel
+from eukhe_kernel.api import host_request_sync, running_kernel
 
-__all__ = ["REMOTES", "Remote", "cancel", "remote", "serve_call"]
+__all__ = ["Remote", "describe", "remote"]
 
 REGISTER = "remote.register"
 """The host request that announces a function."""
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 """A remote function's name: the host offers it as tool `remote/<name>`."""
-
-MESSAGE_CHARS = 256 * 1024
-"""An error message is cut to this many characters (the host bounds it again by the session's limits)."""
 
 _STRICT = json.JSONEncoder(allow_nan=False)
 _ANY: Any = typing.Any
@@ -104,16 +83,6 @@ class Remote:
         return converted
 
 
-REMOTES: dict[str, Remote] = {}
-"""The functions this kernel offers, by name."""
-
-_TASKS: dict[str, asyncio.Task[None] | None] = {}
-"""The `async def` calls in flight, by call id (None: its task is not made yet); an interrupt naming one cancels it."""
-_CANCELLED: set[str] = set()
-"""`async def` calls an interrupt named before their task was made: they answer `cancelled` without running."""
-_TASKS_LOCK = threading.Lock()
-
-
 # ---- the decorator ------------------------------------------------------------------------------------------------
 
 
@@ -129,19 +98,7 @@ def remote(function: Callable[..., Any] | None = None, /, *, name: str | None = 
     if isinstance(function, str):
         raise TypeError(f"@rlm.remote takes the name by keyword: @rlm.remote(name={function!r})")
     entry = describe(function, name)
-    from eukhe_kernel.api import host_request_sync  # noqa: PLC0415 - api imports the runtime, which imports rlm
-
-    previous = REMOTES.get(entry.name)
-    REMOTES[entry.name] = entry  # first here, so a call that comes as soon as the host knows it finds it
-    try:
-        host_request_sync(REGISTER, entry.register_params())
-    except BaseException:
-        if REMOTES.get(entry.name) is entry:
-            if previous is None:
-                del REMOTES[entry.name]
-            else:
-                REMOTES[entry.name] = previous
-        raise
+    running_kernel().calls.offer(entry, lambda: host_request_sync(REGISTER, entry.register_params()))
     return function
 
 
@@ -252,135 +209,3 @@ def _is_strict_json(value: Any) -> bool:
     except (TypeError, ValueError, RecursionError):
         return False
     return True
-
-
-# ---- the call lane (the reader thread starts each call) -----------------------------------------------------------
-
-
-def serve_call(kernel: Kernel, message: dict[str, Any]) -> None:
-    """Start one `call` request at once (on the reader thread): a sync function on its own daemon thread, an
-    `async def` as a task on the kernel's loop. Never waits for a cell."""
-    call_id = message.get("id")
-    if not isinstance(call_id, str):
-        kernel.diag("a call request needs a string id")
-        return
-    name, module, function, args = (message.get(key) for key in ("name", "module", "function", "args"))
-    entry = REMOTES.get(name) if isinstance(name, str) else None
-    if entry is None or (entry.module, entry.qualname) != (module, function):
-        _fail(kernel, call_id, "unknown", f"no remote function {name!r} ({module}.{function}) in this kernel")
-        return
-    if not isinstance(args, dict):
-        _fail(kernel, call_id, "bad_arguments", "TypeError: a call's args must be a JSON object")
-        return
-    context = contextvars.copy_context()
-    context.run(CELL_ID.set, call_id)  # what the function prints is the call's, not the running cell's
-    if entry.is_async:
-        with _TASKS_LOCK:
-            _TASKS[call_id] = None  # an interrupt that comes before the task is made still finds the call
-        kernel.loop.call_soon_threadsafe(_start_task, kernel, entry, call_id, args, context)
-    else:
-        threading.Thread(
-            target=context.run,
-            args=(_run_sync, kernel, entry, call_id, args),
-            name=f"eukhe-remote-{call_id}",
-            daemon=True,
-        ).start()
-
-
-def cancel(kernel: Kernel, call_id: str) -> bool:
-    """Cancel an `async def` call in flight (an interrupt naming it); a sync call's thread cannot be stopped."""
-    with _TASKS_LOCK:
-        if call_id not in _TASKS:
-            return False
-        task = _TASKS[call_id]
-        if task is None:
-            _CANCELLED.add(call_id)
-            return True
-    kernel.loop.call_soon_threadsafe(task.cancel)
-    return True
-
-
-def _run_sync(kernel: Kernel, entry: Remote, call_id: str, args: dict[str, Any]) -> None:
-    try:
-        value = entry.function(**entry.arguments(args))
-    except BaseException as error:  # SystemExit too: a remote function never ends the kernel
-        _raised(kernel, call_id, error)
-        return
-    _answer(kernel, call_id, value)
-
-
-def _start_task(
-    kernel: Kernel, entry: Remote, call_id: str, args: dict[str, Any], context: contextvars.Context
-) -> None:
-    with _TASKS_LOCK:
-        cancelled = call_id in _CANCELLED
-        _CANCELLED.discard(call_id)
-        if cancelled:
-            del _TASKS[call_id]
-        else:
-            task = kernel.loop.create_task(_run_async(kernel, entry, call_id, args), context=context)
-            _TASKS[call_id] = task
-    if cancelled:
-        _fail(kernel, call_id, "cancelled", "the call was cancelled before it started")
-        return
-    task.add_done_callback(lambda ended: _forget(kernel, call_id, ended))
-
-
-def _forget(kernel: Kernel, call_id: str, task: asyncio.Task[None]) -> None:
-    """The call's task ended. One cancelled before its first step never ran `_run_async`: its `done` is sent here."""
-    with _TASKS_LOCK:
-        _TASKS.pop(call_id, None)
-    if task.cancelled():
-        _fail(kernel, call_id, "cancelled", "the call was cancelled before it started")
-
-
-async def _run_async(kernel: Kernel, entry: Remote, call_id: str, args: dict[str, Any]) -> None:
-    try:
-        value = await entry.function(**entry.arguments(args))
-    except asyncio.CancelledError:
-        _fail(kernel, call_id, "cancelled", "the call was cancelled (its host stopped waiting for it)")
-        return
-    except BaseException as error:
-        _raised(kernel, call_id, error)
-        return
-    _answer(kernel, call_id, value)
-
-
-def _raised(kernel: Kernel, call_id: str, error: BaseException) -> None:
-    """A TypeError raised by the call itself (the arguments did not bind; no frame of the function ran) or by the
-    conversion is `bad_arguments`; any other exception is `raised`."""
-    trace = error.__traceback__
-    at_the_call = isinstance(error, TypeError) and (
-        trace is None or trace.tb_next is None or trace.tb_next.tb_frame.f_code is Remote.arguments.__code__
-    )
-    _fail(kernel, call_id, "bad_arguments" if at_the_call else "raised", f"{type(error).__name__}: {_text(error)}")
-
-
-def _answer(kernel: Kernel, call_id: str, value: Any) -> None:
-    """The result's `done` frame; one strict JSON cannot carry (NaN, Infinity, a set...) or too large is an error
-    frame instead, and the kernel goes on."""
-    try:
-        frame = encode_frame("done", call_id, {"status": "ok", "result": value})
-    except ValueError as error:
-        message = f"the result holds NaN or Infinity, which strict JSON cannot carry ({error})"
-        _fail(kernel, call_id, "unencodable", message)
-        return
-    except (TypeError, RecursionError) as error:
-        _fail(kernel, call_id, "unencodable", f"the result is not JSON: {type(error).__name__}: {error}")
-        return
-    if len(frame) > MAX_PAYLOAD_BYTES:
-        _fail(kernel, call_id, "over_limit", str(PayloadTooLargeError("result", len(frame))))
-        return
-    kernel.writer.frame(frame)
-
-
-def _fail(kernel: Kernel, call_id: str, reason: str, message: str) -> None:
-    fields = {"status": "error", "reason": reason, "message": message[:MESSAGE_CHARS]}
-    kernel.writer.frame(encode_frame("done", call_id, fields))
-
-
-def _text(error: BaseException) -> str:
-    try:
-        return str(error)
-    except Exception:
-        return f"<unprintable {type(error).__name__}>"

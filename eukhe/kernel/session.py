@@ -119,7 +119,7 @@ class SessionKernel:
                 cwd=session.cwd,
                 handlers=self.host_handlers(),
                 launch=self.kernel_launch,
-                clock=self.job_table.clock,
+                clock=session.job_table.clock,
             )
             manager.on_child_group = self._kernel_group
             self._cells = CellJobs(manager, session.job_table)

@@ -72,8 +72,6 @@ def test_unknown_session_is_one_code() -> None:
 
 
 def test_the_core_entries_refuse_with_catalogued_codes() -> None:
-    from eukhe.core.job import JobRefused
     from eukhe.core.merge import MergeRefused
 
-    assert JobRefused.code in CATALOGUE
     assert MergeRefused.code in CATALOGUE

@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
+from .counts import is_count
 from .limits import Keep, OutputLimits
 
 CHAR_CONTEXT = 3
@@ -334,15 +335,11 @@ Request = WindowRequest | NoticeRequest | OpenRequest | OutRequest | SkipRequest
 Reply = WindowReply | str | None | Stepper | OutAnswer | SkipAnswer | Reading | ShutReply
 
 
-def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def _limits_ok(limits: object) -> bool:
     return (
         isinstance(limits, OutputLimits)
-        and _is_count(limits.max_bytes)
-        and _is_count(limits.max_lines)
+        and is_count(limits.max_bytes)
+        and is_count(limits.max_lines)
         and isinstance(limits.keep, Keep)
     )
 
@@ -350,8 +347,8 @@ def _limits_ok(limits: object) -> bool:
 def _text_ok(text: object) -> bool:
     return (
         isinstance(text, TextCounts)
-        and _is_count(text.length)
-        and _is_count(text.newlines)
+        and is_count(text.length)
+        and is_count(text.newlines)
         and isinstance(text.ends_with_newline, bool)
         and text.newlines <= text.length
         and (text.length > 0 or not text.ends_with_newline)
@@ -363,9 +360,9 @@ def _text_ok(text: object) -> bool:
 def _facts_problem(limits: OutputLimits, facts: object) -> BoundRefusalReason | None:
     if not isinstance(facts, TextFacts) or not isinstance(facts.line_lengths, tuple):
         return BoundRefusalReason.BAD_TEXT
-    if not all(_is_count(n) and n > 0 for n in facts.line_lengths) or not isinstance(facts.starts_inside_line, bool):
+    if not all(is_count(n) and n > 0 for n in facts.line_lengths) or not isinstance(facts.starts_inside_line, bool):
         return BoundRefusalReason.BAD_TEXT
-    if not _is_count(facts.cut):
+    if not is_count(facts.cut):
         return BoundRefusalReason.BAD_CUT
     lengths = facts.line_lengths
     end_line = (lengths[0] if limits.keep is Keep.HEAD else lengths[-1]) if lengths else 0
@@ -378,7 +375,7 @@ def _stepper_problem(stepper: object) -> BoundRefusalReason | None:
     if not isinstance(stepper, Stepper) or not _limits_ok(stepper.limits):
         return BoundRefusalReason.BAD_LIMITS if isinstance(stepper, Stepper) else BoundRefusalReason.NOT_A_REQUEST
     counts = (stepper.stored, stepper.total_bytes, stepper.total_newlines)
-    if not all(_is_count(n) for n in counts) or stepper.stored > stepper.total_bytes:
+    if not all(is_count(n) for n in counts) or stepper.stored > stepper.total_bytes:
         return BoundRefusalReason.STORE_MISMATCH
     if stepper.total_newlines > stepper.total_bytes or not isinstance(stepper.ends_with_newline, bool):
         return BoundRefusalReason.STORE_MISMATCH
@@ -415,7 +412,7 @@ def answer(request: object) -> Reply | BoundRefusal:
             return WindowReply(kept, measure(kept, facts.size, total_lines))
         case NoticeRequest(keep=keep, counts=counts, artifact=artifact):
             fields = (counts.bytes_kept, counts.bytes_dropped, counts.lines_kept, counts.lines_dropped)
-            if not isinstance(keep, Keep) or not isinstance(counts, Slice) or not all(_is_count(n) for n in fields):
+            if not isinstance(keep, Keep) or not isinstance(counts, Slice) or not all(is_count(n) for n in fields):
                 return BoundRefusal(BoundRefusalReason.BAD_TEXT)
             if artifact is not None and not isinstance(artifact, str):
                 return BoundRefusal(BoundRefusalReason.BAD_TEXT)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from eukhe.core.counts import is_count
+
 PRIVATE_FILE_MODE = 0o600
 """Mode of every file eukhe makes for a session, given at creation (never chmod afterwards)."""
 PRIVATE_DIR_MODE = 0o700
@@ -45,12 +47,8 @@ class AccessFactError(ValueError):
         self.field = field
 
 
-def _is_uid(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def _check_uid(field: str, value: object) -> None:
-    if not _is_uid(value):
+    if not is_count(value):
         raise AccessFactError(field, value)
 
 
@@ -120,7 +118,7 @@ class SocketDirFact:
         if not isinstance(self.found, Found):
             raise AccessFactError("found", self.found)
         _check_uid("owner_uid", self.owner_uid)
-        if not _is_uid(self.mode) or self.mode > MAX_MODE:
+        if not is_count(self.mode) or self.mode > MAX_MODE:
             raise AccessFactError("mode", self.mode)
         _check_uid("daemon_uid", self.daemon_uid)
         if not isinstance(self.created, bool):

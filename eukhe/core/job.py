@@ -24,6 +24,7 @@ import enum
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from eukhe.core.counts import is_count, is_int
 from eukhe.core.limits import Off, On, Truncation
 
 MAX_BYTES = 2**64 - 1
@@ -39,12 +40,12 @@ class JobFactError(ValueError):
 
 
 def _check_count(field: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+    if not is_count(value):
         raise JobFactError(field, value)
 
 
 def _check_code(field: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
+    if not is_int(value):
         raise JobFactError(field, value)
 
 

@@ -32,6 +32,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from eukhe.core.counts import is_count
+
 KERNEL_MISSING_TEXT = "The Python kernel is not installed: run `eukhe kernel install` once"
 """The exact error `ipython` answers when the kernel cannot be set up from local files (spec 3)."""
 
@@ -61,7 +63,7 @@ def _check_kind(field: str, value: object, kind: type | tuple[type, ...]) -> Non
 def _check_count(field: str, value: object, *, minimum: int = 0, optional: bool = False) -> None:
     if value is None and optional:
         return
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+    if not is_count(value, minimum):
         raise KernelFactError(field, value)
 
 

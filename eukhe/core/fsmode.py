@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from eukhe.core.counts import is_count
+from eukhe.core.facts import FactError, is_count
 
 PRIVATE_FILE_MODE = 0o600
 """Mode of every file eukhe makes for a session, given at creation (never chmod afterwards)."""
@@ -39,12 +39,10 @@ CWD_GONE_TEXT = "working directory is gone"
 CWD_NOT_DIR_TEXT = "working directory is not a directory"
 
 
-class AccessFactError(ValueError):
+class AccessFactError(FactError):
     """A local-access fact no lstat, stat or SO_PEERCRED gives (law `fsmode_ffi`): `field` names the first wrong one."""
 
-    def __init__(self, field: str, value: object) -> None:
-        super().__init__(f"{field}: not a local-access fact: {value!r}")
-        self.field = field
+    what = "a local-access fact"
 
 
 def _check_uid(field: str, value: object) -> None:

@@ -24,19 +24,17 @@ import enum
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from eukhe.core.counts import is_count, is_int
+from eukhe.core.facts import FactError, is_count, is_int
 from eukhe.core.limits import Off, On, Truncation
 
 MAX_BYTES = 2**64 - 1
 """The wire's largest Nat: bytes kept + dropped saturate here."""
 
 
-class JobFactError(ValueError):
+class JobFactError(FactError):
     """A job state or event no job has (law `job_entry`): `field` names the first part that is wrong."""
 
-    def __init__(self, field: str, value: object) -> None:
-        super().__init__(f"{field}: not a job fact: {value!r}")
-        self.field = field
+    what = "a job fact"
 
 
 def _check_count(field: str, value: object) -> None:

@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from eukhe.core.counts import is_count
+from eukhe.core.facts import FactError, is_count
 
 KERNEL_MISSING_TEXT = "The Python kernel is not installed: run `eukhe kernel install` once"
 """The exact error `ipython` answers when the kernel cannot be set up from local files (spec 3)."""
@@ -47,12 +47,10 @@ LOCK_NAME = "kernel-venv.bootstrap.lock"
 """The bootstrap lock's file name, beside the venv directory."""
 
 
-class KernelFactError(ValueError):
+class KernelFactError(FactError):
     """A kernel-environment fact the shell cannot have read (law `kernel_ffi`): `field` names the first wrong one."""
 
-    def __init__(self, field: str, value: object) -> None:
-        super().__init__(f"{field}: not a kernel-environment fact: {value!r}")
-        self.field = field
+    what = "a kernel-environment fact"
 
 
 def _check_kind(field: str, value: object, kind: type | tuple[type, ...]) -> None:

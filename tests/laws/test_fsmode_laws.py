@@ -36,6 +36,7 @@ from eukhe.core.fsmode import (
     judge_socket_dir,
     refusal_message,
 )
+from tests.laws.fact_support import refused_field
 
 UIDS = (0, 1, 1000)
 MODES = range(0o1000)  # every permission bit pattern; the special bits are covered below for owned dirs
@@ -325,11 +326,7 @@ def test_fsmode_ffi_answers_peer_cwd_mode(peer: int | None, daemon: int, cwd: Cw
 
 def refusal_of(make: Callable[[], object]) -> str | None:
     """The field an `AccessFactError` names when `make` runs, or None when nothing refuses."""
-    try:
-        make()
-    except AccessFactError as refused:
-        return refused.field
-    return None
+    return refused_field(AccessFactError, make)
 
 
 def is_uid(value: object) -> bool:

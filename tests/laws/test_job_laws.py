@@ -33,6 +33,7 @@ from eukhe.core.job import (
     Started,
     Tick,
 )
+from tests.laws.fact_support import refused_field
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Domains
@@ -729,11 +730,7 @@ def test_job_entry_answers_exhaustively() -> None:
 
 def refusal_of(make: Callable[[], object]) -> str | None:
     """The field a `JobFactError` names when `make` runs, or None when nothing refuses."""
-    try:
-        make()
-    except core.JobFactError as refused:
-        return refused.field
-    return None
+    return refused_field(core.JobFactError, make)
 
 
 RUNNING = JobState(4, 1)

@@ -57,6 +57,7 @@ from eukhe.core.kernel_local import (
     plan_setup,
     venv_after,
 )
+from tests.laws.fact_support import refused_field
 
 # --- Domains -----------------------------------------------------------------------------------------------------
 
@@ -520,11 +521,7 @@ def test_kernel_ffi_answers(facts: SetupFacts, lock: LockFacts, name: str) -> No
 
 def refusal_of(make: Callable[[], object]) -> str | None:
     """The field a `KernelFactError` names when `make` runs, or None when nothing refuses."""
-    try:
-        make()
-    except KernelFactError as refused:
-        return refused.field
-    return None
+    return refused_field(KernelFactError, make)
 
 
 def call_refusal(kind: str, fields: dict[str, Any]) -> str | None:

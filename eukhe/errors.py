@@ -48,8 +48,6 @@ CATALOGUE: dict[str, str] = {
     "command_not_started": "`eukhe run` could not start the command (exit 127)",
     "cancelled": "the call was cancelled (Ctrl-C): its job was killed through its owner",
     "bound_refused": "the output bounder refused a request of the shell (a bug, reported with the core's reason)",
-    "job_request_malformed": "the core's job entry refused a request: `field` names the first malformed field",
-    "merge_request_malformed": "the core's merge entry refused a request: `field` names the first malformed field",
     # children's workspaces
     "workspace_error": "something went wrong with a child's isolated workspace",
     "workspace_name_error": "a child's name cannot name a workspace directory (letters, digits, `_.-`)",

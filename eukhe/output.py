@@ -34,7 +34,7 @@ class BoundError(EukheError):
 
     code = "bound_refused"
 
-    def __init__(self, refusal: bound.Refusal) -> None:
+    def __init__(self, refusal: bound.BoundRefusal) -> None:
         super().__init__(f"the output bounder refused a request: {refusal.reason.value}")
         self.refusal = refusal
 
@@ -82,7 +82,7 @@ class BoundedResult:
 
 def _ask(request: bound.Request) -> Any:
     reply = bound.answer(request)
-    if isinstance(reply, bound.Refusal):
+    if isinstance(reply, bound.BoundRefusal):
         raise BoundError(reply)
     return reply
 

@@ -13,7 +13,7 @@ text begins inside a line, the character boundary where a cut line would be cut)
 
 A line is the bytes up to and including a newline; a final unterminated piece is a line. Invalid UTF-8 is data.
 
-`answer` is the core's one public entry: a typed request in, the model's reply or one exact `Refusal` out.
+`answer` is the core's one public entry: a typed request in, the model's reply or one exact `BoundRefusal` out.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
+from .facts import is_count
 from .limits import Keep, OutputLimits
 
 CHAR_CONTEXT = 3
@@ -239,8 +240,8 @@ def step_look(state: Stepper, facts: TextFacts) -> Reading:
 # --- The entry ---------------------------------------------------------------------------------------------------
 
 
-class RefusalReason(enum.Enum):
-    """Why the entry refused a request; each malformed request has exactly one."""
+class BoundRefusalReason(enum.Enum):
+    """Why `answer` refused a request; each refused request has exactly one."""
 
     NOT_A_REQUEST = "not_a_request"  # not one of the request types below
     BAD_LIMITS = "bad_limits"  # limits not an OutputLimits with non-negative integer fields
@@ -252,10 +253,10 @@ class RefusalReason(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal:
-    """The one typed answer to a malformed request."""
+class BoundRefusal:
+    """The bounder's one typed answer to a request it cannot take: malformed, on a closed stepper, or a lossy skip."""
 
-    reason: RefusalReason
+    reason: BoundRefusalReason
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,15 +335,11 @@ Request = WindowRequest | NoticeRequest | OpenRequest | OutRequest | SkipRequest
 Reply = WindowReply | str | None | Stepper | OutAnswer | SkipAnswer | Reading | ShutReply
 
 
-def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def _limits_ok(limits: object) -> bool:
     return (
         isinstance(limits, OutputLimits)
-        and _is_count(limits.max_bytes)
-        and _is_count(limits.max_lines)
+        and is_count(limits.max_bytes)
+        and is_count(limits.max_lines)
         and isinstance(limits.keep, Keep)
     )
 
@@ -350,8 +347,8 @@ def _limits_ok(limits: object) -> bool:
 def _text_ok(text: object) -> bool:
     return (
         isinstance(text, TextCounts)
-        and _is_count(text.length)
-        and _is_count(text.newlines)
+        and is_count(text.length)
+        and is_count(text.newlines)
         and isinstance(text.ends_with_newline, bool)
         and text.newlines <= text.length
         and (text.length > 0 or not text.ends_with_newline)
@@ -360,85 +357,85 @@ def _text_ok(text: object) -> bool:
     )
 
 
-def _facts_problem(limits: OutputLimits, facts: object) -> RefusalReason | None:
+def _facts_problem(limits: OutputLimits, facts: object) -> BoundRefusalReason | None:
     if not isinstance(facts, TextFacts) or not isinstance(facts.line_lengths, tuple):
-        return RefusalReason.BAD_TEXT
-    if not all(_is_count(n) and n > 0 for n in facts.line_lengths) or not isinstance(facts.starts_inside_line, bool):
-        return RefusalReason.BAD_TEXT
-    if not _is_count(facts.cut):
-        return RefusalReason.BAD_CUT
+        return BoundRefusalReason.BAD_TEXT
+    if not all(is_count(n) and n > 0 for n in facts.line_lengths) or not isinstance(facts.starts_inside_line, bool):
+        return BoundRefusalReason.BAD_TEXT
+    if not is_count(facts.cut):
+        return BoundRefusalReason.BAD_CUT
     lengths = facts.line_lengths
     end_line = (lengths[0] if limits.keep is Keep.HEAD else lengths[-1]) if lengths else 0
     if facts.cut > min(limits.max_bytes, end_line):
-        return RefusalReason.BAD_CUT
+        return BoundRefusalReason.BAD_CUT
     return None
 
 
-def _stepper_problem(stepper: object) -> RefusalReason | None:
+def _stepper_problem(stepper: object) -> BoundRefusalReason | None:
     if not isinstance(stepper, Stepper) or not _limits_ok(stepper.limits):
-        return RefusalReason.BAD_LIMITS if isinstance(stepper, Stepper) else RefusalReason.NOT_A_REQUEST
+        return BoundRefusalReason.BAD_LIMITS if isinstance(stepper, Stepper) else BoundRefusalReason.NOT_A_REQUEST
     counts = (stepper.stored, stepper.total_bytes, stepper.total_newlines)
-    if not all(_is_count(n) for n in counts) or stepper.stored > stepper.total_bytes:
-        return RefusalReason.STORE_MISMATCH
+    if not all(is_count(n) for n in counts) or stepper.stored > stepper.total_bytes:
+        return BoundRefusalReason.STORE_MISMATCH
     if stepper.total_newlines > stepper.total_bytes or not isinstance(stepper.ends_with_newline, bool):
-        return RefusalReason.STORE_MISMATCH
+        return BoundRefusalReason.STORE_MISMATCH
     if stepper.closed:
-        return RefusalReason.CLOSED
+        return BoundRefusalReason.CLOSED
     return None
 
 
-def _store_problem(stepper: Stepper, facts: TextFacts) -> RefusalReason | None:
+def _store_problem(stepper: Stepper, facts: TextFacts) -> BoundRefusalReason | None:
     problem = _facts_problem(stepper.limits, facts)
     if problem is not None:
         return problem
     if facts.size != stepper.stored:
-        return RefusalReason.STORE_MISMATCH
+        return BoundRefusalReason.STORE_MISMATCH
     at_output_start = stepper.stored == stepper.total_bytes or stepper.limits.keep is Keep.HEAD
     if at_output_start and facts.starts_inside_line:
-        return RefusalReason.STORE_MISMATCH
+        return BoundRefusalReason.STORE_MISMATCH
     return None
 
 
-def answer(request: object) -> Reply | Refusal:
-    """The core's entry: the model's answer to a well-formed request, one exact Refusal to any other."""
+def answer(request: object) -> Reply | BoundRefusal:
+    """The core's entry: the model's answer to a well-formed request, one exact BoundRefusal to any other."""
     match request:
         case WindowRequest(limits=limits, facts=facts):
             if not _limits_ok(limits):
-                return Refusal(RefusalReason.BAD_LIMITS)
+                return BoundRefusal(BoundRefusalReason.BAD_LIMITS)
             problem = _facts_problem(limits, facts)
             if problem is not None:
-                return Refusal(problem)
+                return BoundRefusal(problem)
             if facts.starts_inside_line:
-                return Refusal(RefusalReason.BAD_TEXT)
+                return BoundRefusal(BoundRefusalReason.BAD_TEXT)
             kept = window(limits, facts)
             total_lines = len(facts.line_lengths)
             return WindowReply(kept, measure(kept, facts.size, total_lines))
         case NoticeRequest(keep=keep, counts=counts, artifact=artifact):
             fields = (counts.bytes_kept, counts.bytes_dropped, counts.lines_kept, counts.lines_dropped)
-            if not isinstance(keep, Keep) or not isinstance(counts, Slice) or not all(_is_count(n) for n in fields):
-                return Refusal(RefusalReason.BAD_TEXT)
+            if not isinstance(keep, Keep) or not isinstance(counts, Slice) or not all(is_count(n) for n in fields):
+                return BoundRefusal(BoundRefusalReason.BAD_TEXT)
             if artifact is not None and not isinstance(artifact, str):
-                return Refusal(RefusalReason.BAD_TEXT)
+                return BoundRefusal(BoundRefusalReason.BAD_TEXT)
             return notice(keep, counts, artifact)
         case OpenRequest(limits=limits):
-            return Stepper(limits) if _limits_ok(limits) else Refusal(RefusalReason.BAD_LIMITS)
+            return Stepper(limits) if _limits_ok(limits) else BoundRefusal(BoundRefusalReason.BAD_LIMITS)
         case OutRequest(stepper=stepper, text=text) | SkipRequest(stepper=stepper, text=text):
             problem = _stepper_problem(stepper)
             if problem is not None:
-                return Refusal(problem)
+                return BoundRefusal(problem)
             if not _text_ok(text):
-                return Refusal(RefusalReason.BAD_TEXT)
+                return BoundRefusal(BoundRefusalReason.BAD_TEXT)
             if isinstance(request, OutRequest):
                 return step_out(stepper, text)
             if stepper.limits.keep is Keep.HEAD and not stepper.full and text.length > 0:
-                return Refusal(RefusalReason.SKIP_WOULD_LOSE)
+                return BoundRefusal(BoundRefusalReason.SKIP_WOULD_LOSE)
             return step_skip(stepper, text)
         case LookRequest(stepper=stepper, facts=facts) | ShutRequest(stepper=stepper, facts=facts):
             problem = _stepper_problem(stepper) or _store_problem(stepper, facts)
             if problem is not None:
-                return Refusal(problem)
+                return BoundRefusal(problem)
             reading = step_look(stepper, facts)
             if isinstance(request, LookRequest):
                 return reading
             return ShutReply(replace(stepper, closed=True), reading)
-    return Refusal(RefusalReason.NOT_A_REQUEST)
+    return BoundRefusal(BoundRefusalReason.NOT_A_REQUEST)

@@ -8,14 +8,18 @@ Theory of operation for the socket dir: the shell lstats the directory and calls
 "make it (and missing parents) with `mode` in one step, then look again with `created=True`"; `Use` means bind
 there; `SocketDirRefused` means the daemon does not start, and `refusal_message` names the directory, the fault and
 the fix. A directory that is missing again after it was created is refused, so the check always ends in two looks.
+
+The facts are checked where they enter (law `fsmode_ffi`): a `SocketDirFact` with a uid, mode, kind or look no
+lstat gives, a peer or daemon uid that is no uid, a working-dir fact or a made kind that is not a member, raise one
+`AccessFactError` naming the first wrong field.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+
+from eukhe.core.facts import FactError, is_count
 
 PRIVATE_FILE_MODE = 0o600
 """Mode of every file eukhe makes for a session, given at creation (never chmod afterwards)."""
@@ -27,9 +31,23 @@ PRIVATE_SOCKET_MODE = 0o600
 GROUP_OTHER_WRITE = 0o022
 """The bits that let someone other than the owner replace a socket in its directory."""
 
+MAX_MODE = 0o7777
+"""The largest permission bits a mode has (st_mode & 0o7777)."""
+
 CWD_MISSING_TEXT = "a session needs a working directory"
 CWD_GONE_TEXT = "working directory is gone"
 CWD_NOT_DIR_TEXT = "working directory is not a directory"
+
+
+class AccessFactError(FactError):
+    """A local-access fact no lstat, stat or SO_PEERCRED gives (law `fsmode_ffi`): `field` names the first wrong one."""
+
+    what = "a local-access fact"
+
+
+def _check_uid(field: str, value: object) -> None:
+    if not is_count(value):
+        raise AccessFactError(field, value)
 
 
 # --- the working dir ("Local access" 4) -------------------------------------------------------------------------
@@ -61,6 +79,8 @@ CwdVerdict = CwdOpens | CwdRefused
 
 def judge_cwd(fact: CwdFact) -> CwdVerdict:
     """The working-dir verdict ("Local access" 4): only an existing directory opens; nothing substitutes."""
+    if not isinstance(fact, CwdFact):
+        raise AccessFactError("cwd", fact)
     if fact is CwdFact.NONE:
         return CwdRefused(CWD_MISSING_TEXT)
     if fact is CwdFact.MISSING:
@@ -91,6 +111,16 @@ class SocketDirFact:
     mode: int  # permission bits, st_mode & 0o7777 (ignored unless found is DIR)
     daemon_uid: int  # getuid() of the daemon
     created: bool = False  # True on the look right after the shell created the directory
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.found, Found):
+            raise AccessFactError("found", self.found)
+        _check_uid("owner_uid", self.owner_uid)
+        if not is_count(self.mode) or self.mode > MAX_MODE:
+            raise AccessFactError("mode", self.mode)
+        _check_uid("daemon_uid", self.daemon_uid)
+        if not isinstance(self.created, bool):
+            raise AccessFactError("created", self.created)
 
 
 class Fault(enum.Enum):
@@ -133,6 +163,8 @@ FIX_OTHER_DIR = "give --daemon-socket a path in a private directory"
 
 def judge_socket_dir(fact: SocketDirFact) -> SocketDirVerdict:
     """The socket-dir verdict: create a missing dir once, use only a private real dir of ours, else refuse."""
+    if not isinstance(fact, SocketDirFact):
+        raise AccessFactError("socket_dir", fact)
     if fact.found is Found.MISSING:
         return SocketDirRefused(Fault.VANISHED) if fact.created else Create(PRIVATE_DIR_MODE)
     if fact.found is Found.SYMLINK:
@@ -190,6 +222,9 @@ PeerVerdict = PeerAccepted | PeerRefused
 
 def judge_peer(peer_uid: int | None, daemon_uid: int) -> PeerVerdict:
     """The peer rule: only the daemon's own uid is served; an unreadable uid is refused too."""
+    if peer_uid is not None:
+        _check_uid("peer_uid", peer_uid)
+    _check_uid("daemon_uid", daemon_uid)
     if peer_uid is not None and peer_uid == daemon_uid:
         return PeerAccepted()
     return PeerRefused(peer_uid)
@@ -208,111 +243,10 @@ class Made(enum.Enum):
 
 def creation_mode(made: Made) -> int:
     """The mode an object gets at its creation: owner only, nothing for group or others."""
+    if not isinstance(made, Made):
+        raise AccessFactError("made", made)
     if made is Made.DIR:
         return PRIVATE_DIR_MODE
     if made is Made.SOCKET:
         return PRIVATE_SOCKET_MODE
     return PRIVATE_FILE_MODE
-
-
-# --- the entry ----------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FsmodeMalformed:
-    """The one refusal of the entry: the request is not one the shell writes."""
-
-    code: str = "fsmode_malformed"
-
-
-FSMODE_MALFORMED = FsmodeMalformed()
-"""The exact refusal every malformed request gets."""
-
-FsmodeReply = dict[str, object]
-E = TypeVar("E", bound=enum.Enum)
-
-
-def _uid(value: object) -> int | None:
-    """A uid field: a non-negative int (not a bool), else None (malformed)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return None
-    return value
-
-
-def _enum_value(kind: type[E], value: object) -> E | None:
-    """An enum member named by its string value, else None."""
-    if not isinstance(value, str):
-        return None
-    for member in kind:
-        if member.value == value:
-            return member
-    return None
-
-
-def encode_socket_dir(verdict: SocketDirVerdict) -> FsmodeReply:
-    """A socket-dir verdict as the entry's reply."""
-    if isinstance(verdict, Create):
-        return {"verdict": "create", "mode": verdict.mode}
-    if isinstance(verdict, Use):
-        return {"verdict": "use"}
-    return {"verdict": "refuse", "fault": verdict.fault.value, "owner_uid": verdict.owner_uid, "mode": verdict.mode}
-
-
-def encode_peer(verdict: PeerVerdict) -> FsmodeReply:
-    """A peer verdict as the entry's reply."""
-    if isinstance(verdict, PeerAccepted):
-        return {"verdict": "accept"}
-    return {"verdict": "refuse", "peer_uid": verdict.peer_uid}
-
-
-def encode_cwd(verdict: CwdVerdict) -> FsmodeReply:
-    """A working-dir verdict as the entry's reply."""
-    if isinstance(verdict, CwdOpens):
-        return {"verdict": "opens"}
-    return {"verdict": "refused", "text": verdict.text}
-
-
-_FIELDS: dict[str, frozenset[str]] = {
-    "socket_dir": frozenset({"op", "found", "owner_uid", "mode", "daemon_uid", "created"}),
-    "peer": frozenset({"op", "peer_uid", "daemon_uid"}),
-    "cwd": frozenset({"op", "found"}),
-    "mode": frozenset({"op", "made"}),
-}
-
-
-def fsmode_entry(request: Mapping[str, object]) -> FsmodeReply | FsmodeMalformed:
-    """The core's one entry: a request as the shell writes it (a JSON object) -> the verdict, or FSMODE_MALFORMED.
-
-    Requests: {"op": "socket_dir", "found", "owner_uid", "mode", "daemon_uid", "created"},
-    {"op": "peer", "peer_uid" (int or null), "daemon_uid"}, {"op": "cwd", "found"}, {"op": "mode", "made"}.
-    Every field is required, none extra; uids are non-negative ints, a mode is 0..0o7777.
-    """
-    if not isinstance(request, Mapping):
-        return FSMODE_MALFORMED
-    op = request.get("op")
-    if not isinstance(op, str) or op not in _FIELDS or set(request) != _FIELDS[op]:
-        return FSMODE_MALFORMED
-    if op == "socket_dir":
-        found = _enum_value(Found, request["found"])
-        owner, daemon, mode, created = (
-            _uid(request["owner_uid"]),
-            _uid(request["daemon_uid"]),
-            request["mode"],
-            request["created"],
-        )
-        if found is None or owner is None or daemon is None or not isinstance(created, bool):
-            return FSMODE_MALFORMED
-        if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777:
-            return FSMODE_MALFORMED
-        return encode_socket_dir(judge_socket_dir(SocketDirFact(found, owner, mode, daemon, created)))
-    if op == "peer":
-        raw_peer, daemon = request["peer_uid"], _uid(request["daemon_uid"])
-        peer = None if raw_peer is None else _uid(raw_peer)
-        if daemon is None or (raw_peer is not None and peer is None):
-            return FSMODE_MALFORMED
-        return encode_peer(judge_peer(peer, daemon))
-    if op == "cwd":
-        cwd = _enum_value(CwdFact, request["found"])
-        return FSMODE_MALFORMED if cwd is None else encode_cwd(judge_cwd(cwd))
-    made = _enum_value(Made, request["made"])
-    return FSMODE_MALFORMED if made is None else {"mode": creation_mode(made)}

@@ -12,8 +12,8 @@ Rules, all in this file:
 - What the host cannot answer is a `ProtocolFault`: a non-UTF-8 line, a non-JSON or non-protocol line, an
   oversized line whose head names no host request (nor a stream or display event).
 
-Verdicts are a table (see `admit`); `serve` is the spec's model of the same rules over abstract frames, which the
-laws and the tie hold the byte-level gate to.
+Verdicts are a table (see `admit`). The spec's model of the same rules over abstract frames, which the laws and the
+tie hold this byte-level gate to, lives with them (tests/gate_support.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -252,62 +252,3 @@ def piece_of(line: bytes, limits: GateLimits = DEFAULT_LIMITS) -> Piece:
     if len(line) <= limits.line:
         return Line(line)
     return Oversized(line[: limits.head], len(line))
-
-
-# ---- the spec's model -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ModelFrame:
-    """An abstract host request: its id, its type (None: no type) and its line length in bytes."""
-
-    id: FrameId
-    kind: str | None
-    length: int
-
-
-@dataclass(frozen=True, slots=True)
-class ModelReply:
-    """The one reply to a frame: `ok` is the handler's reply; else the refusal's status and reason."""
-
-    id: FrameId
-    status: str
-    reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Transcript:
-    """One reply per frame, in the frames' order, and the ids of the frames a handler ran for."""
-
-    replies: tuple[ModelReply, ...]
-    served: tuple[FrameId, ...]
-
-
-def serve(frames: Iterable[ModelFrame], served: frozenset[str], limits: GateLimits = DEFAULT_LIMITS) -> Transcript:
-    """The model: over the limit -> error; used id -> duplicate; no type -> error; unserved -> error; else run."""
-    replies: list[ModelReply] = []
-    ran: list[FrameId] = []
-    seen: list[FrameId] = []
-    for frame in frames:
-        if frame.length > limits.line:
-            replies.append(ModelReply(frame.id, "error", RefusalReason.OVER_LIMIT.value))
-        elif frame.id in seen:
-            replies.append(ModelReply(frame.id, "duplicate", RefusalReason.DUPLICATE.value))
-        elif frame.kind is None:
-            replies.append(ModelReply(frame.id, "error", RefusalReason.MISSING_TYPE.value))
-        elif frame.kind not in served:
-            replies.append(ModelReply(frame.id, "error", RefusalReason.UNSERVED.value))
-        else:
-            replies.append(ModelReply(frame.id, "ok"))
-            ran.append(frame.id)
-            seen = [*seen, frame.id][-limits.ids_kept :]
-    return Transcript(tuple(replies), tuple(ran))
-
-
-def reply_of(verdict: Verdict) -> ModelReply | None:
-    """The model's view of a verdict: the reply it stands for (an admission stands for the handler's `ok`)."""
-    if isinstance(verdict, Admission):
-        return ModelReply(verdict.id, "ok")
-    if isinstance(verdict, Refusal):
-        return ModelReply(verdict.id, verdict.status, verdict.reason.value)
-    return None

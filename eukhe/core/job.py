@@ -11,8 +11,8 @@ Theory of operation:
   ended job settles with its own end; else not yet (`WAITING`).
 - `journal_step` / `journal` fold one tool call's event stream into its journal records: start and settle, no more.
 - `rewind` picks, from the entry commits and job starts the job table saw in order, the running jobs a rewind stops.
-- `job_entry` is the core's entry: a plain JSON request in, the encoded `feed` result and the reported ends out, or
-  one exact typed refusal.
+- The records refuse what no job has (law `job_entry`): a negative or non-integer count, kept past the cap, an end
+  or event of another kind raise `JobFactError` naming the part, so the shell's `feed` only ever sees real facts.
 
 Invariants (the laws in tests/laws/test_job_laws.py): kept <= cap; kept + dropped == every byte fed (below the
 bound); at most one end, and nothing changes after it.
@@ -21,14 +21,30 @@ bound); at most one end, and nothing changes after it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
 
+from eukhe.core.facts import FactError, is_count, is_int
 from eukhe.core.limits import Off, On, Truncation
 
 MAX_BYTES = 2**64 - 1
 """The wire's largest Nat: bytes kept + dropped saturate here."""
+
+
+class JobFactError(FactError):
+    """A job state or event no job has (law `job_entry`): `field` names the first part that is wrong."""
+
+    what = "a job fact"
+
+
+def _check_count(field: str, value: object) -> None:
+    if not is_count(value):
+        raise JobFactError(field, value)
+
+
+def _check_code(field: str, value: object) -> None:
+    if not is_int(value):
+        raise JobFactError(field, value)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -40,6 +56,9 @@ class Exited:
     """The run exited with `code` (a leader ended by a signal nobody asked for: 128 + the signal)."""
 
     code: int
+
+    def __post_init__(self) -> None:
+        _check_code("end.code", self.code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +80,18 @@ class Output:
 
     size: int
 
+    def __post_init__(self) -> None:
+        _check_count("event.size", self.size)
+
 
 @dataclass(frozen=True, slots=True)
 class Exit:
     """The owner reports that the run exited with `code`."""
 
     code: int
+
+    def __post_init__(self) -> None:
+        _check_code("event.code", self.code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +125,16 @@ class JobState:
     dropped: int = 0
     end: End | None = None
 
+    def __post_init__(self) -> None:
+        if self.cap is not None:
+            _check_count("cap", self.cap)
+        _check_count("kept", self.kept)
+        _check_count("dropped", self.dropped)
+        if self.cap is not None and self.kept > self.cap:
+            raise JobFactError("kept", self.kept)
+        if self.end is not None and not isinstance(self.end, Exited | Killed):
+            raise JobFactError("end", self.end)
+
     @property
     def running(self) -> bool:
         return self.end is None
@@ -122,10 +157,12 @@ def cap_of(truncation: Truncation) -> int | None:
 def step(state: JobState, event: JobEvent) -> JobState:
     """The unbounded step: output is kept up to the cap and dropped past it; an exit, kill or quit ends a running job.
 
-    Events after the end change nothing (jobs 2).
+    Events after the end change nothing (jobs 2). Anything that is not a `JobEvent` raises `JobFactError`.
     """
     if state.end is not None:
-        return state
+        if isinstance(event, Output | Exit | Kill | Quit | Tick):
+            return state
+        raise JobFactError("event", event)
     if isinstance(event, Output):
         room = event.size if state.cap is None else max(0, min(event.size, state.cap - state.kept))
         # Built directly (once per chunk a job reads): dataclasses.replace costs several times more.
@@ -134,7 +171,9 @@ def step(state: JobState, event: JobEvent) -> JobState:
         return replace(state, end=Exited(event.code))
     if isinstance(event, Kill | Quit):
         return replace(state, end=Killed())
-    return state
+    if isinstance(event, Tick):
+        return state
+    raise JobFactError("event", event)
 
 
 def accepted(state: JobState, event: JobEvent) -> int:
@@ -153,9 +192,8 @@ def feed(state: JobState, event: JobEvent) -> JobState:
 
 def ends(state: JobState, event: JobEvent) -> End | None:
     """The end this event reports: the new end when it ends a running job, else None."""
-    if state.end is not None:
-        return None
-    return step(state, event).end
+    after = step(state, event)  # refuses what is not an event, on an ended job too
+    return None if state.end is not None else after.end
 
 
 def start(cap: int | None, written: int = 0) -> JobState:
@@ -414,127 +452,3 @@ def rewind(order: Sequence[Mark], running: Collection[str], target: str | None) 
     return RewindVerdict(
         stop=tuple(job for job in live if job not in before), keep=tuple(job for job in live if job in before)
     )
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# The entry (law `job_entry`)
-
-
-@dataclass(frozen=True, slots=True)
-class JobReply:
-    """The entry's answer: the encoded `feed` result and the ends the event reported."""
-
-    state: Mapping[str, Any]
-    ends: tuple[Any, ...]
-
-    def as_json(self) -> dict[str, Any]:
-        return {"state": dict(self.state), "ends": list(self.ends)}
-
-
-@dataclass(frozen=True, slots=True)
-class JobRefused:
-    """The entry's one refusal: the request is malformed at `field` (the first offending field path)."""
-
-    field: str
-    code: ClassVar[str] = "job_request_malformed"
-
-
-class _MalformedError(Exception):
-    """Internal: a request field is not what the entry reads."""
-
-    def __init__(self, field: str) -> None:
-        super().__init__(field)
-        self.field = field
-
-
-def _nat(value: object, field: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value > MAX_BYTES:
-        raise _MalformedError(field)
-    return value
-
-
-def _int(value: object, field: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _MalformedError(field)
-    return value
-
-
-def _decode_end(value: object, field: str) -> End | None:
-    if value is None:
-        return None
-    if value == "killed" and isinstance(value, str):
-        return Killed()
-    if isinstance(value, dict) and set(value) == {"exit"}:
-        return Exited(_int(value["exit"], f"{field}.exit"))
-    raise _MalformedError(field)
-
-
-def encode_end(end: End) -> object:
-    """An end as the entry writes it: {"exit": code} or "killed"."""
-    return {"exit": end.code} if isinstance(end, Exited) else "killed"
-
-
-def encode_state(state: JobState) -> dict[str, Any]:
-    """A job state as the entry writes it."""
-    return {
-        "cap": state.cap,
-        "kept": state.kept,
-        "dropped": state.dropped,
-        "end": None if state.end is None else encode_end(state.end),
-    }
-
-
-def decode_state(value: object, field: str = "state") -> JobState:
-    """A job state from the entry's request; raises _MalformedError naming the first bad field."""
-    if not isinstance(value, dict) or set(value) != {"cap", "kept", "dropped", "end"}:
-        raise _MalformedError(field)
-    cap = None if value["cap"] is None else _nat(value["cap"], f"{field}.cap")
-    kept = _nat(value["kept"], f"{field}.kept")
-    dropped = _nat(value["dropped"], f"{field}.dropped")
-    if cap is not None and kept > cap:
-        raise _MalformedError(f"{field}.kept")
-    if kept + dropped > MAX_BYTES:
-        raise _MalformedError(f"{field}.dropped")
-    return JobState(cap=cap, kept=kept, dropped=dropped, end=_decode_end(value["end"], f"{field}.end"))
-
-
-def encode_event(event: JobEvent) -> object:
-    """An event as the shell writes it."""
-    if isinstance(event, Output):
-        return {"output": event.size}
-    if isinstance(event, Exit):
-        return {"exit": event.code}
-    if isinstance(event, Kill):
-        return "kill"
-    if isinstance(event, Quit):
-        return "quit"
-    return "tick"
-
-
-_NAMED_EVENTS: dict[str, JobEvent] = {"kill": Kill(), "quit": Quit(), "tick": Tick()}
-
-
-def decode_event(value: object, field: str = "event") -> JobEvent:
-    """An event from the entry's request; raises _MalformedError naming the bad field."""
-    if isinstance(value, str) and value in _NAMED_EVENTS:
-        return _NAMED_EVENTS[value]
-    if isinstance(value, dict) and len(value) == 1:
-        ((key, inner),) = value.items()
-        if key == "output":
-            return Output(_nat(inner, f"{field}.output"))
-        if key == "exit":
-            return Exit(_int(inner, f"{field}.exit"))
-    raise _MalformedError(field)
-
-
-def job_entry(request: object) -> JobReply | JobRefused:
-    """The core's job entry: a well-formed request gets the encoded `feed` result and the ends the event reported."""
-    try:
-        if not isinstance(request, dict) or set(request) != {"state", "event"}:
-            raise _MalformedError("request")
-        state = decode_state(request["state"])
-        event = decode_event(request["event"])
-    except _MalformedError as bad:
-        return JobRefused(bad.field)
-    end = ends(state, event)
-    return JobReply(state=encode_state(feed(state, event)), ends=() if end is None else (encode_end(end),))

@@ -20,8 +20,9 @@ Three decisions, each a small table:
 Pid reuse: an owner is recorded with its process start time; a live pid with another start time counts as gone
 (`owner_lives`).
 
-`kernel_local_entry` is the one entry the shell (or a test) calls with a plain JSON-like request; a malformed request
-gets the one exact refusal `MALFORMED`.
+The facts are checked where they enter (law `kernel_ffi`): a `SetupFacts`, `Owner` or `LockFacts` with a part of
+the wrong kind or out of range, a start time that is no count, a name or lock text that is no string, raise one
+`KernelFactError` naming the first wrong field.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+
+from eukhe.core.facts import FactError, is_count
 
 KERNEL_MISSING_TEXT = "The Python kernel is not installed: run `eukhe kernel install` once"
 """The exact error `ipython` answers when the kernel cannot be set up from local files (spec 3)."""
@@ -43,6 +45,24 @@ UNOWNED_LOCK_PATIENCE_MS = 30_000
 
 LOCK_NAME = "kernel-venv.bootstrap.lock"
 """The bootstrap lock's file name, beside the venv directory."""
+
+
+class KernelFactError(FactError):
+    """A kernel-environment fact the shell cannot have read (law `kernel_ffi`): `field` names the first wrong one."""
+
+    what = "a kernel-environment fact"
+
+
+def _check_kind(field: str, value: object, kind: type | tuple[type, ...]) -> None:
+    if not isinstance(value, kind):
+        raise KernelFactError(field, value)
+
+
+def _check_count(field: str, value: object, *, minimum: int = 0, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not is_count(value, minimum):
+        raise KernelFactError(field, value)
 
 
 # --- 1. The setup plan -------------------------------------------------------------------------------------------
@@ -156,6 +176,13 @@ class SetupFacts:
     recorded: PythonSource | None  # the last install's record: which Python the venv is built on (None: no install)
     requested: PythonSource  # for INSTALL: the Python asked for now (`--python PATH` = GIVEN); else the recorded one
 
+    def __post_init__(self) -> None:
+        _check_kind("purpose", self.purpose, Purpose)
+        _check_kind("user_python", self.user_python, bool)
+        _check_kind("venv", self.venv, VenvState)
+        _check_kind("recorded", self.recorded, (PythonSource, type(None)))
+        _check_kind("requested", self.requested, PythonSource)
+
 
 @dataclass(frozen=True, slots=True)
 class UseUserPython:
@@ -208,6 +235,7 @@ def build_commands(purpose: Purpose, python: PythonSource) -> tuple[Command, ...
 
 def plan_setup(facts: SetupFacts) -> SetupStep:
     """The setup step for these facts (spec 1-4)."""
+    _check_kind("setup", facts, SetupFacts)
     if facts.purpose is Purpose.CHECK:
         return Report(venv=facts.venv, user_python=facts.user_python)
     if facts.user_python:
@@ -269,6 +297,10 @@ class Owner:
     pid: int
     start: int
 
+    def __post_init__(self) -> None:
+        _check_count("pid", self.pid, minimum=1)
+        _check_count("start", self.start)
+
 
 _OWNER_RE = re.compile(r"\A([1-9][0-9]{0,9}) ([0-9]{1,20})\n\Z")
 
@@ -280,6 +312,7 @@ def format_owner(owner: Owner) -> str:
 
 def parse_owner(text: str) -> Owner | None:
     """The owner a lock names, or None if it names none (empty, partial or foreign contents)."""
+    _check_kind("text", text, str)
     match = _OWNER_RE.match(text)
     if match is None:
         return None
@@ -326,6 +359,7 @@ def beside_name(kind: BesideKind, pid: int, n: int) -> str:
 
 def parse_beside(name: str) -> BesideName | None:
     """A candidate or stale file's kind, pid and counter; None for any other name (the sweep leaves it alone)."""
+    _check_kind("name", name, str)
     match = _BESIDE_RE.match(name)
     if match is None:
         return None
@@ -345,6 +379,8 @@ def judge_sweep(recorded_start: int | None, running_start: int | None) -> SweepV
     `recorded_start`: the start time the file records for its pid (a candidate's contents), None if unknown;
     `running_start`: the start time of the live process with the name's pid, None if there is none.
     """
+    _check_count("recorded_start", recorded_start, optional=True)
+    _check_count("running_start", running_start, optional=True)
     return SweepVerdict.KEEP if owner_lives(recorded_start, running_start) else SweepVerdict.REMOVE
 
 
@@ -365,6 +401,12 @@ class LockFacts:
     running_start: int | None
     age_ms: int | None
 
+    def __post_init__(self) -> None:
+        _check_kind("present", self.present, bool)
+        _check_kind("owner", self.owner, (Owner, type(None)))
+        _check_count("running_start", self.running_start, optional=True)
+        _check_count("age_ms", self.age_ms, optional=True)
+
 
 class AttemptVerdict(enum.Enum):
     """What an attempt does when its candidate did not link."""
@@ -376,6 +418,7 @@ class AttemptVerdict(enum.Enum):
 
 def judge_attempt(facts: LockFacts) -> AttemptVerdict:
     """The attempt's verdict (spec 5): wait while held, set aside what is abandoned."""
+    _check_kind("lock", facts, LockFacts)
     if not facts.present:
         return AttemptVerdict.RETRY
     if facts.owner is not None:
@@ -421,135 +464,3 @@ def attempt_effects(outcome: LinkOutcome, verdict: AttemptVerdict | None) -> tup
     if verdict is AttemptVerdict.SET_ASIDE:
         return (Effect.REMOVE_CANDIDATE, Effect.RENAME_ASIDE, Effect.REMOVE_STALE, Effect.RETRY)
     return (Effect.REMOVE_CANDIDATE, Effect.RETRY)
-
-
-# --- The entry ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """The entry's one answer to a malformed request."""
-
-    code: str
-    message: str
-
-
-MALFORMED = Refusal("kernel_local_malformed", "malformed kernel_local request")
-"""The exact refusal of every malformed request."""
-
-
-_E = TypeVar("_E", bound=enum.Enum)
-
-
-class _MalformedError(Exception):
-    """Internal: the request does not fit the schema."""
-
-
-def _field(request: Mapping[str, object], key: str) -> object:
-    if key not in request:
-        raise _MalformedError(key)
-    return request[key]
-
-
-def _enum(kind: type[_E], value: object) -> _E:
-    if not isinstance(value, str):
-        raise _MalformedError(value)
-    try:
-        return kind(value)
-    except ValueError:
-        raise _MalformedError(value) from None
-
-
-def _bool(value: object) -> bool:
-    if not isinstance(value, bool):
-        raise _MalformedError(value)
-    return value
-
-
-def _opt_int(value: object, *, minimum: int = 0) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _MalformedError(value)
-    return value
-
-
-def _int(value: object, *, minimum: int = 0) -> int:
-    number = _opt_int(value, minimum=minimum)
-    if number is None:
-        raise _MalformedError(value)
-    return number
-
-
-def _exact_keys(request: Mapping[str, object], keys: set[str]) -> None:
-    if set(request) != keys:
-        raise _MalformedError(sorted(request))
-
-
-def encode_step(step: SetupStep) -> dict[str, object]:
-    """A setup step as the entry answers it."""
-    if isinstance(step, Build):
-        return {
-            "step": "build",
-            "python": step.python.value,
-            "commands": [{"action": c.action.value, "offline": c.offline} for c in step.commands],
-        }
-    if isinstance(step, KernelMissing):
-        return {"step": "missing", "text": step.text}
-    if isinstance(step, Report):
-        return {"step": "report", "venv": step.venv.value, "user_python": step.user_python}
-    if isinstance(step, UseUserPython):
-        return {"step": "user_python"}
-    return {"step": "installed"}
-
-
-def _answer(request: Mapping[str, object]) -> dict[str, object]:
-    op = _field(request, "op")
-    if op == "plan":
-        _exact_keys(request, {"op", "purpose", "user_python", "venv", "recorded", "requested"})
-        recorded = request["recorded"]
-        facts = SetupFacts(
-            purpose=_enum(Purpose, request["purpose"]),
-            user_python=_bool(request["user_python"]),
-            venv=_enum(VenvState, request["venv"]),
-            recorded=None if recorded is None else _enum(PythonSource, recorded),
-            requested=_enum(PythonSource, request["requested"]),
-        )
-        return encode_step(plan_setup(facts))
-    if op == "sweep":
-        _exact_keys(request, {"op", "name", "recorded_start", "running_start"})
-        name = request["name"]
-        if not isinstance(name, str):
-            raise _MalformedError(name)
-        parsed = parse_beside(name)
-        if parsed is None:
-            return {"verdict": "ignore"}
-        verdict = judge_sweep(_opt_int(request["recorded_start"]), _opt_int(request["running_start"]))
-        return {"verdict": verdict.value, "kind": parsed.kind.value, "pid": parsed.pid, "n": parsed.n}
-    if op == "attempt":
-        _exact_keys(request, {"op", "present", "owner", "running_start", "age_ms"})
-        owner_value = request["owner"]
-        owner: Owner | None = None
-        if owner_value is not None:
-            if not isinstance(owner_value, Mapping) or set(owner_value) != {"pid", "start"}:
-                raise _MalformedError(owner_value)
-            owner = Owner(_int(owner_value["pid"], minimum=1), _int(owner_value["start"]))
-        facts_lock = LockFacts(
-            present=_bool(request["present"]),
-            owner=owner,
-            running_start=_opt_int(request["running_start"]),
-            age_ms=_opt_int(request["age_ms"]),
-        )
-        verdict_a = judge_attempt(facts_lock)
-        return {"verdict": verdict_a.value}
-    raise _MalformedError(op)
-
-
-def kernel_local_entry(request: object) -> dict[str, object] | Refusal:
-    """The core's one entry: a plain request (`op` = plan, sweep or attempt) to its answer, or `MALFORMED`."""
-    if not isinstance(request, Mapping) or not all(isinstance(key, str) for key in request):
-        return MALFORMED
-    try:
-        return _answer(request)
-    except _MalformedError:
-        return MALFORMED

@@ -25,8 +25,9 @@ hand-back cut by a crash, planned again from its partial result, ends at the sam
 
 Change detection (spec workspace) also decides here: `stat_proves_same` is the racy-git rule.
 
-`merge_entry` is the core's entry: a plain JSON request (the three trees) in, the encoded plan out, or one exact
-typed refusal naming the first malformed field.
+`plan` refuses a tree no disk holds (law `cow_entry`): a path that is not a relative POSIX path of names, an entry
+that is not a `File`, `Link` or `Dir` (or a file identity that is not a string, a link with an empty target), or an
+entry under a file or symlink of the same tree raise `TreeError`, naming the tree and the first wrong path.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import NamedTuple
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Trees and per-path states
@@ -313,13 +314,68 @@ def path_order(path: str) -> str:
     return path.replace("/", "\0")
 
 
+class TreeError(ValueError):
+    """A tree no disk holds (law `cow_entry`): `tree` names it ("base", "parent", "child"), `path` the first wrong
+    path in it (None: the tree is not a mapping)."""
+
+    def __init__(self, tree: str, path: str | None) -> None:
+        super().__init__(f"{tree} tree: not a tree a disk holds" + ("" if path is None else f" at {path!r}"))
+        self.tree = tree
+        self.path = path
+
+
+def valid_path(path: object) -> bool:
+    """A relative POSIX path of names: no leading or trailing slash, no empty, `.` or `..` part, no NUL."""
+    if not isinstance(path, str) or "\0" in path:
+        return False
+    wrapped = f"/{path}/"  # every part between slashes: an empty, `.` or `..` one shows as one of these
+    return "//" not in wrapped and "/./" not in wrapped and "/../" not in wrapped
+
+
+def _valid_entry(entry: object) -> bool:
+    if isinstance(entry, File):
+        return isinstance(entry.identity, str)
+    if isinstance(entry, Link):
+        return isinstance(entry.target, str) and bool(entry.target) and "\0" not in entry.target
+    return isinstance(entry, Dir)
+
+
+def tree_error(name: str, tree: object) -> TreeError | None:
+    """Why `tree` is no tree a disk holds, naming its first wrong path; None for a tree `plan` may take."""
+    if not isinstance(tree, Mapping):
+        return TreeError(name, None)
+    for path, entry in tree.items():
+        if not valid_path(path) or not _valid_entry(entry):
+            return TreeError(name, path)
+    under = _first_under_a_leaf(tree)
+    return None if under is None else TreeError(name, under)
+
+
+def _first_under_a_leaf(tree: Tree) -> str | None:
+    """The first path of the tree under one of its files or symlinks, if any (a disk holds none)."""
+    above: set[str] = set()  # every proper ancestor of a path of the tree
+    for path in tree:
+        head = path.rpartition("/")[0]
+        while head and head not in above:  # a directory seen once has had its own ancestors added
+            above.add(head)
+            head = head.rpartition("/")[0]
+    if not any(isinstance(tree.get(head), File | Link) for head in above):
+        return None
+    return next(path for path in tree if blocker_of(tree, path) is not None)
+
+
 def plan(base: Tree, parent: Tree, child: Tree) -> HandbackPlan:
     """The hand-back plan: the table on every file or symlink of the base or the child, in a safe order.
 
     A path under a parent's file or symlink that this plan removes reads as absent (the removal runs first);
     under any other parent's file it cannot be held. Where the child kept the base's file or symlink, the verdict
-    is KEEP whatever the parent holds, so those paths are settled without looking further.
+    is KEEP whatever the parent holds, so those paths are settled without looking further. A tree no disk holds
+    raises its `TreeError` (base first, then parent, then child).
     """
+    for name, tree in (("base", base), ("parent", parent), ("child", child)):
+        error = tree_error(name, tree)
+        if error is not None:
+            raise error
 
     def changed_step(path: str, parent_state: State) -> Step:
         child_state = leaf_state(child, path)
@@ -386,119 +442,3 @@ def stat_proves_same(recorded: StatFacts, now: StatFacts, recorded_at_ns: int) -
     """Stat data proves a file unchanged only if all of it matches and the file's recorded mtime is strictly older
     than the moment the record began (racy git: an edit in the same clock tick keeps mtime and ctime)."""
     return recorded == now and recorded.mtime_ns < recorded_at_ns
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# The entry (law `cow_entry`)
-
-TREE_NAMES = ("base", "parent", "child")
-"""The request's trees, in the order the entry reads them."""
-
-
-@dataclass(frozen=True, slots=True)
-class MergeReply:
-    """The entry's answer: the encoded plan (its steps in order, and the kept paths sorted)."""
-
-    steps: tuple[dict[str, Any], ...]
-    kept: tuple[str, ...]
-
-    def as_json(self) -> dict[str, Any]:
-        return {"steps": [dict(step) for step in self.steps], "kept": list(self.kept)}
-
-
-@dataclass(frozen=True, slots=True)
-class MergeRefused:
-    """The entry's one refusal: the request is malformed at `field` (the first offending field)."""
-
-    field: str
-    code: ClassVar[str] = "merge_request_malformed"
-
-
-class _MalformedError(Exception):
-    """Internal: a request field is not what the entry reads."""
-
-    def __init__(self, field: str) -> None:
-        super().__init__(field)
-        self.field = field
-
-
-def valid_path(path: object) -> bool:
-    """A relative POSIX path of names: no leading or trailing slash, no empty, `.` or `..` part, no NUL."""
-    if not isinstance(path, str) or not path or "\0" in path:
-        return False
-    return all(part not in ("", ".", "..") for part in path.split("/"))
-
-
-def encode_entry(entry: Entry | None) -> object:
-    """An entry as the entry writes it: {"file": identity}, {"link": target}, "dir", or null for none."""
-    if isinstance(entry, File):
-        return {"file": entry.identity}
-    if isinstance(entry, Link):
-        return {"link": entry.target}
-    if isinstance(entry, Dir):
-        return "dir"
-    return None
-
-
-def decode_entry(value: object, field: str) -> Entry:
-    """An entry from a request; raises _MalformedError naming `field`."""
-    if value == "dir" and isinstance(value, str):
-        return Dir()
-    if isinstance(value, dict) and len(value) == 1:
-        ((key, inner),) = value.items()
-        if key == "file" and isinstance(inner, str):
-            return File(inner)
-        if key == "link" and isinstance(inner, str) and inner and "\0" not in inner:
-            return Link(inner)
-    raise _MalformedError(field)
-
-
-def encode_tree(tree: Tree) -> dict[str, object]:
-    """A tree as the request carries it."""
-    return {path: encode_entry(entry) for path, entry in tree.items()}
-
-
-def decode_tree(value: object, name: str) -> dict[str, Entry]:
-    """A tree from a request; raises _MalformedError naming the first bad field (`name`, or `name[path]`)."""
-    if not isinstance(value, dict):
-        raise _MalformedError(name)
-    tree: dict[str, Entry] = {}
-    for path, raw in value.items():
-        if not valid_path(path):
-            raise _MalformedError(f"{name}[{path}]")
-        tree[path] = decode_entry(raw, f"{name}[{path}]")
-    for path in tree:
-        if blocker_of(tree, path) is not None:
-            raise _MalformedError(f"{name}[{path}]")  # under a file of the same tree: no disk holds that
-    return tree
-
-
-def encode_step(step: Step) -> dict[str, Any]:
-    """A step as the entry answers it."""
-    return {
-        "path": step.path,
-        "verdict": step.verdict.value,
-        "child": encode_entry(step.child),
-        "reason": None if step.reason is None else step.reason.value,
-    }
-
-
-def encode_plan(handback: HandbackPlan) -> MergeReply:
-    """A plan as the entry answers it."""
-    return MergeReply(tuple(encode_step(step) for step in handback.steps), tuple(sorted(handback.kept, key=path_order)))
-
-
-def merge_request(base: Tree, parent: Tree, child: Tree) -> dict[str, object]:
-    """The request the shell writes for three trees."""
-    return {"base": encode_tree(base), "parent": encode_tree(parent), "child": encode_tree(child)}
-
-
-def merge_entry(request: object) -> MergeReply | MergeRefused:
-    """The core's merge entry: {"base", "parent", "child"} trees -> the encoded plan, or the first malformed field."""
-    try:
-        if not isinstance(request, dict) or set(request) != set(TREE_NAMES):
-            raise _MalformedError("request")
-        trees = [decode_tree(request[name], name) for name in TREE_NAMES]
-    except _MalformedError as bad:
-        return MergeRefused(bad.field)
-    return encode_plan(plan(*trees))

@@ -10,14 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eukhe.core import bound
-from eukhe.core.bound import Refusal, RefusalReason
+from eukhe.core.bound import BoundRefusal, BoundRefusalReason
 from eukhe.core.limits import Keep, OutputLimits
 from eukhe.text_facts import count_text, read_facts
 from tests.laws.bound_support import chunked, limits_st, small_limits, small_texts, stepper_after, texts
 
 
-def refused(reason: RefusalReason) -> Refusal:
-    return Refusal(reason)
+def refused(reason: BoundRefusalReason) -> BoundRefusal:
+    return BoundRefusal(reason)
 
 
 # --- Well-formed requests get the model's answer --------------------------------------------------------------------
@@ -63,7 +63,7 @@ def test_bound_step_skip(limits: OutputLimits, before: list[bytes], text: bytes)
     counts = count_text(text)
     reply = bound.answer(bound.SkipRequest(stepper, counts))
     if limits.keep is Keep.HEAD and not stepper.full and text:
-        assert reply == refused(RefusalReason.SKIP_WOULD_LOSE)
+        assert reply == refused(BoundRefusalReason.SKIP_WOULD_LOSE)
     else:
         assert reply == bound.step_skip(stepper, counts)
 
@@ -94,9 +94,9 @@ BAD_LIMITS = [bad_limits(-1, 1), bad_limits(1, -1), bad_limits("1", 1), bad_limi
 
 @pytest.mark.parametrize("limits", BAD_LIMITS)
 def test_bound_open_refuses(limits: OutputLimits) -> None:
-    assert bound.answer(bound.OpenRequest(limits)) == refused(RefusalReason.BAD_LIMITS)
-    assert bound.answer(bound.WindowRequest(limits, bound.TextFacts(()))) == refused(RefusalReason.BAD_LIMITS)
-    assert bound.answer(bound.OpenRequest("limits")) == refused(RefusalReason.BAD_LIMITS)  # type: ignore[arg-type]
+    assert bound.answer(bound.OpenRequest(limits)) == refused(BoundRefusalReason.BAD_LIMITS)
+    assert bound.answer(bound.WindowRequest(limits, bound.TextFacts(()))) == refused(BoundRefusalReason.BAD_LIMITS)
+    assert bound.answer(bound.OpenRequest("limits")) == refused(BoundRefusalReason.BAD_LIMITS)  # type: ignore[arg-type]
 
 
 def test_the_limits_record_refuses_bad_values_at_construction() -> None:
@@ -118,7 +118,7 @@ def test_bound_shut_refuses(limits: OutputLimits, chunks: list[bytes]) -> None:
         bound.LookRequest(closed, facts),
         bound.ShutRequest(closed, facts),
     ):
-        assert bound.answer(request) == refused(RefusalReason.CLOSED)
+        assert bound.answer(request) == refused(BoundRefusalReason.CLOSED)
 
 
 BAD_TEXTS = [
@@ -133,19 +133,19 @@ BAD_TEXTS = [
 @given(limits_st, chunked(), st.sampled_from(BAD_TEXTS))
 def test_bound_step_refuses(limits: OutputLimits, chunks: list[bytes], text: bound.TextCounts) -> None:
     stepper, store, inside = stepper_after(limits, chunks)
-    assert bound.answer(bound.OutRequest(stepper, text)) == refused(RefusalReason.BAD_TEXT)
-    assert bound.answer(bound.SkipRequest(stepper, text)) == refused(RefusalReason.BAD_TEXT)
+    assert bound.answer(bound.OutRequest(stepper, text)) == refused(BoundRefusalReason.BAD_TEXT)
+    assert bound.answer(bound.SkipRequest(stepper, text)) == refused(BoundRefusalReason.BAD_TEXT)
     # Facts that do not describe the store.
     wrong = bound.TextFacts((*read_facts(store, limits, inside).line_lengths, 1))
-    assert bound.answer(bound.LookRequest(stepper, wrong)) == refused(RefusalReason.STORE_MISMATCH)
+    assert bound.answer(bound.LookRequest(stepper, wrong)) == refused(BoundRefusalReason.STORE_MISMATCH)
     # A cut longer than the cap.
     too_long = replace(read_facts(store, limits, inside), cut=limits.max_bytes + 1)
-    assert bound.answer(bound.LookRequest(stepper, too_long)) == refused(RefusalReason.BAD_CUT)
+    assert bound.answer(bound.LookRequest(stepper, too_long)) == refused(BoundRefusalReason.BAD_CUT)
 
 
 def test_bound_step_refuses_a_skip_into_a_heads_window() -> None:
     stepper = bound.Stepper(OutputLimits(10, 5, Keep.HEAD))
-    assert bound.answer(bound.SkipRequest(stepper, count_text(b"abc"))) == refused(RefusalReason.SKIP_WOULD_LOSE)
+    assert bound.answer(bound.SkipRequest(stepper, count_text(b"abc"))) == refused(BoundRefusalReason.SKIP_WOULD_LOSE)
 
 
 MALFORMED = [None, 0, "out", b"window", {"op": "open"}, bound.TextFacts(()), bound.Stepper(OutputLimits(1, 1))]
@@ -153,7 +153,7 @@ MALFORMED = [None, 0, "out", b"window", {"op": "open"}, bound.TextFacts(()), bou
 
 @pytest.mark.parametrize("request_value", MALFORMED, ids=repr)
 def test_bound_ffi_malformed_exact(request_value: object) -> None:
-    assert bound.answer(request_value) == refused(RefusalReason.NOT_A_REQUEST)
+    assert bound.answer(request_value) == refused(BoundRefusalReason.NOT_A_REQUEST)
 
 
 @given(st.integers(-5, 5), st.booleans())
@@ -162,9 +162,9 @@ def test_bound_ffi_malformed_exact_facts(length: int, inside: bool) -> None:
     facts = bound.TextFacts((length,), inside)
     reply = bound.answer(bound.WindowRequest(limits, facts))
     if length <= 0:
-        assert reply == refused(RefusalReason.BAD_TEXT)
+        assert reply == refused(BoundRefusalReason.BAD_TEXT)
     elif inside:
-        assert reply == refused(RefusalReason.BAD_TEXT)  # a whole text never begins inside a line
+        assert reply == refused(BoundRefusalReason.BAD_TEXT)  # a whole text never begins inside a line
     else:
         assert isinstance(reply, bound.WindowReply)
 

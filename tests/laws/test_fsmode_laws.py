@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import itertools
-import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -15,10 +14,10 @@ from eukhe.core.fsmode import (
     CWD_GONE_TEXT,
     CWD_MISSING_TEXT,
     CWD_NOT_DIR_TEXT,
-    FSMODE_MALFORMED,
     PRIVATE_DIR_MODE,
     PRIVATE_FILE_MODE,
     PRIVATE_SOCKET_MODE,
+    AccessFactError,
     Create,
     CwdFact,
     CwdOpens,
@@ -32,15 +31,12 @@ from eukhe.core.fsmode import (
     SocketDirRefused,
     Use,
     creation_mode,
-    encode_cwd,
-    encode_peer,
-    encode_socket_dir,
-    fsmode_entry,
     judge_cwd,
     judge_peer,
     judge_socket_dir,
     refusal_message,
 )
+from tests.laws.fact_support import refused_field
 
 UIDS = (0, 1, 1000)
 MODES = range(0o1000)  # every permission bit pattern; the special bits are covered below for owned dirs
@@ -269,208 +265,170 @@ def test_cwd_dir_opens() -> None:
     assert judge_cwd(CwdFact.DIR) == CwdOpens()
 
 
-# --- the entry ----------------------------------------------------------------------------------------------------
+# --- the entry: fsmode_ffi ----------------------------------------------------------------------------------------
+# The shell (eukhe.daemon.local_access, eukhe.private_fs) builds a SocketDirFact and asks judge_socket_dir, and asks
+# judge_peer, judge_cwd and creation_mode; well-formed facts get the model's verdict, any other one exactly one
+# AccessFactError naming its first wrong field.
 
 
-def well_formed_requests() -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """Every well-formed request at small scope, with the model's reply."""
-    for fact in all_socket_dir_facts():
-        request = {
-            "op": "socket_dir",
-            "found": fact.found.value,
-            "owner_uid": fact.owner_uid,
-            "mode": fact.mode,
-            "daemon_uid": fact.daemon_uid,
-            "created": fact.created,
-        }
-        yield request, encode_socket_dir(judge_socket_dir(fact))
-    for peer, daemon in itertools.product(PEERS, UIDS):
-        yield {"op": "peer", "peer_uid": peer, "daemon_uid": daemon}, encode_peer(judge_peer(peer, daemon))
-    for cwd in CwdFact:
-        yield {"op": "cwd", "found": cwd.value}, encode_cwd(judge_cwd(cwd))
-    for made in Made:
-        yield {"op": "mode", "made": made.value}, {"mode": creation_mode(made)}
+def model_socket_dir(found: Found, owner: int, mode: int, daemon: int, created: bool) -> object:
+    """The socket-dir rule written out on its own ("Local access" 1)."""
+    if found is Found.MISSING:
+        return SocketDirRefused(Fault.VANISHED) if created else Create(0o700)
+    if found is not Found.DIR:
+        return SocketDirRefused(Fault.SYMLINK if found is Found.SYMLINK else Fault.NOT_DIR)
+    if owner != daemon:
+        return SocketDirRefused(Fault.OWNER, owner_uid=owner)
+    return SocketDirRefused(Fault.MODE, mode=mode) if mode & 0o022 else Use()
+
+
+CWD_MODEL = {
+    CwdFact.NONE: CwdRefused(CWD_MISSING_TEXT),
+    CwdFact.MISSING: CwdRefused(CWD_GONE_TEXT),
+    CwdFact.NOT_DIR: CwdRefused(CWD_NOT_DIR_TEXT),
+    CwdFact.DIR: CwdOpens(),
+}
+MODE_MODEL = {Made.FILE: 0o600, Made.DIR: 0o700, Made.SOCKET: 0o600}
+
+
+def check_socket_dir_answers(found: Found, owner: int, mode: int, daemon: int, created: bool) -> None:
+    fact = SocketDirFact(found, owner, mode, daemon, created)  # well formed: built unrefused
+    assert judge_socket_dir(fact) == model_socket_dir(found, owner, mode, daemon, created), fact
+
+
+def check_peer_answers(peer: int | None, daemon: int) -> None:
+    assert judge_peer(peer, daemon) == (PeerAccepted() if peer == daemon else PeerRefused(peer))
 
 
 def test_fsmode_ffi_answers_exhaustive() -> None:
-    for request, reply in well_formed_requests():
-        answer = fsmode_entry(request)
-        assert answer == reply, request
-        # The reply survives the JSON the shell reads it through.
-        assert json.loads(json.dumps(answer)) == reply
+    for fact in all_socket_dir_facts():
+        check_socket_dir_answers(fact.found, fact.owner_uid, fact.mode, fact.daemon_uid, fact.created)
+    for peer, daemon in itertools.product(PEERS, UIDS):
+        check_peer_answers(peer, daemon)
+    for cwd in CwdFact:
+        assert judge_cwd(cwd) == CWD_MODEL[cwd]
+    for made in Made:
+        assert creation_mode(made) == MODE_MODEL[made]
 
 
-@given(socket_dir_facts)
-def test_fsmode_ffi_answers(fact: SocketDirFact) -> None:
-    request = {
-        "op": "socket_dir",
-        "found": fact.found.value,
-        "owner_uid": fact.owner_uid,
-        "mode": fact.mode,
-        "daemon_uid": fact.daemon_uid,
-        "created": fact.created,
-    }
-    assert fsmode_entry(json.loads(json.dumps(request))) == encode_socket_dir(judge_socket_dir(fact))
+@given(st.sampled_from(Found), uids, st.integers(0, 0o7777), uids, st.booleans())
+def test_fsmode_ffi_answers(found: Found, owner: int, mode: int, daemon: int, created: bool) -> None:
+    check_socket_dir_answers(found, owner, mode, daemon, created)
 
 
 @given(st.none() | uids, uids, st.sampled_from(CwdFact), st.sampled_from(Made))
 def test_fsmode_ffi_answers_peer_cwd_mode(peer: int | None, daemon: int, cwd: CwdFact, made: Made) -> None:
-    assert fsmode_entry({"op": "peer", "peer_uid": peer, "daemon_uid": daemon}) == encode_peer(judge_peer(peer, daemon))
-    assert fsmode_entry({"op": "cwd", "found": cwd.value}) == encode_cwd(judge_cwd(cwd))
-    assert fsmode_entry({"op": "mode", "made": made.value}) == {"mode": creation_mode(made)}
+    check_peer_answers(peer, daemon)
+    check_peer_answers(daemon, daemon)
+    assert judge_cwd(cwd) == CWD_MODEL[cwd]
+    assert creation_mode(made) == MODE_MODEL[made]
 
 
-BAD_VALUES: tuple[object, ...] = (None, True, False, -1, 0o10000, 1.5, "0", "dir", [], {}, "nonsense")
-
-MALFORMED_FIXED: tuple[object, ...] = (
-    {},
-    {"op": "nope"},
-    {"op": None},
-    {"op": 1},
-    {"op": "cwd"},
-    {"op": "cwd", "found": "dir", "extra": 1},
-    {"op": "cwd", "found": "DIR"},
-    {"op": "peer", "peer_uid": 0},
-    {"op": "peer", "peer_uid": -1, "daemon_uid": 0},
-    {"op": "peer", "peer_uid": True, "daemon_uid": 0},
-    {"op": "peer", "peer_uid": 0, "daemon_uid": None},
-    {"op": "mode", "made": "fifo"},
-    {"op": "socket_dir", "found": "dir", "owner_uid": 0, "mode": 0o700, "daemon_uid": 0},
-    {"op": "socket_dir", "found": "dir", "owner_uid": 0, "mode": 0o10000, "daemon_uid": 0, "created": False},
-    {"op": "socket_dir", "found": "dir", "owner_uid": 0, "mode": -1, "daemon_uid": 0, "created": False},
-    {"op": "socket_dir", "found": "dir", "owner_uid": 0, "mode": 0o700, "daemon_uid": 0, "created": 0},
-    {"op": "socket_dir", "found": "link", "owner_uid": 0, "mode": 0o700, "daemon_uid": 0, "created": False},
-    [],
-    "socket_dir",
-    None,
-)
+def refusal_of(make: Callable[[], object]) -> str | None:
+    """The field an `AccessFactError` names when `make` runs, or None when nothing refuses."""
+    return refused_field(AccessFactError, make)
 
 
-def well_formed_templates() -> list[dict[str, Any]]:
-    return [
-        {"op": "socket_dir", "found": "dir", "owner_uid": 0, "mode": 0o700, "daemon_uid": 0, "created": False},
-        {"op": "peer", "peer_uid": 5, "daemon_uid": 0},
-        {"op": "cwd", "found": "dir"},
-        {"op": "mode", "made": "file"},
-    ]
+def is_uid(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+FIELD_OK: dict[str, Callable[[object], bool]] = {
+    "found": lambda v: isinstance(v, Found),
+    "owner_uid": is_uid,
+    "mode": lambda v: is_uid(v) and v <= 0o7777,  # type: ignore[operator]
+    "daemon_uid": is_uid,
+    "created": lambda v: isinstance(v, bool),
+    "peer_uid": lambda v: v is None or is_uid(v),
+    "cwd": lambda v: isinstance(v, CwdFact),
+    "made": lambda v: isinstance(v, Made),
+}
+"""An independent reading of each field's grammar."""
+
+SOCKET_DIR_FIELDS = ("found", "owner_uid", "mode", "daemon_uid", "created")
+GOOD_SOCKET_DIR: dict[str, Any] = {"found": Found.DIR, "owner_uid": 0, "mode": 0o700, "daemon_uid": 0, "created": False}
+GOOD_PEER: dict[str, Any] = {"peer_uid": 5, "daemon_uid": 0}
+
+
+def ask(kind: str, fields: dict[str, Any]) -> Callable[[], object]:
+    """The shell's call for one kind of fact, with these fields."""
+    if kind == "socket_dir":
+        return lambda: judge_socket_dir(SocketDirFact(**fields))
+    if kind == "peer":
+        return lambda: judge_peer(fields["peer_uid"], fields["daemon_uid"])
+    if kind == "cwd":
+        return lambda: judge_cwd(fields["cwd"])
+    return lambda: creation_mode(fields["made"])
+
+
+def expected_refusal(fields: dict[str, Any]) -> str | None:
+    """The first field (in the record's order) the grammar rejects."""
+    return next((name for name, value in fields.items() if not FIELD_OK[name](value)), None)
+
+
+TEMPLATES: list[tuple[str, dict[str, Any]]] = [
+    ("socket_dir", GOOD_SOCKET_DIR),
+    ("peer", GOOD_PEER),
+    ("cwd", {"cwd": CwdFact.DIR}),
+    ("made", {"made": Made.FILE}),
+]
+BAD_VALUES: tuple[object, ...] = (None, True, False, -1, 0o10000, 1.5, "0", "dir", [], {}, "nonsense", Found.DIR)
 
 
 def test_fsmode_ffi_malformed_exhaustive() -> None:
-    """Every fixed malformed request, and every single-field corruption of a well-formed one, gets the one refusal."""
-    for request in MALFORMED_FIXED:
-        assert fsmode_entry(request) == FSMODE_MALFORMED  # type: ignore[arg-type]
-    for template in well_formed_templates():
-        assert not isinstance(fsmode_entry(template), type(FSMODE_MALFORMED))
+    """Every single-field corruption of a well-formed fact, and every pair, gets the one refusal of its first field."""
+    for kind, template in TEMPLATES:
+        assert refusal_of(ask(kind, template)) is None
         for key, bad in itertools.product(template, BAD_VALUES):
             corrupted = {**template, key: bad}
-            if _shape_ok(corrupted):
-                continue  # e.g. an unreadable peer uid (None), or created=False: still well formed
-            assert fsmode_entry(corrupted) == FSMODE_MALFORMED, corrupted
-        for key in template:
-            assert fsmode_entry({k: v for k, v in template.items() if k != key}) == FSMODE_MALFORMED
-        assert fsmode_entry({**template, "more": 1}) == FSMODE_MALFORMED
+            assert refusal_of(ask(kind, corrupted)) == expected_refusal(corrupted), (kind, corrupted)
+        for (one, two), bad in itertools.product(itertools.combinations(template, 2), BAD_VALUES):
+            corrupted = {**template, one: bad, two: bad}
+            assert refusal_of(ask(kind, corrupted)) == expected_refusal(corrupted), (kind, corrupted)
+    assert refusal_of(lambda: judge_socket_dir(GOOD_SOCKET_DIR)) == "socket_dir"  # type: ignore[arg-type]
+    assert refusal_of(lambda: judge_cwd("dir")) == "cwd"  # type: ignore[arg-type]
+    assert refusal_of(lambda: creation_mode("socket")) == "made"  # type: ignore[arg-type]
 
 
-json_values = st.recursive(
+values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=8,
 )
+field_values = {
+    "found": values | st.sampled_from(Found) | st.sampled_from(CwdFact),
+    "owner_uid": values | uids,
+    "mode": values | st.integers(0, 0o20000),
+    "daemon_uid": values | uids,
+    "created": values,
+    "peer_uid": values | uids,
+    "cwd": values | st.sampled_from(CwdFact) | st.sampled_from(Found),
+    "made": values | st.sampled_from(Made),
+}
 
 
-def _shape_ok(request: object) -> bool:
-    """An independent reading of the request grammar, for the Hypothesis law."""
-    if not isinstance(request, dict):
-        return False
-
-    def uid(v: object) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-    op = request.get("op")
-    if op == "socket_dir":
-        return (
-            set(request) == {"op", "found", "owner_uid", "mode", "daemon_uid", "created"}
-            and request["found"] in ("missing", "symlink", "not_dir", "dir")
-            and uid(request["owner_uid"])
-            and uid(request["daemon_uid"])
-            and uid(request["mode"])
-            and request["mode"] <= 0o7777
-            and isinstance(request["created"], bool)
-        )
-    if op == "peer":
-        return (
-            set(request) == {"op", "peer_uid", "daemon_uid"}
-            and (request["peer_uid"] is None or uid(request["peer_uid"]))
-            and uid(request["daemon_uid"])
-        )
-    if op == "cwd":
-        return set(request) == {"op", "found"} and request["found"] in ("none", "missing", "not_dir", "dir")
-    if op == "mode":
-        return set(request) == {"op", "made"} and request["made"] in ("file", "dir", "socket")
-    return False
-
-
-@given(
-    st.one_of(
-        json_values,
-        st.fixed_dictionaries(
-            {"op": st.sampled_from(["socket_dir", "peer", "cwd", "mode", "x"])},
-            optional={
-                "found": json_values | st.sampled_from(["missing", "symlink", "not_dir", "dir", "none"]),
-                "owner_uid": json_values,
-                "mode": json_values,
-                "daemon_uid": json_values | uids,
-                "created": json_values,
-                "peer_uid": json_values | uids,
-                "made": json_values | st.sampled_from(["file", "dir", "socket"]),
-            },
-        ),
-    )
-)
-def test_fsmode_ffi_malformed(request: object) -> None:
-    answer = fsmode_entry(request)  # type: ignore[arg-type]
-    if _shape_ok(request):
-        assert isinstance(answer, dict)
-    else:
-        assert answer == FSMODE_MALFORMED
-        assert answer.code == "fsmode_malformed"  # type: ignore[union-attr]
+@given(st.sampled_from(TEMPLATES), st.data())
+def test_fsmode_ffi_malformed(template: tuple[str, dict[str, Any]], data: st.DataObject) -> None:
+    kind, fields = template
+    drawn = {name: data.draw(field_values[name], label=name) for name in fields}
+    refused = refusal_of(ask(kind, drawn))
+    assert refused == expected_refusal(drawn)
 
 
 def test_fsmode_ffi_example() -> None:
-    """Anchors on the bytes the shell sends and reads."""
-    examples = [
-        (
-            '{"op":"socket_dir","found":"dir","owner_uid":1000,"mode":493,"daemon_uid":1000,"created":false}',
-            {"verdict": "use"},
-        ),
-        (
-            '{"op":"socket_dir","found":"dir","owner_uid":1000,"mode":511,"daemon_uid":1000,"created":false}',
-            {"verdict": "refuse", "fault": "mode", "owner_uid": None, "mode": 511},
-        ),
-        (
-            '{"op":"socket_dir","found":"missing","owner_uid":0,"mode":0,"daemon_uid":1000,"created":false}',
-            {"verdict": "create", "mode": 448},
-        ),
-        (
-            '{"op":"socket_dir","found":"dir","owner_uid":0,"mode":448,"daemon_uid":1000,"created":false}',
-            {"verdict": "refuse", "fault": "owner", "owner_uid": 0, "mode": None},
-        ),
-        (
-            '{"op":"socket_dir","found":"symlink","owner_uid":1000,"mode":511,"daemon_uid":1000,"created":false}',
-            {"verdict": "refuse", "fault": "symlink", "owner_uid": None, "mode": None},
-        ),
-        ('{"op":"peer","peer_uid":4242,"daemon_uid":1000}', {"verdict": "refuse", "peer_uid": 4242}),
-        ('{"op":"peer","peer_uid":null,"daemon_uid":1000}', {"verdict": "refuse", "peer_uid": None}),
-        ('{"op":"peer","peer_uid":1000,"daemon_uid":1000}', {"verdict": "accept"}),
-        ('{"op":"cwd","found":"missing"}', {"verdict": "refused", "text": "working directory is gone"}),
-        ('{"op":"cwd","found":"dir"}', {"verdict": "opens"}),
-        ('{"op":"mode","made":"socket"}', {"mode": 384}),
-    ]
-    for wire, reply in examples:
-        assert json.dumps(fsmode_entry(json.loads(wire)), separators=(",", ":")) == json.dumps(
-            reply, separators=(",", ":")
-        )
-    assert fsmode_entry(json.loads('{"op":"cwd","found":"elsewhere"}')) == FSMODE_MALFORMED
+    """Anchors on the facts the shell reads and the verdicts it gets."""
+    assert judge_socket_dir(SocketDirFact(Found.DIR, 1000, 0o755, 1000)) == Use()
+    assert judge_socket_dir(SocketDirFact(Found.DIR, 1000, 0o777, 1000)) == SocketDirRefused(Fault.MODE, mode=0o777)
+    assert judge_socket_dir(SocketDirFact(Found.MISSING, 0, 0, 1000)) == Create(0o700)
+    assert judge_socket_dir(SocketDirFact(Found.DIR, 0, 0o700, 1000)) == SocketDirRefused(Fault.OWNER, owner_uid=0)
+    assert judge_socket_dir(SocketDirFact(Found.SYMLINK, 1000, 0o777, 1000)) == SocketDirRefused(Fault.SYMLINK)
+    assert judge_peer(4242, 1000) == PeerRefused(4242)
+    assert judge_peer(None, 1000) == PeerRefused(None)
+    assert judge_peer(1000, 1000) == PeerAccepted()
+    assert judge_cwd(CwdFact.MISSING) == CwdRefused("working directory is gone")
+    assert creation_mode(Made.SOCKET) == 0o600
+    assert refusal_of(lambda: SocketDirFact(Found.DIR, 1000, 0o10000, 1000)) == "mode"
+    assert refusal_of(lambda: judge_peer(-1, 1000)) == "peer_uid"
 
 
 @pytest.mark.parametrize("fact", list(CwdFact))

@@ -26,21 +26,16 @@ from eukhe.core.gate import (
     GateLimits,
     GateState,
     Line,
-    ModelFrame,
-    ModelReply,
     Oversized,
     ProtocolFault,
     Refusal,
     RefusalReason,
-    Transcript,
     admit,
     piece_of,
-    reply_of,
-    serve,
 )
 from eukhe.kernel.splitter import FrameReader
 from eukhe_kernel.protocol import encode_frame
-from tests.gate_support import model_frame, shortest
+from tests.gate_support import ModelFrame, ModelReply, Transcript, model_frame, reply_of, serve, shortest
 
 SERVED = frozenset({"fs.read", "echo"})
 KINDS = [None, "fs.read", "echo", "nope", ""]

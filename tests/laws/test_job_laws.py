@@ -24,8 +24,6 @@ from eukhe.core.job import (
     Exit,
     Exited,
     JobEvent,
-    JobRefused,
-    JobReply,
     JobState,
     Kill,
     Killed,
@@ -35,6 +33,7 @@ from eukhe.core.job import (
     Started,
     Tick,
 )
+from tests.laws.fact_support import refused_field
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Domains
@@ -689,20 +688,32 @@ def test_exhaustively_near_the_bound(law: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# The entry: job_entry
+# The entry: job_entry. The shell builds `JobState`, `Output` and `Exit` records and asks `accepted`, `ends` and
+# `feed` (eukhe.jobs.job); a well-formed record gets the model's answer, any other one exactly one `JobFactError`.
 
 
-def request_of(state: JobState, event: JobEvent) -> dict[str, object]:
-    return {"state": core.encode_state(state), "event": core.encode_event(event)}
+def model_answer(state: JobState, event: JobEvent) -> tuple[JobState, core.End | None]:
+    """The job model written out on its own: the state after the event and the end it reports."""
+    if state.end is not None:
+        return state, None
+    if isinstance(event, Output):
+        taken = min(event.size, MAX_BYTES - state.kept - state.dropped)
+        kept = taken if state.cap is None else min(taken, state.cap - state.kept)
+        return JobState(state.cap, state.kept + kept, state.dropped + taken - kept), None
+    if isinstance(event, Exit):
+        return JobState(state.cap, state.kept, state.dropped, Exited(event.code)), Exited(event.code)
+    if isinstance(event, Kill | Quit):
+        return JobState(state.cap, state.kept, state.dropped, Killed()), Killed()
+    return state, None
 
 
 def check_entry_answers(state: JobState, event: JobEvent) -> None:
-    reply = core.job_entry(request_of(state, event))
-    assert isinstance(reply, JobReply)
-    assert core.decode_state(reply.state) == core.feed(state, event)
-    end = core.ends(state, event)
-    assert reply.ends == (() if end is None else (core.encode_end(end),))
-    assert reply.as_json() == {"state": core.encode_state(core.feed(state, event)), "ends": list(reply.ends)}
+    assert JobState(state.cap, state.kept, state.dropped, state.end) == state  # its parts build it, unrefused
+    after, end = model_answer(state, event)
+    assert core.feed(state, event) == after
+    assert core.ends(state, event) == end
+    if isinstance(event, Output):
+        assert core.accepted(state, event) == after.written - state.written
 
 
 @given(bounded_states(), events | st.builds(Output, st.integers(MAX_BYTES - 300, MAX_BYTES)))
@@ -711,78 +722,86 @@ def test_job_entry_answers_the_model(state: JobState, event: JobEvent) -> None:
 
 
 def test_job_entry_answers_exhaustively() -> None:
-    """job_entry over every small state near the bound and every small event."""
+    """The shell's calls over every small state near the bound and every small event."""
     for state in small_bounded_states():
-        for event in (*SMALL_EVENTS, Output(MAX_BYTES)):
+        for event in (*SMALL_EVENTS, Output(MAX_BYTES), Output(MAX_BYTES + 1)):
             check_entry_answers(state, event)
 
 
-GOOD_STATE = {"cap": 4, "kept": 1, "dropped": 0, "end": None}
+def refusal_of(make: Callable[[], object]) -> str | None:
+    """The field a `JobFactError` names when `make` runs, or None when nothing refuses."""
+    return refused_field(core.JobFactError, make)
 
-MALFORMED: list[tuple[object, str]] = [
-    (None, "request"),
-    ([], "request"),
-    ({"state": GOOD_STATE}, "request"),
-    ({"state": GOOD_STATE, "event": "tick", "extra": 1}, "request"),
-    ({"state": None, "event": "tick"}, "state"),
-    ({"state": {**GOOD_STATE, "more": 1}, "event": "tick"}, "state"),
-    ({"state": {"cap": 4, "kept": 1, "dropped": 0}, "event": "tick"}, "state"),
-    ({"state": {**GOOD_STATE, "cap": -1}, "event": "tick"}, "state.cap"),
-    ({"state": {**GOOD_STATE, "cap": True}, "event": "tick"}, "state.cap"),
-    ({"state": {**GOOD_STATE, "cap": 1.5}, "event": "tick"}, "state.cap"),
-    ({"state": {**GOOD_STATE, "cap": MAX_BYTES + 1}, "event": "tick"}, "state.cap"),
-    ({"state": {**GOOD_STATE, "kept": "1"}, "event": "tick"}, "state.kept"),
-    ({"state": {**GOOD_STATE, "kept": 5}, "event": "tick"}, "state.kept"),
-    ({"state": {**GOOD_STATE, "dropped": -2}, "event": "tick"}, "state.dropped"),
-    ({"state": {**GOOD_STATE, "dropped": MAX_BYTES}, "event": "tick"}, "state.dropped"),
-    ({"state": {**GOOD_STATE, "end": "exited"}, "event": "tick"}, "state.end"),
-    ({"state": {**GOOD_STATE, "end": {"exit": "0"}}, "event": "tick"}, "state.end.exit"),
-    ({"state": {**GOOD_STATE, "end": {"exit": 0, "x": 1}}, "event": "tick"}, "state.end"),
-    ({"state": GOOD_STATE, "event": "stop"}, "event"),
-    ({"state": GOOD_STATE, "event": None}, "event"),
-    ({"state": GOOD_STATE, "event": {"output": -1}}, "event.output"),
-    ({"state": GOOD_STATE, "event": {"output": False}}, "event.output"),
-    ({"state": GOOD_STATE, "event": {"output": MAX_BYTES + 1}}, "event.output"),
-    ({"state": GOOD_STATE, "event": {"exit": None}}, "event.exit"),
-    ({"state": GOOD_STATE, "event": {"output": 1, "exit": 0}}, "event"),
-    ({"state": GOOD_STATE, "event": {"kill": 1}}, "event"),
+
+RUNNING = JobState(4, 1)
+MALFORMED: list[tuple[Callable[[], object], str]] = [
+    (lambda: JobState(-1), "cap"),
+    (lambda: JobState(True), "cap"),
+    (lambda: JobState(1.5), "cap"),  # type: ignore[arg-type]
+    (lambda: JobState("4"), "cap"),  # type: ignore[arg-type]
+    (lambda: JobState(4, kept=5), "kept"),
+    (lambda: JobState(4, kept=-1), "kept"),
+    (lambda: JobState(4, kept="1"), "kept"),  # type: ignore[arg-type]
+    (lambda: JobState(None, dropped=-2), "dropped"),
+    (lambda: JobState(None, dropped=False), "dropped"),
+    (lambda: JobState(None, end="exited"), "end"),  # type: ignore[arg-type]
+    (lambda: JobState(None, end=Kill()), "end"),  # type: ignore[arg-type]
+    (lambda: JobState(-1, kept=-1), "cap"),  # the first wrong part
+    (lambda: Exited("0"), "end.code"),  # type: ignore[arg-type]
+    (lambda: Exited(None), "end.code"),  # type: ignore[arg-type]
+    (lambda: Output(-1), "event.size"),
+    (lambda: Output(False), "event.size"),
+    (lambda: Output(1.0), "event.size"),  # type: ignore[arg-type]
+    (lambda: Exit(None), "event.code"),  # type: ignore[arg-type]
+    (lambda: Exit(True), "event.code"),
+    (lambda: core.feed(RUNNING, "kill"), "event"),  # type: ignore[arg-type]
+    (lambda: core.feed(RUNNING, None), "event"),  # type: ignore[arg-type]
+    (lambda: core.feed(RUNNING, Exited(0)), "event"),  # type: ignore[arg-type]
+    (lambda: core.feed(JobState(4, end=Killed()), "tick"), "event"),  # type: ignore[arg-type]
+    (lambda: core.ends(RUNNING, Committed("x")), "event"),  # type: ignore[arg-type]
+    (lambda: core.ends(JobState(None, end=Killed()), Started("x")), "event"),  # type: ignore[arg-type]
 ]
 
 
-@pytest.mark.parametrize(("request_", "field"), MALFORMED)
-def test_job_entry_refuses_malformed_exactly(request_: object, field: str) -> None:
-    assert core.job_entry(request_) == JobRefused(field)
-    assert JobRefused.code == "job_request_malformed"
+@pytest.mark.parametrize(("make", "field"), MALFORMED)
+def test_job_entry_refuses_malformed_exactly(make: Callable[[], object], field: str) -> None:
+    assert refusal_of(make) == field
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4), st.lists))
-def test_job_entry_refuses_any_non_request(junk: object) -> None:
-    assert core.job_entry(junk) == JobRefused("request")
+junk = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4), st.lists)
 
 
-@given(bounded_states(), events, st.sampled_from(["cap", "kept", "dropped"]), st.none() | st.text() | st.floats())
-def test_job_entry_refuses_one_bad_field(state: JobState, event: JobEvent, field: str, bad: object) -> None:
-    request = request_of(state, event)
-    state_json = dict(core.encode_state(state))
+@given(bounded_states(), junk)
+def test_job_entry_refuses_any_non_request(state: JobState, value: object) -> None:
+    """Whatever is not a job event, fed to any state (running or ended), is refused as the event."""
+    assert refusal_of(lambda: core.feed(state, value)) == "event"  # type: ignore[arg-type]
+    assert refusal_of(lambda: core.ends(state, value)) == "event"  # type: ignore[arg-type]
+
+
+bad_counts = st.integers(max_value=-1) | st.booleans() | st.floats() | st.text(max_size=3)
+
+
+@given(bounded_states(), st.sampled_from(["cap", "kept", "dropped"]), bad_counts | st.none())
+def test_job_entry_refuses_one_bad_field(state: JobState, field: str, bad: object) -> None:
     if field == "cap" and bad is None:
         return  # None is a valid cap (the opt-out)
-    state_json[field] = bad
-    request["state"] = state_json
-    assert core.job_entry(request) == JobRefused(f"state.{field}")
+    parts: dict[str, Any] = {"cap": state.cap, "kept": state.kept, "dropped": state.dropped, "end": state.end}
+    parts[field] = bad
+    assert refusal_of(lambda: JobState(**parts)) == field
+
+
+@given(bad_counts)
+def test_job_entry_refuses_a_bad_output_size(bad: object) -> None:
+    assert refusal_of(lambda: Output(bad)) == "event.size"  # type: ignore[arg-type]
 
 
 def test_job_entry_example() -> None:
-    """An anchor on the bytes the shell sends."""
-    request = {"state": {"cap": 3, "kept": 2, "dropped": 0, "end": None}, "event": {"output": 5}}
-    reply = core.job_entry(request)
-    assert isinstance(reply, JobReply)
-    assert reply.as_json() == {"state": {"cap": 3, "kept": 3, "dropped": 4, "end": None}, "ends": []}
-    reply = core.job_entry({"state": {"cap": None, "kept": 9, "dropped": 0, "end": None}, "event": {"exit": 2}})
-    assert isinstance(reply, JobReply)
-    assert reply.as_json() == {
-        "state": {"cap": None, "kept": 9, "dropped": 0, "end": {"exit": 2}},
-        "ends": [{"exit": 2}],
-    }
+    """An anchor on what the shell does for a capped job: 5 bytes past a cap of 3 with 2 kept, then an exit."""
+    state = JobState(cap=3, kept=2)
+    assert core.accepted(state, Output(5)) == 5
+    assert core.feed(state, Output(5)) == JobState(cap=3, kept=3, dropped=4)
+    assert core.ends(JobState(None, 9), Exit(2)) == Exited(2)
+    assert core.feed(JobState(None, 9), Exit(2)) == JobState(None, 9, 0, Exited(2))
 
 
 @given(st.integers(min_value=-64, max_value=255))

@@ -7,7 +7,8 @@ Every domain here is finite or has a finite set of boundaries, so each law runs 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,7 +19,6 @@ from eukhe.core.kernel_local import (
     KERNEL_TOOL,
     LOCK_NAME,
     MAKES,
-    MALFORMED,
     USES,
     Action,
     Artifact,
@@ -28,13 +28,13 @@ from eukhe.core.kernel_local import (
     Build,
     Command,
     Effect,
+    KernelFactError,
     KernelMissing,
     LinkOutcome,
     LockFacts,
     Owner,
     Purpose,
     PythonSource,
-    Refusal,
     Report,
     SetupFacts,
     SetupStep,
@@ -47,18 +47,17 @@ from eukhe.core.kernel_local import (
     admit_tool,
     attempt_effects,
     beside_name,
-    encode_step,
     format_owner,
     judge_attempt,
     judge_build_failure,
     judge_sweep,
-    kernel_local_entry,
     kernel_may_start,
     parse_beside,
     parse_owner,
     plan_setup,
     venv_after,
 )
+from tests.laws.fact_support import refused_field
 
 # --- Domains -----------------------------------------------------------------------------------------------------
 
@@ -274,23 +273,18 @@ def test_kernel_plan_exact(facts: SetupFacts) -> None:
 
 def test_kernel_plan_exact_examples() -> None:
     fresh = SetupFacts(Purpose.INSTALL, False, VenvState.ABSENT, None, PythonSource.MANAGED)
-    assert encode_step(plan_setup(fresh)) == {
-        "step": "build",
-        "python": "managed",
-        "commands": [
-            {"action": "python_install", "offline": False},
-            {"action": "venv", "offline": True},
-            {"action": "lock_install", "offline": False},
-            {"action": "runtime_install", "offline": True},
-            {"action": "check", "offline": True},
-        ],
-    }
+    assert plan_setup(fresh) == Build(
+        PythonSource.MANAGED,
+        (
+            Command(Action.PYTHON_INSTALL, offline=False),
+            Command(Action.VENV, offline=True),
+            Command(Action.LOCK_INSTALL, offline=False),
+            Command(Action.RUNTIME_INSTALL, offline=True),
+            Command(Action.CHECK, offline=True),
+        ),
+    )
     update = SetupFacts(Purpose.SESSION, False, VenvState.STALE, PythonSource.GIVEN, PythonSource.GIVEN)
-    assert encode_step(plan_setup(update)) == {
-        "step": "build",
-        "python": "given",
-        "commands": [{"action": a.value, "offline": True} for a in BUILD_ORDER],
-    }
+    assert plan_setup(update) == Build(PythonSource.GIVEN, tuple(Command(a, offline=True) for a in BUILD_ORDER))
 
 
 def check_missing_spares_tools(facts: SetupFacts, tool: str) -> None:
@@ -478,51 +472,34 @@ def test_kernel_lock_judge_foreign_examples() -> None:
     assert parse_owner("12 34\n") == Owner(12, 34)
 
 
-# --- The entry ---------------------------------------------------------------------------------------------------
+# --- The entry: kernel_ffi ---------------------------------------------------------------------------------------
+# The shell (eukhe.kernel.bootstrap) builds SetupFacts, Owner and LockFacts and asks plan_setup, judge_attempt,
+# judge_sweep, parse_beside and parse_owner; well-formed facts get the model's answer, any other one exactly one
+# KernelFactError naming its first wrong field.
 
 
-def plan_request(facts: SetupFacts) -> dict[str, object]:
-    return {
-        "op": "plan",
-        "purpose": facts.purpose.value,
-        "user_python": facts.user_python,
-        "venv": facts.venv.value,
-        "recorded": None if facts.recorded is None else facts.recorded.value,
-        "requested": facts.requested.value,
-    }
-
-
-def attempt_request(facts: LockFacts) -> dict[str, object]:
-    owner = None if facts.owner is None else {"pid": facts.owner.pid, "start": facts.owner.start}
-    return {
-        "op": "attempt",
-        "present": facts.present,
-        "owner": owner,
-        "running_start": facts.running_start,
-        "age_ms": facts.age_ms,
-    }
+def spec_sweep(recorded: int | None, running: int | None) -> SweepVerdict:
+    """The sweep as the spec says it: a file stays only while its process lives (the same start, or none recorded)."""
+    alive = running is not None and (recorded is None or recorded == running)
+    return SweepVerdict.KEEP if alive else SweepVerdict.REMOVE
 
 
 def check_ffi_plan(facts: SetupFacts) -> None:
-    assert kernel_local_entry(plan_request(facts)) == encode_step(plan_setup(facts))
+    rebuilt = SetupFacts(facts.purpose, facts.user_python, facts.venv, facts.recorded, facts.requested)
+    assert plan_setup(rebuilt) == spec_table(facts)
 
 
 def check_ffi_attempt(facts: LockFacts) -> None:
-    assert kernel_local_entry(attempt_request(facts)) == {"verdict": judge_attempt(facts).value}
+    owner = None if facts.owner is None else Owner(facts.owner.pid, facts.owner.start)
+    rebuilt = LockFacts(facts.present, owner, facts.running_start, facts.age_ms)
+    assert judge_attempt(rebuilt) is spec_attempt(facts)
 
 
 def check_ffi_sweep(name: str, recorded: int | None, running: int | None) -> None:
-    answer = kernel_local_entry({"op": "sweep", "name": name, "recorded_start": recorded, "running_start": running})
     parsed = parse_beside(name)
-    if parsed is None:
-        assert answer == {"verdict": "ignore"}
-    else:
-        assert answer == {
-            "verdict": judge_sweep(recorded, running).value,
-            "kind": parsed.kind.value,
-            "pid": parsed.pid,
-            "n": parsed.n,
-        }
+    if parsed is not None:
+        assert beside_name(parsed.kind, parsed.pid, parsed.n) == name
+    assert judge_sweep(recorded, running) is spec_sweep(recorded, running)
 
 
 def test_kernel_ffi_answers_exhaustive() -> None:
@@ -542,80 +519,127 @@ def test_kernel_ffi_answers(facts: SetupFacts, lock: LockFacts, name: str) -> No
     check_ffi_sweep(name, lock.running_start, lock.age_ms)
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-    max_leaves=8,
-)
+def refusal_of(make: Callable[[], object]) -> str | None:
+    """The field a `KernelFactError` names when `make` runs, or None when nothing refuses."""
+    return refused_field(KernelFactError, make)
 
 
-def malformed_variants(good: dict[str, object]) -> Iterator[object]:
-    """Requests one edit away from a good one: a key dropped, a key added, each value of a wrong type."""
-    for key, value in good.items():
-        yield {k: v for k, v in good.items() if k != key}
-        for wrong in ("nonsense", -1, 1.5, True, [], {}):
-            if isinstance(wrong, bool) and isinstance(value, bool):
-                continue  # another bool is a well-formed request
-            changed = {**good, key: wrong}
-            yield changed
-    yield {**good, "extra": 1}
+def call_refusal(kind: str, fields: dict[str, Any]) -> str | None:
+    """The field the shell's call for `kind` refuses with these fields, or None."""
+    return refusal_of(lambda: CALLS[kind](fields))
+
+
+def is_count(value: object, minimum: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+FIELD_OK: dict[str, Callable[[object], bool]] = {
+    "purpose": lambda v: isinstance(v, Purpose),
+    "user_python": lambda v: isinstance(v, bool),
+    "venv": lambda v: isinstance(v, VenvState),
+    "recorded": lambda v: v is None or isinstance(v, PythonSource),
+    "requested": lambda v: isinstance(v, PythonSource),
+    "present": lambda v: isinstance(v, bool),
+    "owner": lambda v: v is None or isinstance(v, Owner),
+    "running_start": lambda v: v is None or is_count(v),
+    "age_ms": lambda v: v is None or is_count(v),
+    "recorded_start": lambda v: v is None or is_count(v),
+    "pid": lambda v: is_count(v, 1),
+    "start": is_count,
+    "name": lambda v: isinstance(v, str),
+    "text": lambda v: isinstance(v, str),
+}
+"""An independent reading of each field's grammar."""
+
+CALLS: dict[str, Callable[[dict[str, Any]], object]] = {
+    "plan": lambda f: plan_setup(SetupFacts(**f)),
+    "attempt": lambda f: judge_attempt(LockFacts(**f)),
+    "owner": lambda f: Owner(**f),
+    "sweep": lambda f: judge_sweep(f["recorded_start"], f["running_start"]),
+    "beside": lambda f: parse_beside(f["name"]),
+    "contents": lambda f: parse_owner(f["text"]),
+}
+"""The shell's calls, by the kind of fact they take."""
+
+TEMPLATES: dict[str, dict[str, Any]] = {
+    "plan": {
+        "purpose": Purpose.SESSION,
+        "user_python": False,
+        "venv": VenvState.STALE,
+        "recorded": PythonSource.MANAGED,
+        "requested": PythonSource.MANAGED,
+    },
+    "attempt": {"present": True, "owner": Owner(3, 4), "running_start": 4, "age_ms": 10},
+    "owner": {"pid": 3, "start": 4},
+    "sweep": {"recorded_start": 1, "running_start": 2},
+    "beside": {"name": beside_name(BesideKind.STALE, 3, 1)},
+    "contents": {"text": "3 4\n"},
+}
+BAD_VALUES: tuple[object, ...] = (None, "nonsense", -1, 0, 1.5, True, [], {}, {"pid": 3, "start": 4}, Purpose.CHECK)
+
+
+def expected_refusal(fields: dict[str, Any]) -> str | None:
+    """The first field (in the record's order) the grammar rejects."""
+    return next((name for name, value in fields.items() if not FIELD_OK[name](value)), None)
 
 
 def test_kernel_ffi_malformed_exhaustive() -> None:
-    for junk in (None, 1, "plan", [], ["op"], {}, {"op": "nope"}, {1: "plan"}):
-        assert kernel_local_entry(junk) is MALFORMED
-    goods: list[dict[str, object]] = [
-        plan_request(SetupFacts(Purpose.SESSION, False, VenvState.STALE, PythonSource.MANAGED, PythonSource.MANAGED)),
-        attempt_request(LockFacts(True, Owner(3, 4), 4, 10)),
-        {"op": "sweep", "name": beside_name(BesideKind.STALE, 3, 1), "recorded_start": 1, "running_start": 2},
-    ]
-    for good in goods:
-        assert not isinstance(kernel_local_entry(good), Refusal)
-        for bad in malformed_variants(good):
-            answer = kernel_local_entry(bad)
-            # A sweep's name may be any string: a different name is a well-formed request, not a malformed one.
-            renamed = isinstance(bad, dict) and set(bad) == set(good) and bad.get("name") != good.get("name")
-            if renamed and isinstance(bad, dict) and isinstance(bad.get("name"), str):
-                continue
-            assert answer == MALFORMED, bad
-            assert answer == Refusal("kernel_local_malformed", "malformed kernel_local request")
+    """Every single-field and two-field corruption of a well-formed fact gets the one refusal of its first field."""
+    for kind, template in TEMPLATES.items():
+        assert call_refusal(kind, template) is None, kind
+        for key, bad in itertools.product(template, BAD_VALUES):
+            corrupted = {**template, key: bad}
+            assert call_refusal(kind, corrupted) == expected_refusal(corrupted), (kind, corrupted)
+        for (one, two), bad in itertools.product(itertools.combinations(template, 2), BAD_VALUES):
+            corrupted = {**template, one: bad, two: bad}
+            assert call_refusal(kind, corrupted) == expected_refusal(corrupted), (kind, corrupted)
+    assert refusal_of(lambda: plan_setup(TEMPLATES["plan"])) == "setup"  # type: ignore[arg-type]
+    assert refusal_of(lambda: judge_attempt(None)) == "lock"  # type: ignore[arg-type]
 
 
-@given(json_values)
+values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+FIELD_VALUES: dict[str, st.SearchStrategy[object]] = {
+    "purpose": st.sampled_from(Purpose),
+    "user_python": st.booleans(),
+    "venv": st.sampled_from(VenvState),
+    "recorded": st.none() | st.sampled_from(PythonSource),
+    "requested": st.sampled_from(PythonSource),
+    "present": st.booleans(),
+    "owner": st.none() | owners,
+    "running_start": starts,
+    "age_ms": ages,
+    "recorded_start": starts,
+    "pid": st.integers(1, 2**22),
+    "start": st.integers(0, 2**64),
+    "name": st.text(max_size=40),
+    "text": st.text(max_size=20),
+}
+"""Well-formed values of each field."""
+
+
+@given(values)
 def test_kernel_ffi_malformed(value: object) -> None:
-    answer = kernel_local_entry(value)
-    well_formed = isinstance(value, dict) and value.get("op") in ("plan", "sweep", "attempt")
-    if not well_formed:
-        assert answer is MALFORMED
-    assert isinstance(answer, dict) or answer is MALFORMED
+    """Any value in place of a whole fact: refused as that fact unless it is one."""
+    assert refusal_of(lambda: plan_setup(value)) == "setup"  # type: ignore[arg-type]
+    assert refusal_of(lambda: judge_attempt(value)) == "lock"  # type: ignore[arg-type]
 
 
-@given(st.sampled_from(["plan", "sweep", "attempt"]), st.dictionaries(st.text(max_size=12), json_values, max_size=6))
-def test_kernel_ffi_malformed_by_op(op: str, fields: dict[str, object]) -> None:
-    answer = kernel_local_entry({**fields, "op": op})
-    assert isinstance(answer, dict) or answer is MALFORMED
+@given(st.sampled_from(sorted(TEMPLATES)), st.data())
+def test_kernel_ffi_malformed_by_op(kind: str, data: st.DataObject) -> None:
+    """Each field free (well formed or any value): the call answers exactly when the grammar takes every field."""
+    fields = {name: data.draw(values | FIELD_VALUES[name], label=name) for name in TEMPLATES[kind]}
+    assert call_refusal(kind, fields) == expected_refusal(fields)
 
 
 def test_kernel_ffi_example() -> None:
-    request = {
-        "op": "plan",
-        "purpose": "session",
-        "user_python": False,
-        "venv": "absent",
-        "recorded": None,
-        "requested": "managed",
-    }
-    assert kernel_local_entry(request) == {
-        "step": "missing",
-        "text": "The Python kernel is not installed: run `eukhe kernel install` once",
-    }
-    dead = {"op": "attempt", "present": True, "owner": {"pid": 41, "start": 7}, "running_start": None, "age_ms": 5}
-    assert kernel_local_entry(dead) == {"verdict": "set_aside"}
-    sweep = {
-        "op": "sweep",
-        "name": "kernel-venv.bootstrap.lock.candidate-41-0",
-        "recorded_start": 7,
-        "running_start": 7,
-    }
-    assert kernel_local_entry(sweep) == {"verdict": "keep", "kind": "candidate", "pid": 41, "n": 0}
-    assert kernel_local_entry({"op": "plan"}) == Refusal("kernel_local_malformed", "malformed kernel_local request")
+    facts = SetupFacts(Purpose.SESSION, False, VenvState.ABSENT, None, PythonSource.MANAGED)
+    assert plan_setup(facts) == KernelMissing("The Python kernel is not installed: run `eukhe kernel install` once")
+    assert judge_attempt(LockFacts(True, Owner(41, 7), None, 5)) is AttemptVerdict.SET_ASIDE
+    assert parse_beside("kernel-venv.bootstrap.lock.candidate-41-0") == BesideName(BesideKind.CANDIDATE, 41, 0)
+    assert judge_sweep(7, 7) is SweepVerdict.KEEP
+    assert refusal_of(lambda: Owner(0, 7)) == "pid"
+    assert refusal_of(lambda: LockFacts(True, None, None, -5)) == "age_ms"

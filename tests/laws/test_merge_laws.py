@@ -10,7 +10,6 @@ The last section breaks the core on purpose, once per law family, and checks the
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -25,20 +24,16 @@ from eukhe.core.merge import (
     Entry,
     File,
     HandbackPlan,
-    Leaf,
     Link,
-    MergeRefused,
-    MergeReply,
     Phase,
     State,
     StatFacts,
     Tree,
+    TreeError,
     Verdict,
     Void,
     leaf_of,
     merge1,
-    merge_entry,
-    merge_request,
     phase_of,
     state_of,
 )
@@ -422,34 +417,30 @@ def test_stat_proves_same_only_on_equal_stats_older_than_the_record() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# The entry: cow_entry
+# The entry: cow_entry. The shell reads three trees and asks `plan` (eukhe.workspace.handback); trees a disk holds
+# get the table's plan, whatever order the shell read them in; any other tree gets exactly one `TreeError`.
+
+
+def fresh(entry: Entry) -> Entry:
+    """An equal entry, a new record."""
+    if isinstance(entry, File):
+        return File(entry.identity)
+    if isinstance(entry, Link):
+        return Link(entry.target)
+    return Dir()
+
+
+def rebuilt(tree: Tree) -> dict[str, Entry]:
+    """The same tree from fresh records, in the reverse order (the shell reads a disk in no fixed order)."""
+    return {path: fresh(entry) for path, entry in reversed(list(tree.items()))}
 
 
 def check_entry_answers(base: Tree, parent: Tree, child: Tree) -> None:
-    request = json.loads(json.dumps(merge_request(base, parent, child)))  # the bytes the shell writes
-    reply = merge_entry(request)
-    assert isinstance(reply, MergeReply)
-    expected = [
-        {
-            "path": s.path,
-            "verdict": s.verdict.value,
-            "child": written(s.child),
-            "reason": None if s.reason is None else s.reason.value,
-        }
-        for s in merge.plan(base, parent, child).steps
-    ]
-    kept = sorted(merge.plan(base, parent, child).kept, key=lambda p: p.split("/"))
-    assert reply.as_json() == {"steps": expected, "kept": kept}
-    assert json.loads(json.dumps(reply.as_json())) == reply.as_json()
-
-
-def written(leaf: Leaf | None) -> object:
-    """A child's version as the entry writes it (spelled out here, apart from the core's encoder)."""
-    if isinstance(leaf, File):
-        return {"file": leaf.identity}
-    if isinstance(leaf, Link):
-        return {"link": leaf.target}
-    return None
+    for name, tree in (("base", base), ("parent", parent), ("child", child)):
+        assert merge.tree_error(name, tree) is None, name
+    handback = merge.plan(base, parent, child)
+    assert merge.plan(rebuilt(base), rebuilt(parent), rebuilt(child)) == handback
+    check_plan(base, parent, child)  # each step is the table on its path's states, in a safe order
 
 
 def test_cow_entry_answers_exhaustively_over_tiny_trees() -> None:
@@ -462,91 +453,107 @@ def test_cow_entry_answers_the_model(triple: tuple[Tree, Tree, Tree]) -> None:
     check_entry_answers(*triple)
 
 
-GOOD = {"base": {"a": {"file": "x"}}, "parent": {"a": {"file": "x"}}, "child": {"a": {"file": "y"}}}
+def refusal_of(base: object, parent: object, child: object) -> tuple[str, str | None] | None:
+    """The tree and path a `TreeError` from `plan` names, or None when the plan is made."""
+    try:
+        merge.plan(base, parent, child)  # type: ignore[arg-type]
+    except TreeError as refused:
+        return refused.tree, refused.path
+    return None
 
-MALFORMED: list[tuple[object, str]] = [
-    (None, "request"),
-    ([], "request"),
-    ("base", "request"),
-    ({}, "request"),
-    ({"base": {}, "parent": {}}, "request"),
-    ({**GOOD, "extra": {}}, "request"),
-    ({**GOOD, "base": []}, "base"),
-    ({**GOOD, "base": None}, "base"),
-    ({**GOOD, "parent": "dir"}, "parent"),
-    ({**GOOD, "child": 3}, "child"),
-    ({**GOOD, "base": {"": {"file": "x"}}}, "base[]"),
-    ({**GOOD, "base": {"/a": {"file": "x"}}}, "base[/a]"),
-    ({**GOOD, "base": {"a/": {"file": "x"}}}, "base[a/]"),
-    ({**GOOD, "base": {"a//b": {"file": "x"}}}, "base[a//b]"),
-    ({**GOOD, "base": {"./a": {"file": "x"}}}, "base[./a]"),
-    ({**GOOD, "base": {"a/..": {"file": "x"}}}, "base[a/..]"),
-    ({**GOOD, "base": {"a\0b": {"file": "x"}}}, "base[a\0b]"),
-    ({**GOOD, "base": {"a": {"file": 1}}}, "base[a]"),
-    ({**GOOD, "base": {"a": {"file": None}}}, "base[a]"),
-    ({**GOOD, "base": {"a": {"link": ""}}}, "base[a]"),
-    ({**GOOD, "base": {"a": {"link": 7}}}, "base[a]"),
-    ({**GOOD, "base": {"a": {"file": "x", "link": "y"}}}, "base[a]"),
-    ({**GOOD, "base": {"a": {"dir": True}}}, "base[a]"),
-    ({**GOOD, "base": {"a": "file"}}, "base[a]"),
-    ({**GOOD, "base": {"a": None}}, "base[a]"),
-    ({**GOOD, "parent": {"a": {"file": "x"}, "a/b": {"file": "y"}}}, "parent[a/b]"),
-    ({**GOOD, "child": {"a/b/c": "dir", "a": {"link": "t"}}}, "child[a/b/c]"),
-    ({**GOOD, "parent": {"ok": "dir", "x": 0}, "child": {"y": 0}}, "parent[x]"),  # the first bad field
-    ({"child": {"y": 0}, "parent": {"x": 0}, "base": {}}, "parent[x]"),  # trees are read base, parent, child
+
+GOOD: dict[str, Entry] = {"a": File("x")}
+
+MALFORMED: list[tuple[tuple[object, object, object], tuple[str, str | None]]] = [
+    ((None, GOOD, GOOD), ("base", None)),
+    ((GOOD, [], GOOD), ("parent", None)),
+    ((GOOD, GOOD, "dir"), ("child", None)),
+    ((GOOD, GOOD, 3), ("child", None)),
+    (({"": A}, GOOD, GOOD), ("base", "")),
+    (({"/a": A}, GOOD, GOOD), ("base", "/a")),
+    (({"a/": A}, GOOD, GOOD), ("base", "a/")),
+    (({"a//b": A}, GOOD, GOOD), ("base", "a//b")),
+    (({"./a": A}, GOOD, GOOD), ("base", "./a")),
+    (({"a/..": A}, GOOD, GOOD), ("base", "a/..")),
+    (({"..": A}, GOOD, GOOD), ("base", "..")),
+    (({"a\0b": A}, GOOD, GOOD), ("base", "a\0b")),
+    (({7: A}, GOOD, GOOD), ("base", 7)),
+    (({"a": File(1)}, GOOD, GOOD), ("base", "a")),  # type: ignore[arg-type]
+    (({"a": File(None)}, GOOD, GOOD), ("base", "a")),  # type: ignore[arg-type]
+    (({"a": Link("")}, GOOD, GOOD), ("base", "a")),
+    (({"a": Link(7)}, GOOD, GOOD), ("base", "a")),  # type: ignore[arg-type]
+    (({"a": Link("t\0")}, GOOD, GOOD), ("base", "a")),
+    (({"a": "file"}, GOOD, GOOD), ("base", "a")),
+    (({"a": None}, GOOD, GOOD), ("base", "a")),
+    (({"a": {"file": "x"}}, GOOD, GOOD), ("base", "a")),
+    (({"a": Void.DIR}, GOOD, GOOD), ("base", "a")),  # a state is not an entry
+    ((GOOD, {"a": A, "a/b": B}, GOOD), ("parent", "a/b")),
+    ((GOOD, GOOD, {"a/b/c": Dir(), "a": LINK}), ("child", "a/b/c")),
+    ((GOOD, {"ok": Dir(), "x": 0}, {"y": 0}), ("parent", "x")),  # the first wrong tree, base, parent, then child
+    (({"b/c": A, "a/b": A, "a": B}, GOOD, GOOD), ("base", "a/b")),  # the first wrong path in the tree's order
 ]
 
 
-@pytest.mark.parametrize(("request_", "field"), MALFORMED)
-def test_cow_entry_refuses_malformed_exactly(request_: object, field: str) -> None:
-    assert merge_entry(request_) == MergeRefused(field)
-    assert MergeRefused.code == "merge_request_malformed"
-
-
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4), st.lists))
-def test_cow_entry_refuses_any_non_request(junk: object) -> None:
-    assert merge_entry(junk) == MergeRefused("request")
-
-
-junk_entries = st.none() | st.integers() | st.text(max_size=3).filter(lambda t: t != "dir") | st.just({"file": 0})
-
-
-@given(tree_triples(), st.sampled_from(merge.TREE_NAMES), junk_entries, st.data())
-def test_cow_entry_refuses_one_bad_field(
-    triple: tuple[Tree, Tree, Tree], name: str, bad: object, data: st.DataObject
+@pytest.mark.parametrize(("trees", "refused"), MALFORMED)
+def test_cow_entry_refuses_malformed_exactly(
+    trees: tuple[object, object, object], refused: tuple[str, str | None]
 ) -> None:
-    request = merge_request(*triple)
-    tree = request[name]
-    assert isinstance(tree, dict)
-    path = data.draw(st.sampled_from([*tree, "fresh"]))
-    tree[path] = bad
-    assert merge_entry(request) == MergeRefused(f"{name}[{path}]")
+    assert refusal_of(*trees) == refused
+
+
+junk = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4), st.lists)
+
+
+@given(tree_triples(), st.sampled_from(["base", "parent", "child"]), junk)
+def test_cow_entry_refuses_any_non_request(triple: tuple[Tree, Tree, Tree], name: str, value: object) -> None:
+    """Whatever is not a mapping, in place of any one tree, is refused as that tree."""
+    trees = dict(zip(("base", "parent", "child"), triple, strict=True))
+    trees[name] = value  # type: ignore[assignment]
+    assert refusal_of(trees["base"], trees["parent"], trees["child"]) == (name, None)
+
+
+junk_entries = (
+    st.none()
+    | st.integers()
+    | st.text(max_size=3)
+    | st.builds(File, st.integers() | st.none())
+    | st.builds(Link, st.just("") | st.integers() | st.text(max_size=2).map(lambda t: t + "\0"))
+)
+bad_paths = st.sampled_from(["", "/", "/a", "a/", "a//b", ".", "..", "a/./b", "a/../b", "a\0"]) | st.integers()
+
+
+@given(tree_triples(), st.sampled_from(["base", "parent", "child"]), junk_entries, bad_paths, st.data())
+def test_cow_entry_refuses_one_bad_field(
+    triple: tuple[Tree, Tree, Tree], name: str, bad: object, bad_path: object, data: st.DataObject
+) -> None:
+    """One bad entry at any path, or one bad path, in any one tree: refused there and nowhere else."""
+    trees = {key: dict(tree) for key, tree in zip(("base", "parent", "child"), triple, strict=True)}
+    tree: dict[object, object] = trees[name]  # type: ignore[assignment]
+    if data.draw(st.booleans(), label="bad path"):
+        tree[bad_path] = A
+        where = bad_path
+    else:
+        where = data.draw(st.sampled_from([*tree, "fresh"]), label="path")
+        tree[where] = bad
+    assert refusal_of(trees["base"], trees["parent"], trees["child"]) == (name, where)
 
 
 def test_cow_entry_example() -> None:
-    """An anchor on the bytes the shell sends and the plan it gets."""
-    request = {
-        "base": {"kept": {"file": "k"}, "edited": {"file": "e0"}, "gone": {"file": "g"}, "both": {"file": "b0"}},
-        "parent": {"kept": {"file": "k"}, "edited": {"file": "e0"}, "gone": {"file": "g"}, "both": {"file": "b1"}},
-        "child": {"kept": {"file": "k"}, "edited": {"file": "e1"}, "both": {"file": "b2"}, "new/link": {"link": "x"}},
-    }
-    reply = merge_entry(request)
-    assert isinstance(reply, MergeReply)
-    assert reply.as_json() == {
-        "steps": [
-            {"path": "gone", "verdict": "take", "child": None, "reason": None},
-            {"path": "edited", "verdict": "take", "child": {"file": "e1"}, "reason": None},
-            {"path": "new/link", "verdict": "take", "child": {"link": "x"}, "reason": None},
-            {"path": "both", "verdict": "conflict", "child": {"file": "b2"}, "reason": "both_changed"},
-        ],
-        "kept": ["kept"],
-    }
-    blocked = merge_entry({"base": {}, "parent": {"d": "dir"}, "child": {"d": {"file": "f"}}})
-    assert isinstance(blocked, MergeReply)
-    assert blocked.as_json() == {
-        "steps": [{"path": "d", "verdict": "blocked", "child": {"file": "f"}, "reason": "parent_holds_directory"}],
-        "kept": [],
-    }
+    """An anchor on trees the shell reads and the plan it gets."""
+    base = {"kept": File("k"), "edited": File("e0"), "gone": File("g"), "both": File("b0")}
+    parent = {"kept": File("k"), "edited": File("e0"), "gone": File("g"), "both": File("b1")}
+    child = {"kept": File("k"), "edited": File("e1"), "both": File("b2"), "new/link": Link("x")}
+    assert merge.plan(base, parent, child) == HandbackPlan(
+        (
+            merge.Step("gone", Verdict.TAKE, None),
+            merge.Step("edited", Verdict.TAKE, File("e1")),
+            merge.Step("new/link", Verdict.TAKE, Link("x")),
+            merge.Step("both", Verdict.CONFLICT, File("b2"), merge.Reason.BOTH_CHANGED),
+        ),
+        frozenset({"kept"}),
+    )
+    blocked = merge.plan({}, {"d": Dir()}, {"d": File("f")})
+    assert blocked.steps == (merge.Step("d", Verdict.BLOCKED, File("f"), merge.Reason.PARENT_HOLDS_DIRECTORY),)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -641,9 +648,22 @@ def test_the_tree_laws_catch_a_plan_that_forgets_the_freed_path(monkeypatch: pyt
     assert law_fails("cow_plan")
 
 
-def test_cow_entry_catches_a_step_encoded_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Bug: the entry drops the child's version from each step."""
-    real_encode = merge.encode_step
-    monkeypatch.setattr(merge, "encode_step", lambda s: {**real_encode(s), "child": None})
+def test_cow_entry_catches_a_path_check_that_lets_dot_dot_through(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug: the tree check takes any non-empty string as a path."""
+    monkeypatch.setattr(merge, "valid_path", lambda path: isinstance(path, str) and bool(path))
     with pytest.raises(AssertionError):
-        check_entry_answers({"a": A}, {"a": A}, {"a": B})
+        test_cow_entry_refuses_malformed_exactly(({"a/..": A}, GOOD, GOOD), ("base", "a/.."))
+
+
+def test_cow_entry_catches_an_entry_check_that_takes_any_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug: the tree check takes a File whatever its identity."""
+    monkeypatch.setattr(merge, "_valid_entry", lambda entry: isinstance(entry, File | Link | Dir))
+    with pytest.raises(AssertionError):
+        test_cow_entry_refuses_malformed_exactly(({"a": File(1)}, GOOD, GOOD), ("base", "a"))  # type: ignore[arg-type]
+
+
+def test_cow_entry_catches_a_tree_check_blind_to_a_file_above(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug: the tree check never looks above a path."""
+    monkeypatch.setattr(merge, "_first_under_a_leaf", lambda tree: None)
+    with pytest.raises(AssertionError):
+        test_cow_entry_refuses_malformed_exactly((GOOD, {"a": A, "a/b": B}, GOOD), ("parent", "a/b"))

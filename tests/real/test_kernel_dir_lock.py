@@ -14,13 +14,14 @@ import pytest
 
 from eukhe.core.kernel_local import (
     LOCK_NAME,
+    AttemptVerdict,
     BesideKind,
-    LockFacts,
     Owner,
+    SweepVerdict,
     beside_name,
     format_owner,
     judge_attempt,
-    kernel_local_entry,
+    judge_sweep,
 )
 from eukhe.kernel.bootstrap.dir_lock import (
     BootstrapLock,
@@ -89,17 +90,8 @@ def test_the_lock_verdicts_come_from_the_core_for_the_sweep(
     judged = {d.name for d in decisions}
     assert judged == set(planted) - {"kernel-venv", f"{LOCK_NAME}.candidate-x-1"}  # foreign names are left alone
     for decision in decisions:
-        answer = kernel_local_entry(
-            {
-                "op": "sweep",
-                "name": decision.name,
-                "recorded_start": decision.recorded_start,
-                "running_start": decision.running_start,
-            }
-        )
-        assert isinstance(answer, dict)
-        assert answer["verdict"] == decision.verdict.value
-        assert (tmp_path / decision.name).exists() == (answer["verdict"] == "keep")
+        assert judge_sweep(decision.recorded_start, decision.running_start) is decision.verdict
+        assert (tmp_path / decision.name).exists() == (decision.verdict is SweepVerdict.KEEP)
     left = set(os.listdir(tmp_path))
     assert left == {
         beside_name(BesideKind.CANDIDATE, live_child.pid, 0),
@@ -108,17 +100,6 @@ def test_the_lock_verdicts_come_from_the_core_for_the_sweep(
         beside_name(BesideKind.STALE, live_child.pid, 3),
         "kernel-venv",
         f"{LOCK_NAME}.candidate-x-1",
-    }
-
-
-def attempt_request(facts: LockFacts) -> dict[str, object]:
-    owner = None if facts.owner is None else {"pid": facts.owner.pid, "start": facts.owner.start}
-    return {
-        "op": "attempt",
-        "present": facts.present,
-        "owner": owner,
-        "running_start": facts.running_start,
-        "age_ms": facts.age_ms,
     }
 
 
@@ -143,13 +124,11 @@ def test_the_lock_verdicts_come_from_the_core_for_the_attempt(
         os.utime(lock, (now - age_s, now - age_s))
         facts, inode = read_lock_facts(lock, now=now)
         assert inode == lock.stat().st_ino
-        verdict = judge_attempt(facts)
-        assert kernel_local_entry(attempt_request(facts)) == {"verdict": verdict.value}, label
-        assert verdict.value == expected, label
+        assert judge_attempt(facts).value == expected, label
     lock.unlink()
     facts, inode = read_lock_facts(lock)
     assert (facts.present, inode) == (False, None)
-    assert kernel_local_entry(attempt_request(facts)) == {"verdict": "retry"}
+    assert judge_attempt(facts) is AttemptVerdict.RETRY
 
 
 def test_a_lock_held_by_a_live_process_makes_the_attempt_wait_and_leave_nothing(

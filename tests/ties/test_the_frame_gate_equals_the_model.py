@@ -15,15 +15,12 @@ from eukhe.core.gate import (
     Admission,
     Event,
     GateLimits,
-    ModelFrame,
     Refusal,
     Verdict,
-    reply_of,
-    serve,
 )
 from eukhe.kernel.splitter import FrameReader
 from eukhe_kernel.protocol import encode_frame
-from tests.gate_support import model_frame
+from tests.gate_support import ModelFrame, model_frame, reply_of, serve
 
 SERVED = frozenset({"fs.read", "fs.write", "rlm.run"})
 KINDS: list[str | None] = ["fs.read", "fs.write", "rlm.run", "fs.nope", "shell", None]

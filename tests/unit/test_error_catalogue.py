@@ -69,11 +69,3 @@ def test_every_code_the_code_raises_is_catalogued() -> None:
 def test_unknown_session_is_one_code() -> None:
     assert "no_such_session" not in CATALOGUE
     assert "unknown_session" in CATALOGUE
-
-
-def test_the_core_entries_refuse_with_catalogued_codes() -> None:
-    from eukhe.core.job import JobRefused
-    from eukhe.core.merge import MergeRefused
-
-    assert JobRefused.code in CATALOGUE
-    assert MergeRefused.code in CATALOGUE

@@ -384,7 +384,9 @@ def artifacts_named(answer: JSON) -> list[str]:
 
 def _answer_now(job: Job) -> CallAnswer:
     """A job's answer as it stands: its end if it ended, else the output so far."""
-    verdict: core.Settled | core.Detached = core.Settled(job.end) if job.end is not None else core.Detached(0)
+    verdict: core.EndedInTime | core.DeadlinePassed = (
+        core.EndedInTime(job.end) if job.end is not None else core.DeadlinePassed(0)
+    )
     return job.answer(verdict, 0)
 
 

@@ -35,7 +35,7 @@ class CallCancelledError(EukheError):
         self.answer = answer
 
 
-async def wait_until(job: Job, deadline_ms: int) -> core.Settled | core.Detached:
+async def wait_until(job: Job, deadline_ms: int) -> core.EndedInTime | core.DeadlinePassed:
     """Wait for the job's end, at most until `deadline_ms` on `job.clock`. Cancelling it never touches the job."""
     clock = job.clock
     loop = asyncio.get_running_loop()

@@ -155,7 +155,7 @@ class CellJobs:
             job.kill()
             await wait_until(job, clock.now_ms() + max(0, budget_ms))
             raise
-        if isinstance(verdict, core.Settled):
+        if isinstance(verdict, core.EndedInTime):
             outcome = run.outcome()
             assert outcome is not None
             record.close()

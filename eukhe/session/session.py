@@ -26,8 +26,7 @@ from typing import Any, Self
 import msgspec
 
 from eukhe.clock import Clock
-from eukhe.core.job import Settled as SettledVerdict
-from eukhe.core.job import blocking_span, deadline_for
+from eukhe.core.job import EndedInTime, blocking_span, deadline_for
 from eukhe.core.jobdocs import JOB_DOC_TYPE, JobEnded, JobStarted, WriterEntry
 from eukhe.core.jobends import PastJob, StopReason, past_jobs, reopened_ends
 from eukhe.errors import CodedError, EukheError
@@ -609,7 +608,7 @@ class Session:
         stopping: list[str] = []
         for job in killed:
             verdict = await wait_until(job, deadline)
-            (stopped if isinstance(verdict, SettledVerdict) else stopping).append(job.id)
+            (stopped if isinstance(verdict, EndedInTime) else stopping).append(job.id)
         return stopped, stopping
 
     async def navigate_tree(self, entry_id: str | None) -> Rewound:

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eukhe.core.job import Detached as DetachedVerdict
-from eukhe.core.job import Exited, Killed
-from eukhe.core.job import Settled as SettledVerdict
+from eukhe.core.job import DeadlinePassed, EndedInTime, Exited, Killed
 from eukhe.core.limits import Off, On, OutputLimits
 from eukhe.jobs import Job, JobSpec, JobTable, JobTableClosedError, VirtualClock
 from eukhe.jobs.job import CellEnding, end_fields
@@ -85,12 +83,12 @@ def test_answers_carry_the_job_its_end_and_its_window() -> None:
     table = JobTable(VirtualClock(), new_id=iter(["a", "c"]).__next__)
     job = table.start(JobSpec("bash", "echo hi", Off()), Owner())
     job.write(b"hi\n")
-    detached = job.answer(DetachedVerdict(250), 250)
+    detached = job.answer(DeadlinePassed(250), 250)
     assert isinstance(detached, Detached)
     assert (detached.job, detached.kind, detached.command, detached.budget_ms) == ("a", "bash", "echo hi", 250)
     assert detached.output.text == "hi\n"
     job.finish(Exited(2))
-    settled = job.answer(SettledVerdict(Exited(2)), 250)
+    settled = job.answer(EndedInTime(Exited(2)), 250)
     assert isinstance(settled, Settled)
     assert (settled.job, settled.kind, settled.command, settled.exit_code, settled.killed) == (
         "a",
@@ -104,7 +102,7 @@ def test_answers_carry_the_job_its_end_and_its_window() -> None:
     error = CellError(ename="ZeroDivisionError", evalue="division by zero", traceback=["x"])
     cell.cell = CellEnding(outcome="error", result="r", error=error)
     cell.finish(Killed())
-    answer = cell.answer(SettledVerdict(Killed()), 10)
+    answer = cell.answer(EndedInTime(Killed()), 10)
     assert isinstance(answer, Settled)
     assert (answer.kind, answer.exit_code, answer.killed, answer.outcome, answer.result, answer.error) == (
         "cell",
@@ -167,9 +165,9 @@ def test_a_cancelled_calls_error_says_how_its_job_ended() -> None:
     texts = [
         CallCancelledError(job.answer(verdict, 5))
         for job, verdict in (
-            (killed, SettledVerdict(Killed())),
-            (exited, SettledVerdict(Exited(3))),
-            (running, DetachedVerdict(5)),
+            (killed, EndedInTime(Killed())),
+            (exited, EndedInTime(Exited(3))),
+            (running, DeadlinePassed(5)),
         )
     ]
     assert [str(error) for error in texts] == [

@@ -135,11 +135,11 @@ def test_a_blocking_call_settles_detaches_or_when_cancelled_kills_its_job_and_sa
         table = JobTable(clock, new_id=iter(["a", "b", "c"]).__next__)
         quick = table.start(JobSpec("bash", "true", Off()), Owner())
         quick.finish(Exited(0))
-        settled = await settle_or_detach(quick, clock.now_ms() + 100, 100)
+        settled = quick.answer(await settle_or_detach(quick, clock.now_ms() + 100, 100), 100)
         assert isinstance(settled, Settled)
         assert settled.exit_code == 0
         slow = table.start(JobSpec("bash", "sleep", Off()), Owner())
-        detached = await settle_or_detach(slow, clock.now_ms(), 100)
+        detached = slow.answer(await settle_or_detach(slow, clock.now_ms(), 100), 100)
         assert isinstance(detached, Detached)
         assert detached.budget_ms == 100
         owner = Owner(obliging=True)
@@ -233,5 +233,30 @@ def test_a_cancelled_call_waits_for_its_killed_jobs_end_within_its_budget_and_no
         await turn()
         assert call.done(), "a budget of 0 waits for nothing"
         assert stuck.running
+
+    asyncio.run(scenario())
+
+
+def test_a_cancelled_call_kills_the_job_it_leaves_behind_not_the_one_it_waited_on() -> None:
+    async def scenario() -> None:
+        clock = VirtualClock()
+        table = JobTable(clock, new_id=iter(["waiter", "cell"]).__next__)
+        waiter = table.start(JobSpec("cell", "private wait", Off()), Owner())
+        owner = Owner(obliging=True)
+        became: list[Job] = []
+
+        def left() -> Job:
+            became.append(table.start(JobSpec("cell", "the cell as a job", Off()), owner))
+            return became[0]
+
+        call = asyncio.ensure_future(settle_or_detach(waiter, clock.now_ms() + 1_000, 1_000, left=left))
+        await turn()
+        assert not became, "nothing is left behind before a cancel"
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert owner.kills == ["cell"]
+        assert isinstance(became[0].end, Killed)
+        assert waiter.running, "the job waited on is not the one killed"
 
     asyncio.run(scenario())

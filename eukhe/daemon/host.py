@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import fcntl
 import os
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import msgspec
 
 from eukhe.children import AgentSession
-from eukhe.clock import MonotonicClock, poll_until, sleep_ms
+from eukhe.clock import Clock, MonotonicClock, poll_until, sleep_ms
 from eukhe.core import job as core
 from eukhe.core.jobdocs import JOB_DOC_TYPE
 from eukhe.daemon.protocol import JSON, Request
@@ -110,22 +109,23 @@ Handler = Callable[["SessionHost", Any, EventSink], Awaitable[JSON]]
 class SessionHost:
     """The session a worker serves, behind the protocol; it holds the session's worker lock while open."""
 
-    def __init__(self, session: AgentSession, lock_fd: int) -> None:
+    def __init__(self, session: AgentSession, lock_fd: int, clock: Clock | None = None) -> None:
         self.session = session
+        self.clock: Clock = clock or MonotonicClock()
         self._lock_fd = lock_fd
         self.watchers = 0  # live `watch` streams (each ends when its client leaves)
         self.requests = 0  # requests being answered (the supervisor's own questions not counted)
-        self.active_at = time.monotonic()
+        self.active_at_ms = self.clock.now_ms()
         """When the session last did anything: a request answered, a job ended (idle culling counts from here)."""
         self.last_artifacts: list[str] = []
         """The artifacts the last answer named (an artifact collection keeps them)."""
         self._unsubscribe = session.job_table.subscribe(self)
 
     def job_started(self, job: Job) -> None:
-        self.active_at = time.monotonic()
+        self.active_at_ms = self.clock.now_ms()
 
     def job_ended(self, job: Job, end: object) -> None:
-        self.active_at = time.monotonic()
+        self.active_at_ms = self.clock.now_ms()
 
     @property
     def session_id(self) -> str:
@@ -140,12 +140,12 @@ class SessionHost:
         if request.op in WORKER_OPS:
             return await handler(self, request.args, emit)
         self.requests += 1
-        self.active_at = time.monotonic()
+        self.active_at_ms = self.clock.now_ms()
         try:
             answer = await handler(self, request.args, emit)
         finally:
             self.requests -= 1
-            self.active_at = time.monotonic()
+            self.active_at_ms = self.clock.now_ms()
         if request.op in CALL_OPS:
             self.last_artifacts = artifacts_named(answer)
         return answer
@@ -174,14 +174,14 @@ class SessionHost:
             busy.append("requests")
         if session.children_running():
             busy.append("children")
-        idle_s = time.monotonic() - self.active_at
-        idle = args.session_idle_ms > 0 and not busy and idle_s * 1000 >= args.session_idle_ms
+        idle_ms = self.clock.now_ms() - self.active_at_ms
+        idle = args.session_idle_ms > 0 and not busy and idle_ms >= args.session_idle_ms
         return CullAnswer(
             session=session.id,
             kernel_culled=culled,
             kernel_idle_s=None if kernel_idle is None else round(kernel_idle, 3),
             idle=idle,
-            idle_s=round(idle_s, 3),
+            idle_s=idle_ms / 1000,
             busy=busy,
         )
 
@@ -281,7 +281,7 @@ class SessionHost:
         """Stream `watch_events` (tool call progress) and the running jobs' output counters until the client goes."""
         stream = self.session.watch_events()
         seen: dict[str, tuple[int, int, int, str]] = {}
-        clock = MonotonicClock()
+        clock = self.clock
 
         async def jobs_progress() -> None:
             while True:

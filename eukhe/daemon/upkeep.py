@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
@@ -98,9 +99,10 @@ def _ms(seconds: float) -> int:
 class Upkeeper:
     """The supervisor's idle culling and artifact collection, every wait on `clock`."""
 
-    def __init__(self, supervised: Supervised, clock: Clock) -> None:
+    def __init__(self, supervised: Supervised, clock: Clock, load: Callable[[], Upkeep] = load_upkeep) -> None:
         self.supervised = supervised
         self.clock = clock
+        self._load = load
         self.culled: list[CullReport] = []
         self.last_gc: GcReport | None = None
         self.pins: dict[str, list[str]] = {}
@@ -124,7 +126,7 @@ class Upkeeper:
     def settings(self) -> Upkeep:
         """The user's upkeep settings now (the defaults, logged once, when the file does not decode)."""
         try:
-            upkeep = load_upkeep()
+            upkeep = self._load()
         except EukheError as error:
             if str(error) != self._bad_settings:
                 self._bad_settings = str(error)

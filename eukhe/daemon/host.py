@@ -23,6 +23,7 @@ from eukhe.core import job as core
 from eukhe.core.jobdocs import JOB_DOC_TYPE
 from eukhe.daemon.protocol import JSON, Request
 from eukhe.daemon.server import EventSink, RequestError
+from eukhe.fs.serve import run as run_file_tool
 from eukhe.jobs.job import Job
 from eukhe.jobs.wait import CallCancelledError
 from eukhe.paths import sessions_root
@@ -324,9 +325,9 @@ class SessionHost:
 
 
 async def _files(host: SessionHost, args: Any, emit: EventSink) -> JSON:
-    """`fs.read` ... `fs.glob` on the session's working directory (the tool's own arguments, without `session`)."""
-    params = {name: value for name, value in msgspec.structs.asdict(args).items() if name != "session"}
-    return await host.session.files.serve(_FS_OPS[type(args)], params)
+    """`fs.read` ... `fs.glob` on the session's working directory: the op's record, decoded once, is its tool's
+    arguments (each `Fs*Args` is the tool's record plus `session`)."""
+    return await asyncio.to_thread(run_file_tool, host.session.files.context(), _FS_OPS[type(args)], args)
 
 
 _FS_OPS: dict[type, str] = {

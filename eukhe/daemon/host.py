@@ -82,6 +82,16 @@ class SessionBusyError(RequestError):
         super().__init__("session_busy", f"session {session_id} is still open in another worker; try again")
 
 
+class WrongSessionError(RequestError):
+    """A request named a session this worker does not serve (one for the session it served before a fork, say):
+    refused, never served on this worker's session."""
+
+    def __init__(self, asked: str, served: str) -> None:
+        message = f"session {asked}: this worker serves session {served}"
+        super().__init__("wrong_session", message, field="args.session", details={"session": asked, "serves": served})
+        self.session = asked
+
+
 async def lock_session(session_id: str) -> int:
     """Take the session's worker lock, waiting (bounded) for a previous holder; the locked descriptor."""
     wait_ms = int(os.environ.get(LOCK_WAIT_ENV, LOCK_WAIT_MS))
@@ -138,6 +148,9 @@ class SessionHost:
         handler = HANDLERS.get(request.op)
         if handler is None:
             raise RequestError("unknown_op", f"a session worker does not answer {request.op!r}")
+        asked = getattr(request.args, "session", None)
+        if asked is not None and asked != self.session_id:
+            raise WrongSessionError(asked, self.session_id)
         if request.op in WORKER_OPS:
             return await handler(self, request.args, emit)
         self.requests += 1

@@ -56,7 +56,7 @@ PROC_GRACE_S = 5.0
 """How long a process of an ended job may still be seen (it is being reaped)."""
 FD_SETTLE_S = 10.0
 SLOW_CLOSE_S = 44.5
-"""A close this slow met the supervisor's stop grace (WORKER_STOP_GRACE_S, 45 s): its worker may have been killed."""
+"""A close this slow met the supervisor's stop grace (WORKER_STOP_GRACE_MS, 45 s): its worker may have been killed."""
 HOST_ENDS = ("worker_died", "daemon_stopped", "host_restart")
 FORKED_WORKER_NAME = "eukhe-worker"
 """eukhe.daemon.forkserver.WORKER_PROCESS_NAME (not imported: the soak reads only /proc and the wire)."""

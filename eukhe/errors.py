@@ -96,6 +96,7 @@ CATALOGUE: dict[str, str] = {
     "worker_start_failed": "a session's worker did not come up",
     "worker_died": "the session's worker ended mid-request; it is reopened",
     "worker_unavailable": "the session's worker cannot be reached; it is reopened",
+    "wrong_session": "a session's worker was asked about another session",
     "resource_exhausted": "the daemon ran out of a system resource (file descriptors, disk space, memory); try again",
     "internal": "a bug: the message names the exception; the daemon keeps serving",
 }

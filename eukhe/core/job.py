@@ -217,14 +217,14 @@ def run(state: JobState, events: Iterable[JobEvent]) -> tuple[JobState, tuple[En
 
 
 @dataclass(frozen=True, slots=True)
-class Settled:
+class EndedInTime:
     """The job ended before the deadline: its own end."""
 
     end: End
 
 
 @dataclass(frozen=True, slots=True)
-class Detached:
+class DeadlinePassed:
     """The deadline passed at `at_ms`; the job goes on in the background."""
 
     at_ms: int
@@ -237,15 +237,15 @@ class Waiting(enum.Enum):
 
 
 WAITING = Waiting.WAITING
-WaitVerdict = Settled | Detached | Waiting
+WaitVerdict = EndedInTime | DeadlinePassed | Waiting
 
 
 def wait(state: JobState, now_ms: int, deadline_ms: int) -> WaitVerdict:
     """A blocking call's decision at `now_ms`: a passed deadline detaches at once, even when the end is ready."""
     if now_ms >= deadline_ms:
-        return Detached(now_ms)
+        return DeadlinePassed(now_ms)
     if state.end is not None:
-        return Settled(state.end)
+        return EndedInTime(state.end)
     return WAITING
 
 
@@ -267,7 +267,7 @@ Usage = tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
-class CallStart:
+class CallBegun:
     """The call starts (journal: slot `running`)."""
 
 
@@ -316,7 +316,7 @@ class CallCancel:
     """The call is aborted: it settles from what it reported."""
 
 
-CallEvent = CallStart | CallOutput | CallWarning | CallUsage | CallProgress | CallReturn | CallFail | CallCancel
+CallEvent = CallBegun | CallOutput | CallWarning | CallUsage | CallProgress | CallReturn | CallFail | CallCancel
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,7 +358,7 @@ class CallState:
 def journal_step(state: CallState, event: CallEvent) -> tuple[CallState, tuple[JournalRecord, ...]]:
     """One event of a call: the next state and the records it journals (a start, a settle, or none)."""
     if state.phase is CallPhase.IDLE:
-        if isinstance(event, CallStart):
+        if isinstance(event, CallBegun):
             return replace(state, phase=CallPhase.RUNNING), (StartRecord(),)
         return state, ()
     if state.phase is CallPhase.SETTLED:
@@ -376,7 +376,7 @@ def journal_step(state: CallState, event: CallEvent) -> tuple[CallState, tuple[J
         )
         settle = SettleRecord(outcome, state.written, warnings, state.usage)
         return replace(state, phase=CallPhase.SETTLED, warnings=warnings), (settle,)
-    return state, ()  # CallProgress, or a second CallStart: no record
+    return state, ()  # CallProgress, or a second CallBegun: no record
 
 
 def journal(events: Iterable[CallEvent]) -> tuple[JournalRecord, ...]:

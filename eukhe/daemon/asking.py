@@ -1,62 +1,63 @@
 """A daemon client for the daemon's own processes (asyncio): a worker asks the supervisor, e.g. to start a child.
 
-One connection per request; events are skipped. Cancelled, it sends the protocol's `cancel` for its request and
-waits (bounded) for the request's own answer before the cancellation goes on, so the far side has ended the work.
+One connection per request; events are skipped; the reply is read by the one reply reader (`eukhe.daemon.replies`)
+as the op's answer record. Cancelled, it sends the protocol's `cancel` for its request and waits (bounded, on its
+clock) for the request's own answer before the cancellation goes on, so the far side has ended the work.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from eukhe.clock import Clock, MonotonicClock, wait_within
+from eukhe.daemon.replies import RESULT, DaemonError, DaemonProtocolError, decode_reply, reply_outcome
 from eukhe.daemon.server import close_writer
 from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
-from eukhe.errors import CATALOGUE, CodedError
+from eukhe.records.base import Record
 
-CANCEL_WAIT_S = 30.0
+CANCEL_WAIT_MS = 30_000
 """How long a cancelled request waits for the far side's answer (its job killed) before it lets go."""
+CANCEL_ID = "cancel"
+
+A = TypeVar("A", bound=Record)
 
 
-class AskError(CodedError):
-    """The daemon refused a request: its catalogue code, message, field and details, as they came."""
-
-
-async def ask(socket: Path, op: str, args: dict[str, Any]) -> Any:
-    """Send one request to the daemon at `socket`; its result, or AskError with the daemon's code."""
+async def ask(socket: Path, op: str, args: dict[str, Any], answer: type[A], *, clock: Clock | None = None) -> A:
+    """Send one request to the daemon at `socket`; its answer as the record `answer`, or DaemonError with the
+    daemon's code (`daemon_unavailable` when nothing listens; DaemonProtocolError when the reply is not one)."""
     try:
         reader, writer = await asyncio.open_unix_connection(str(socket), limit=MAX_REPLY_BYTES)
     except OSError as error:
-        raise AskError("daemon_unavailable", f"no daemon at {socket}: {error.strerror or error}") from error
+        raise DaemonError("daemon_unavailable", f"no daemon at {socket}: {error.strerror or error}") from error
     try:
         writer.write(encode_request(1, op, args))
         await writer.drain()
         try:
-            return await _answer(reader)
+            return await _answer(reader, answer)
         except asyncio.CancelledError:
-            writer.write(encode_request("cancel", "cancel", {"request": 1}))
+            writer.write(encode_request(CANCEL_ID, "cancel", {"request": 1}))
             with contextlib.suppress(Exception):
                 await writer.drain()
-                await asyncio.wait_for(_answer(reader), CANCEL_WAIT_S)
+                waiting = asyncio.ensure_future(_answer(reader, answer))
+                try:
+                    await wait_within(clock or MonotonicClock(), waiting, CANCEL_WAIT_MS)
+                finally:
+                    waiting.cancel()
             raise
     finally:
         await close_writer(writer)
 
 
-async def _answer(reader: asyncio.StreamReader) -> Any:
-    """Read replies until request 1's own (events and the cancel's answer are skipped)."""
+async def _answer(reader: asyncio.StreamReader, answer: type[A]) -> A:
+    """Read replies until request 1's own (its events and the cancel's answer are skipped)."""
     while True:
         line = await reader.readline()
-        if not line:
-            raise AskError("daemon_protocol", "the daemon closed the connection before answering")
-        reply = json.loads(line)
-        if reply.get("id") != 1 or "event" in reply:
-            continue
-        if reply.get("ok"):
-            return reply.get("result")
-        fault = reply.get("error") or {}
-        code = str(fault.get("code")) if fault.get("code") in CATALOGUE else "internal"
-        details = fault.get("details") if isinstance(fault.get("details"), dict) else None
-        raise AskError(code, str(fault.get("message", "")), field=fault.get("field"), details=details)
+        if not line.endswith(b"\n"):
+            raise DaemonProtocolError("the daemon closed the connection before answering")
+        kind, value = reply_outcome(decode_reply(line), 1, skip=CANCEL_ID, answer=answer)
+        if kind == RESULT:
+            result: A = value
+            return result

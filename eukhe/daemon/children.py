@@ -12,9 +12,10 @@ from pathlib import Path
 
 from eukhe.children import AgentSession
 from eukhe.children.session import AgentSessions, agent_parts
-from eukhe.daemon.asking import AskError, ask
-from eukhe.records.base import convert
+from eukhe.daemon.asking import ask
+from eukhe.daemon.replies import DaemonError, DaemonProtocolError
 from eukhe.records.children import RunEnd, RunRequest
+from eukhe.records.daemon import Pong, SessionClosed, SessionCreated
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 
 
@@ -25,22 +26,23 @@ class DaemonHost:
         self.socket = socket
 
     async def start(self, cwd: Path, sandbox: SandboxPolicy) -> str:
-        created = await ask(self.socket, "session.create", {"cwd": str(cwd), "policy": sandbox.to_json()})
-        return str(created["id"])
+        created = await ask(
+            self.socket, "session.create", {"cwd": str(cwd), "policy": sandbox.to_json()}, SessionCreated
+        )
+        return created.id
 
     async def run(self, session_id: str, request: RunRequest) -> RunEnd:
         args = {"session": session_id, "code": request.code, "timeout_ms": request.timeout_ms}
-        end = await ask(self.socket, "child.run", args)
-        return convert(end, RunEnd, code="daemon_protocol", what="a child's run end")
+        return await ask(self.socket, "child.run", args, RunEnd)
 
     async def stop(self, session_id: str) -> None:
-        await ask(self.socket, "session.close", {"session": session_id, "force": True})
+        await ask(self.socket, "session.close", {"session": session_id, "force": True}, SessionClosed)
 
     async def stopping(self) -> bool:
         """The daemon is stopping when it no longer answers a ping (its listener closes before its workers stop)."""
         try:
-            await ask(self.socket, "ping", {})
-        except AskError as error:
+            await ask(self.socket, "ping", {}, Pong)
+        except (DaemonError, DaemonProtocolError) as error:
             return error.code in STOPPING
         return False
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import _socket
 import errno
-import json
 import os
 import signal
 import sys
 import time
 
+from eukhe.daemon.replies import EVENT, RESULT, DaemonError, DaemonProtocolError, decode_reply, reply_outcome
 from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
-from eukhe.errors import CATALOGUE, CodedError, EukheError
+from eukhe.errors import EukheError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
 if TYPE_CHECKING:
@@ -72,25 +72,10 @@ def hear_ctrl_c() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-class DaemonError(CodedError):
-    """An error reply from the daemon: its catalogue code, message and the field at fault."""
-
-    def __init__(
-        self, code: str, message: str, field: str | None = None, details: dict[str, object] | None = None
-    ) -> None:
-        super().__init__(code if code in CATALOGUE else "internal", message, field=field, details=details)
-
-
 class DaemonUnavailableError(EukheError):
     """No daemon answers at the socket and none could be started."""
 
     code = "daemon_unavailable"
-
-
-class DaemonProtocolError(EukheError):
-    """The daemon's reply broke the protocol (not JSON, wrong id, connection closed mid-reply)."""
-
-    code = "daemon_protocol"
 
 
 class DaemonClient:
@@ -168,9 +153,9 @@ class DaemonClient:
         """Read replies until the one for `request_id` (relaying its events; a reply for `skip` is passed over)."""
         while True:
             kind, value = reply_outcome(self.read_reply(), request_id, skip)
-            if kind == "result":
+            if kind == RESULT:
                 return value
-            if kind == "event" and on_event is not None:
+            if kind == EVENT and on_event is not None:
                 on_event(value)
 
     def send_raw(self, data: bytes) -> None:
@@ -215,13 +200,13 @@ class DaemonClient:
             self._buffer += chunk
         while (end := self._buffer.find(b"\n")) >= 0:
             try:
-                reply = json.loads(self._buffer[: end + 1])
-            except json.JSONDecodeError:
+                kind, event = reply_outcome(decode_reply(bytes(self._buffer[: end + 1])), request_id)
+            except (DaemonError, DaemonProtocolError):
                 return
-            if not (isinstance(reply, dict) and reply.get("id") == request_id and "event" in reply):
+            if kind != EVENT:
                 return
             del self._buffer[: end + 1]
-            on_event(reply["event"])
+            on_event(event)
 
     def _send(self, data: bytes) -> None:
         """Send bytes on the connection; a daemon that went away is a typed error, not a broken pipe."""
@@ -231,17 +216,11 @@ class DaemonClient:
             raise DaemonProtocolError(f"the daemon at {self.path} closed the connection") from error
 
     def read_reply(self) -> dict[str, Any]:
-        """Read one reply line."""
+        """Read one reply line, as a JSON object."""
         line = self.read_line()
         if not line:
             raise DaemonProtocolError(f"the daemon at {self.path} closed the connection")
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DaemonProtocolError(f"unreadable reply: {error}") from error
-        if not isinstance(value, dict):
-            raise DaemonProtocolError("a reply is a JSON object")
-        return value
+        return decode_reply(line)
 
     def close(self) -> None:
         """Close the connection."""
@@ -328,28 +307,6 @@ def _log_tail() -> str:
     return " | ".join(lines[-3:]) if lines else "(empty log)"
 
 
-def reply_outcome(reply: dict[str, Any], request_id: int, skip: str | None = None) -> tuple[str, Any]:
-    """What one reply line is for a caller waiting on `request_id`: ("skip", None) for the reply to `skip`,
-    ("event", event) for one of its events, ("result", result) for its answer; an error reply raises DaemonError
-    and a reply for another id DaemonProtocolError."""
-    if skip is not None and reply.get("id") == skip:
-        return "skip", None
-    if reply.get("id") != request_id:
-        raise DaemonProtocolError(f"reply for id {reply.get('id')!r}, expected {request_id}")
-    if "event" in reply:
-        return "event", reply["event"]
-    if reply.get("ok") is True:
-        return "result", reply.get("result")
-    error = reply.get("error") or {}
-    details = error.get("details")
-    raise DaemonError(
-        str(error.get("code", "internal")),
-        str(error.get("message", "error")),
-        error.get("field"),
-        details if isinstance(details, dict) else None,
-    )
-
-
 def connect(path: StrPath, *, autostart: bool = True) -> DaemonClient:
     """Connect to the daemon at `path`, starting one first when none answers (and `autostart`)."""
     try:
@@ -358,3 +315,6 @@ def connect(path: StrPath, *, autostart: bool = True) -> DaemonClient:
         if not _no_daemon(error) or not autostart:
             raise DaemonUnavailableError(f"no daemon answers at {path}: {error.strerror}") from error
     return start_daemon(path)
+
+
+__all__ = ["DaemonClient", "DaemonError", "DaemonProtocolError", "DaemonUnavailableError", "connect", "reply_outcome"]

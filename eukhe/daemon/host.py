@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import fcntl
 import os
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,12 @@ import msgspec
 
 from eukhe.children import AgentSession
 from eukhe.children.session import AgentSessions
-from eukhe.clock import MonotonicClock, poll_until, sleep_ms
+from eukhe.clock import Clock, MonotonicClock, poll_until, sleep_ms
 from eukhe.core import job as core
 from eukhe.core.jobdocs import JOB_DOC_TYPE
 from eukhe.daemon.protocol import JSON, Request
 from eukhe.daemon.server import EventSink, RequestError
+from eukhe.fs.serve import run as run_file_tool
 from eukhe.jobs.job import Job
 from eukhe.jobs.wait import CallCancelledError
 from eukhe.paths import sessions_root
@@ -83,6 +83,16 @@ class SessionBusyError(RequestError):
         super().__init__("session_busy", f"session {session_id} is still open in another worker; try again")
 
 
+class WrongSessionError(RequestError):
+    """A request named a session this worker does not serve (one for the session it served before a fork, say):
+    refused, never served on this worker's session."""
+
+    def __init__(self, asked: str, served: str) -> None:
+        message = f"session {asked}: this worker serves session {served}"
+        super().__init__("wrong_session", message, field="args.session", details={"session": asked, "serves": served})
+        self.session = asked
+
+
 async def lock_session(session_id: str) -> int:
     """Take the session's worker lock, waiting (bounded) for a previous holder; the locked descriptor."""
     wait_ms = int(os.environ.get(LOCK_WAIT_ENV, LOCK_WAIT_MS))
@@ -111,22 +121,23 @@ Handler = Callable[["SessionHost", Any, EventSink], Awaitable[JSON]]
 class SessionHost:
     """The session a worker serves, behind the protocol; it holds the session's worker lock while open."""
 
-    def __init__(self, session: AgentSession, lock_fd: int) -> None:
+    def __init__(self, session: AgentSession, lock_fd: int, clock: Clock | None = None) -> None:
         self.session = session
+        self.clock: Clock = clock or MonotonicClock()
         self._lock_fd = lock_fd
         self.watchers = 0  # live `watch` streams (each ends when its client leaves)
         self.requests = 0  # requests being answered (the supervisor's own questions not counted)
-        self.active_at = time.monotonic()
+        self.active_at_ms = self.clock.now_ms()
         """When the session last did anything: a request answered, a job ended (idle culling counts from here)."""
         self.last_artifacts: list[str] = []
         """The artifacts the last answer named (an artifact collection keeps them)."""
         self._unsubscribe = session.job_table.subscribe(self)
 
     def job_started(self, job: Job) -> None:
-        self.active_at = time.monotonic()
+        self.active_at_ms = self.clock.now_ms()
 
     def job_ended(self, job: Job, end: object) -> None:
-        self.active_at = time.monotonic()
+        self.active_at_ms = self.clock.now_ms()
 
     @property
     def session_id(self) -> str:
@@ -138,15 +149,18 @@ class SessionHost:
         handler = HANDLERS.get(request.op)
         if handler is None:
             raise RequestError("unknown_op", f"a session worker does not answer {request.op!r}")
+        asked = getattr(request.args, "session", None)
+        if asked is not None and asked != self.session_id:
+            raise WrongSessionError(asked, self.session_id)
         if request.op in WORKER_OPS:
             return await handler(self, request.args, emit)
         self.requests += 1
-        self.active_at = time.monotonic()
+        self.active_at_ms = self.clock.now_ms()
         try:
             answer = await handler(self, request.args, emit)
         finally:
             self.requests -= 1
-            self.active_at = time.monotonic()
+            self.active_at_ms = self.clock.now_ms()
         if request.op in CALL_OPS:
             self.last_artifacts = artifacts_named(answer)
         return answer
@@ -175,14 +189,14 @@ class SessionHost:
             busy.append("requests")
         if session.children_running():
             busy.append("children")
-        idle_s = time.monotonic() - self.active_at
-        idle = args.session_idle_ms > 0 and not busy and idle_s * 1000 >= args.session_idle_ms
+        idle_ms = self.clock.now_ms() - self.active_at_ms
+        idle = args.session_idle_ms > 0 and not busy and idle_ms >= args.session_idle_ms
         return CullAnswer(
             session=session.id,
             kernel_culled=culled,
             kernel_idle_s=None if kernel_idle is None else round(kernel_idle, 3),
             idle=idle,
-            idle_s=round(idle_s, 3),
+            idle_s=idle_ms / 1000,
             busy=busy,
         )
 
@@ -282,7 +296,7 @@ class SessionHost:
         """Stream `watch_events` (tool call progress) and the running jobs' output counters until the client goes."""
         stream = self.session.watch_events()
         seen: dict[str, tuple[int, int, int, str]] = {}
-        clock = MonotonicClock()
+        clock = self.clock
 
         async def jobs_progress() -> None:
             while True:
@@ -325,9 +339,9 @@ class SessionHost:
 
 
 async def _files(host: SessionHost, args: Any, emit: EventSink) -> JSON:
-    """`fs.read` ... `fs.glob` on the session's working directory (the tool's own arguments, without `session`)."""
-    params = {name: value for name, value in msgspec.structs.asdict(args).items() if name != "session"}
-    return await host.session.files.serve(_FS_OPS[type(args)], params)
+    """`fs.read` ... `fs.glob` on the session's working directory: the op's record, decoded once, is its tool's
+    arguments (each `Fs*Args` is the tool's record plus `session`)."""
+    return await asyncio.to_thread(run_file_tool, host.session.files.context(), _FS_OPS[type(args)], args)
 
 
 _FS_OPS: dict[type, str] = {
@@ -385,7 +399,9 @@ def artifacts_named(answer: JSON) -> list[str]:
 
 def _answer_now(job: Job) -> CallAnswer:
     """A job's answer as it stands: its end if it ended, else the output so far."""
-    verdict: core.Settled | core.Detached = core.Settled(job.end) if job.end is not None else core.Detached(0)
+    verdict: core.EndedInTime | core.DeadlinePassed = (
+        core.EndedInTime(job.end) if job.end is not None else core.DeadlinePassed(0)
+    )
     return job.answer(verdict, 0)
 
 

@@ -18,6 +18,7 @@ import struct
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from eukhe.clock import Clock, MonotonicClock, sleep_ms
 from eukhe.core.fsmode import (
     PRIVATE_DIR_MODE,
     Create,
@@ -39,7 +40,7 @@ from eukhe.private_fs import make_private_dirs
 log = logging.getLogger("eukhe.daemon")
 
 SUN_PATH_MAX = 107
-ACCEPT_RETRY_S = 0.1
+ACCEPT_RETRY_MS = 100
 """After an accept failed for want of resources (out of descriptors or memory), wait this long and accept again."""
 _ACCEPT_SHORTAGES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED})
 """Longest AF_UNIX path Linux accepts (108 bytes with the terminating NUL)."""
@@ -186,10 +187,16 @@ ConnectionHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Await
 
 
 async def serve_private(
-    listener: socket.socket, handler: ConnectionHandler, name: str, daemon_uid: int | None = None
+    listener: socket.socket,
+    handler: ConnectionHandler,
+    name: str,
+    daemon_uid: int | None = None,
+    clock: Clock | None = None,
 ) -> None:
-    """Accept connections forever; judge each peer's uid before reading anything, serve only the daemon's uid."""
+    """Accept connections forever; judge each peer's uid before reading anything, serve only the daemon's uid (a
+    shortage of fds is waited out on `clock`)."""
     uid = os.getuid() if daemon_uid is None else daemon_uid
+    pause_clock: Clock = clock or MonotonicClock()
     loop = asyncio.get_running_loop()
     tasks: set[asyncio.Task[None]] = set()
     try:
@@ -200,7 +207,7 @@ async def serve_private(
                 if error.errno not in _ACCEPT_SHORTAGES:
                     raise
                 log.warning("%s: cannot accept a connection now (%s); trying again", name, error.strerror)
-                await asyncio.sleep(ACCEPT_RETRY_S)  # the pending client waits in the backlog meanwhile
+                await sleep_ms(pause_clock, ACCEPT_RETRY_MS)  # the pending client waits in the backlog meanwhile
                 continue
             found = peer_uid(conn)
             verdict = judge_peer(found, uid)

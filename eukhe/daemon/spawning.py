@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Protocol
 
+from eukhe.clock import Clock, MonotonicClock
+from eukhe.daemon.waits import bounded
 from eukhe.errors import EukheError
 from eukhe.records.base import decode_json, encode
 from eukhe.records.daemon import Forked, ForkRequest
@@ -28,10 +30,12 @@ log = logging.getLogger("eukhe.daemon")
 
 START_ENV = "EUKHE_WORKER_START"
 """`exec` starts every worker as a fresh Python (the fork server is not used); unset or `fork`: forked."""
-FORK_SERVER_START_S = 60.0
+FORK_SERVER_START_MS = 60_000
 """How long the fork server may take to import everything and say it is ready."""
-FORK_ANSWER_S = 10.0
+FORK_ANSWER_MS = 10_000
 """How long one fork may take to be answered."""
+FORK_SERVER_STOP_MS = 5_000
+"""How long a stopping fork server may take to exit before it is killed."""
 MAX_ANSWER_BYTES = 1 << 16
 
 
@@ -178,7 +182,8 @@ class ForkedWorker:
 class ForkServer:
     """The supervisor's handle on its fork server: start it, ask it for workers, stop it."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock or MonotonicClock()
         self.process: asyncio.subprocess.Process | None = None
         self._control: socket.socket | None = None
         self._lock = asyncio.Lock()
@@ -217,7 +222,7 @@ class ForkServer:
         mine.setblocking(False)
         self._control = mine
         try:
-            said = await asyncio.wait_for(asyncio.get_running_loop().sock_recv(mine, 64), FORK_SERVER_START_S)
+            said = await bounded(self.clock, asyncio.get_running_loop().sock_recv(mine, 64), FORK_SERVER_START_MS)
         except (TimeoutError, OSError) as error:
             await self.stop()
             raise ForkServerError(f"the fork server did not get ready: {error}") from error
@@ -297,8 +302,8 @@ class ForkServer:
             finally:  # the worker holds its own copies now (or there is no worker)
                 os.close(stdin_read)
                 os.close(stdout_write)
-            return await asyncio.wait_for(
-                asyncio.get_running_loop().sock_recv(control, MAX_ANSWER_BYTES), FORK_ANSWER_S
+            return await bounded(
+                self.clock, asyncio.get_running_loop().sock_recv(control, MAX_ANSWER_BYTES), FORK_ANSWER_MS
             )
         except (OSError, TimeoutError) as error:
             await self.stop()
@@ -315,7 +320,7 @@ class ForkServer:
         if process is None:
             return
         try:
-            await asyncio.wait_for(process.wait(), 5.0)
+            await bounded(self.clock, process.wait(), FORK_SERVER_STOP_MS)
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()

@@ -12,20 +12,20 @@ import argparse
 import asyncio
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import signal
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
+from eukhe.clock import Clock, MonotonicClock
 from eukhe.daemon.client import default_socket_path
 from eukhe.daemon.local_access import (
     bind_private_socket,
@@ -36,15 +36,18 @@ from eukhe.daemon.local_access import (
 )
 from eukhe.daemon.procs import become_subreaper, end_orphans
 from eukhe.daemon.protocol import JSON, MAX_REPLY_BYTES, PROTOCOL_VERSION, Request, encode_request, to_builtins
+from eukhe.daemon.replies import EVENT, RESULT, DaemonError, decode_reply, reply_outcome
 from eukhe.daemon.server import NO_EVENTS, STREAMING_OPS, EventSink, RequestError, close_writer, serve_requests
 from eukhe.daemon.spawning import ExecWorker, ForkServer, ForkServerError, WorkerProcess, fork_wanted
-from eukhe.daemon.upkeep import Upkeeper
+from eukhe.daemon.upkeep import Upkeeper, WorkerView
+from eukhe.daemon.waits import bounded
 from eukhe.errors import CATALOGUE, EukheError, resource_shortage
 from eukhe.paths import sessions_root
 from eukhe.private_fs import check_working_dir, open_private_file
-from eukhe.records.base import decode_json, encode
+from eukhe.records.base import Record, decode_json, encode
 from eukhe.records.daemon import (
     CREATION_ENV,
+    OPS,
     SESSION_OPS,
     CloseArgs,
     CreateArgs,
@@ -66,6 +69,7 @@ from eukhe.records.daemon import (
     WorkerReport,
     WorkerRow,
 )
+from eukhe.records.jobs import JobList, Rewound
 from eukhe.store import dirs
 from eukhe.store.journal import JournalFormatError
 
@@ -73,17 +77,17 @@ log = logging.getLogger("eukhe.daemon")
 
 EXIT_ANOTHER_DAEMON = 75
 """Exit code of a daemon that found another one holding its socket (EX_TEMPFAIL): a client keeps polling."""
-WORKER_READY_TIMEOUT_S = 30.0
-WORKER_STOP_GRACE_S = 45.0
+WORKER_READY_TIMEOUT_MS = 30_000
+WORKER_STOP_GRACE_MS = 45_000
 """How long a stopping worker may take to close its session before it is killed: more than a close's own longest
 wait (the default 30 s blocking budget for its jobs' ends, then their kill grace), so a close is not cut midway and
 loses no end row."""
 REPORTS_KEPT = 50
-CRASH_LOOP_S = 5.0
+CRASH_LOOP_MS = 5_000
 CRASH_LOOP_LIMIT = 3
-FORK_RETRY_S = 30.0
+"""A worker that dies this many times in a row within CRASH_LOOP_MS of its start is not reopened eagerly."""
+FORK_RETRY_MS = 30_000
 """After the fork server failed to start, workers start the plain way for this long before it is tried again."""
-"""A worker that dies this many times in a row within CRASH_LOOP_S of its start is not reopened eagerly."""
 
 
 class DaemonStartError(EukheError):
@@ -107,6 +111,8 @@ class WorkerStartError(RequestError):
     """A session's worker did not start; the message is the worker's (e.g. `working directory is gone`)."""
 
 
+A = TypeVar("A", bound=Record)
+
 WorkerConnection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 IDLE_CONNECTIONS = 1
 """Idle connections kept per worker; more concurrent requests open more, and close them when answered. One: a worker
@@ -121,18 +127,22 @@ class Worker:
     cwd: str
     socket: Path
     process: WorkerProcess
-    started: float = field(default_factory=time.monotonic)
-    """When it was spawned, on the monotonic clock (durations only: a wall-clock step must not fake a crash loop)."""
+    started_ms: int
+    """When it was spawned, on the supervisor's clock (monotonic: a wall-clock step must not fake a crash loop)."""
+    active_at_ms: int
+    """When its last forwarded request ended (on the supervisor's clock; its spawn until then)."""
     closing: bool = False
     """Asked to stop (`session.close`, `session.delete`, idle culling): its end is not a death, and the session is not
     reopened until asked."""
     inflight: int = 0
     """Client requests forwarded to it and not answered yet (a watch, a blocking call): idle culling waits for 0."""
-    active_at: float = field(default_factory=time.monotonic)
-    """When its last forwarded request ended (monotonic)."""
     idle: list[WorkerConnection] = field(default_factory=list)
     """Connections to its socket whose last request was answered, kept for the next (a connect and the worker's peer
     check cost about a third of a millisecond); closed when it ends."""
+
+    def view(self) -> WorkerView:
+        """The worker as upkeep sees it."""
+        return WorkerView(self.session_id, self.process.pid, self.inflight > 0, self.active_at_ms)
 
     def take_connection(self) -> WorkerConnection | None:
         """An idle connection still open, if any (one the worker closed is dropped)."""
@@ -153,23 +163,25 @@ class Worker:
 class Supervisor:
     """The daemon's supervisor: one per socket."""
 
-    def __init__(self, socket_path: Path) -> None:
+    def __init__(self, socket_path: Path, clock: Clock | None = None) -> None:
         self.socket_path = socket_path
+        self.clock: Clock = clock or MonotonicClock()
         self.workers: dict[str, Worker] = {}
         self.restarts: dict[str, int] = {}
         self.reports: list[WorkerReport] = []
         self._locks: dict[str, asyncio.Lock] = {}
         self._stop = asyncio.Event()
         self._stopping = False
-        self._started = time.monotonic()
+        self._started_ms = self.clock.now_ms()
         self._monitors: set[asyncio.Task[None]] = set()
         self._spawned = 0
-        self._quick_deaths: dict[str, int] = {}
+        self._spawned_keys = 0
+        self.crash_loops = CrashLoops(self.clock)
         self._spawn_lock = asyncio.Lock()
-        self.upkeep = Upkeeper(self)
-        self.fork_server = ForkServer() if fork_wanted() else None
+        self.upkeep = Upkeeper(self, self.clock)
+        self.fork_server = ForkServer(self.clock) if fork_wanted() else None
         self._fork_start: asyncio.Task[None] | None = None
-        self._fork_failed_at = -FORK_RETRY_S
+        self._fork_failed_at_ms: int | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------------------------
 
@@ -206,7 +218,7 @@ class Supervisor:
         loop.add_signal_handler(signal.SIGTERM, self._stop.set)
         loop.add_signal_handler(signal.SIGINT, self._stop.set)
         log.info("daemon %d listening on %s", os.getpid(), self.socket_path)
-        server = asyncio.create_task(serve_private(listener, self._connection, "supervisor"))
+        server = asyncio.create_task(serve_private(listener, self._connection, "supervisor", clock=self.clock))
         stopper = asyncio.create_task(self._stop.wait())
         await asyncio.wait({server, stopper}, return_when=asyncio.FIRST_COMPLETED)
         self._stopping = True
@@ -236,8 +248,43 @@ class Supervisor:
         """The lock a session's worker starts and stops under."""
         return self._locks.setdefault(session_id, asyncio.Lock())
 
-    async def stop_worker(self, worker: Worker) -> None:
-        await self._stop_worker(worker)
+    # --- what upkeep asks of the supervisor (upkeep.Supervised) ------------------------------------------------------
+
+    def live_workers(self) -> list[WorkerView]:
+        """The workers alive and not asked to stop."""
+        return [w.view() for w in self.workers.values() if not w.closing and w.process.returncode is None]
+
+    def _current(self, view: WorkerView) -> Worker | None:
+        """The worker `view` was taken of, if it is still its session's, alive and not asked to stop."""
+        worker = self.workers.get(view.session)
+        if worker is None or worker.process.pid != view.pid or worker.closing or worker.process.returncode is not None:
+            return None
+        return worker
+
+    @contextlib.asynccontextmanager
+    async def holding(self, view: WorkerView) -> AsyncIterator[bool]:
+        """Under the session's lock if it is free: True while the worker is still the session's and idle."""
+        lock = self.lock_of(view.session)
+        if lock.locked():  # a request is starting the worker, or a close is stopping it
+            yield False
+            return
+        async with lock:
+            worker = self._current(view)
+            yield worker is not None and not worker.inflight
+
+    async def ask(self, view: WorkerView, op: str, args: Record, answer: type[A]) -> A:
+        """The supervisor's own question to the worker `view` was taken of."""
+        worker = self._current(view)
+        if worker is None:
+            raise RequestError("worker_unavailable", f"session {view.session}: its worker {view.pid} is gone")
+        return await self.ask_worker(worker, op, args, answer, request_id=op)
+
+    async def stop_idle(self, view: WorkerView) -> None:
+        """Stop the worker of an idle session (it reopens on its next request)."""
+        worker = self._current(view)
+        if worker is not None:
+            worker.closing = True
+            await self._stop_worker(worker)
 
     async def _stop_worker(self, worker: Worker, why: bytes = b"") -> None:
         """Close the worker's stdin (it closes its session and exits); kill it if it lingers past the grace (its
@@ -245,13 +292,13 @@ class Supervisor:
         jobs' rows give (else `daemon_stopped`)."""
         worker.process.close_stdin(why + b"\n" if why else b"")
         try:
-            await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
+            await bounded(self.clock, worker.process.wait(), WORKER_STOP_GRACE_MS)
         except TimeoutError:
             log.warning(
-                "worker %d of session %s did not close within %.0f s: killed",
+                "worker %d of session %s did not close within %d ms: killed",
                 worker.process.pid,
                 worker.session_id,
-                WORKER_STOP_GRACE_S,
+                WORKER_STOP_GRACE_MS,
             )
             worker.process.kill()
             await worker.process.wait()
@@ -276,19 +323,20 @@ class Supervisor:
         for attempt in (1, 2):
             worker = await self._lease(session_id)
             try:
-                result = await self.forward(worker, request, emit)
+                answer = Rewound if request.op == "tree.fork" else None  # the fork's id: the worker goes on in it
+                result = await self.forward(worker, request, emit, answer)
             except WorkerUnreachableError:
                 if attempt == 2:
                     raise
                 # The request never reached the worker (it is dying): wait for its end, reopen, send it once more.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(worker.process.wait(), WORKER_STOP_GRACE_S)
+                    await bounded(self.clock, worker.process.wait(), WORKER_STOP_GRACE_MS)
                 continue
             finally:
                 worker.inflight -= 1
-                worker.active_at = time.monotonic()
-            if request.op == "tree.fork" and isinstance(result, dict) and isinstance(result.get("session"), str):
-                self._rekey(worker, result["session"])
+                worker.active_at_ms = self.clock.now_ms()
+            if isinstance(result, Rewound) and request.op == "tree.fork":
+                self._rekey(worker, result.session)
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -366,7 +414,7 @@ class Supervisor:
                 os.close(held)
         self.upkeep.forget(args.session)
         self.restarts.pop(args.session, None)
-        self._quick_deaths.pop(args.session, None)
+        self.crash_loops.forget(args.session)
         log.info("session %s deleted: %s", args.session, ", ".join(removed))
         return SessionDeleted(session=args.session, was_open=worker is not None, removed=removed)
 
@@ -377,9 +425,8 @@ class Supervisor:
         if worker is None or worker.process.returncode is not None:
             return None
         if not force:
-            listing = Request(id=request_id, op="jobs.list", args=SessionArgs(session=session_id))
-            jobs = await self.forward(worker, listing, NO_EVENTS)
-            running = [row["id"] for row in jobs["jobs"] if row["status"] == "running"]
+            jobs = await self.ask_worker(worker, "jobs.list", SessionArgs(session=session_id), JobList, request_id)
+            running = [row.id for row in jobs.jobs if row.status == "running"]
             if running:
                 raise RequestError(
                     "session_has_jobs",
@@ -419,7 +466,7 @@ class Supervisor:
             pid=os.getpid(),
             socket=str(self.socket_path),
             version=PROTOCOL_VERSION,
-            uptime_s=round(time.monotonic() - self._started, 3),
+            uptime_s=(self.clock.now_ms() - self._started_ms) / 1000,
             workers=[
                 WorkerRow(
                     session=w.session_id,
@@ -479,22 +526,24 @@ class Supervisor:
         if self._stopping:
             raise RequestError("daemon_stopping", "the daemon is stopping")
         check_working_dir(cwd)  # gone at a restart: the restart fails with the spec's text
-        key = session_id or f"new-{os.getpid()}-{time.monotonic_ns()}"
+        self._spawned_keys += 1
+        key = session_id or f"new-{os.getpid()}-{self._spawned_keys}"
         sock = self._worker_socket()
         # Under the spawn lock from fork to registration: an orphan sweep never sees an unregistered worker.
         async with self._spawn_lock:
             process = await self._start_process(session_id, cwd, sock, creation)
-            placeholder = Worker(session_id or key, cwd, sock, process)
+            now = self.clock.now_ms()
+            placeholder = Worker(session_id or key, cwd, sock, process, now, now)
             self.workers[placeholder.session_id] = placeholder
         try:
-            line = await asyncio.wait_for(process.ready_line(), WORKER_READY_TIMEOUT_S)
+            line = await bounded(self.clock, process.ready_line(), WORKER_READY_TIMEOUT_MS)
             ready = (
                 decode_json(line, WorkerReady, code="malformed", what="a worker's ready line")
                 if line.strip()
                 else WorkerReady(ready=False, error="worker_start_failed", message="the worker exited at start")
             )
         except TimeoutError:  # e.g. it waits for the session another process holds, or a machine under load
-            why = f"no ready line within {WORKER_READY_TIMEOUT_S:.0f} s"
+            why = f"no ready line within {WORKER_READY_TIMEOUT_MS // 1000} s"
             ready = WorkerReady(ready=False, error="worker_start_failed", message=f"worker did not start: {why}")
         except EukheError as error:
             ready = WorkerReady(ready=False, error="worker_start_failed", message=f"worker did not start: {error}")
@@ -512,7 +561,7 @@ class Supervisor:
             process.close_stdin()  # its pipe goes with it (a worker that never served leaks no fd)
             code = ready.error if ready.error in CATALOGUE else "worker_start_failed"
             raise WorkerStartError(code or "worker_start_failed", str(ready.message))
-        worker = Worker(ready.session, cwd, sock, process)
+        worker = Worker(ready.session, cwd, sock, process, placeholder.started_ms, self.clock.now_ms())
         self.workers[worker.session_id] = worker
         monitor = asyncio.create_task(self._monitor(worker))
         self._monitors.add(monitor)
@@ -544,15 +593,16 @@ class Supervisor:
             return None
         start = self._fork_start
         if start is None or (start.done() and not server.running):
-            if time.monotonic() - self._fork_failed_at < FORK_RETRY_S:
+            failed = self._fork_failed_at_ms
+            if failed is not None and self.clock.now_ms() - failed < FORK_RETRY_MS:
                 return None
             start = self._fork_start = asyncio.create_task(server.start(self.socket_path))
         try:
             await asyncio.shield(start)
         except ForkServerError as error:
-            self._fork_failed_at = time.monotonic()
+            self._fork_failed_at_ms = self.clock.now_ms()
             self._fork_start = None
-            log.warning("%s; workers start as fresh Pythons for %.0f s", error, FORK_RETRY_S)
+            log.warning("%s; workers start as fresh Pythons for %d s", error, FORK_RETRY_MS // 1000)
             return None
         return server if server.running else None
 
@@ -589,14 +639,12 @@ class Supervisor:
             at=time.time(),
         )
         self.restarts[worker.session_id] = self.restarts.get(worker.session_id, 0) + 1
-        quick = time.monotonic() - worker.started < CRASH_LOOP_S
-        self._quick_deaths[worker.session_id] = self._quick_deaths.get(worker.session_id, 0) + 1 if quick else 0
-        if self._quick_deaths[worker.session_id] >= CRASH_LOOP_LIMIT:
+        if not self.crash_loops.reopen_after_death(worker.session_id, worker.started_ms):
             log.error(
-                "session %s: worker died %d times in a row within %.0f s of its start; not reopened until asked",
+                "session %s: worker died %d times in a row within %d ms of its start; not reopened until asked",
                 worker.session_id,
                 CRASH_LOOP_LIMIT,
-                CRASH_LOOP_S,
+                CRASH_LOOP_MS,
             )
             self._report(msgspec.structs.replace(report, reopen_error="crash loop: reopened on the next request only"))
             return
@@ -613,9 +661,18 @@ class Supervisor:
         self.reports.append(report)
         del self.reports[:-REPORTS_KEPT]
 
-    async def forward(self, worker: Worker, request: Request, emit: EventSink) -> JSON:
-        """Send one request to a worker and relay its events and reply, on a connection kept from an earlier request
-        or a new one; kept for the next once answered (not one a cancel or a stream used)."""
+    async def ask_worker(
+        self, worker: Worker, op: str, args: Record, answer: type[A], request_id: int | str = "supervisor"
+    ) -> A:
+        """The supervisor's own question to a worker (no client's events): its answer as the record `answer`."""
+        assert OPS[op].answer is answer, f"{op} answers {OPS[op].answer}"
+        result: A = await self.forward(worker, Request(id=request_id, op=op, args=args), NO_EVENTS, answer)
+        return result
+
+    async def forward(self, worker: Worker, request: Request, emit: EventSink, answer: type[A] | None = None) -> Any:
+        """Send one request to a worker and relay its events and reply (its result as the record `answer` when
+        given; an error reply raises DaemonError with the worker's code), on a connection kept from an earlier
+        request or a new one; kept for the next once answered (not one a cancel or a stream used)."""
         connection = worker.take_connection()
         kept = connection is not None
         if connection is None:
@@ -640,6 +697,7 @@ class Supervisor:
                     raise WorkerUnreachableError("worker_unavailable", what) from error
                 raise RequestError("worker_died", what) from error
             cancelled = False
+            cancel_id = f"cancel-{request.id}"
             while True:
                 try:
                     line = await reader.readline()
@@ -651,31 +709,48 @@ class Supervisor:
                     # The client cancelled (Ctrl-C): the worker cancels the call through its job's owner; its answer
                     # (how the job ended) is still relayed.
                     cancelled = True
-                    writer.write(encode_request(f"cancel-{request.id}", "cancel", {"request": request.id}))
+                    writer.write(encode_request(cancel_id, "cancel", {"request": request.id}))
                     await writer.drain()
                     continue
                 if not line:
                     raise _ended_mid_request(worker)
-                reply = json.loads(line)
-                if reply.get("id") != request.id:
-                    continue  # the worker's answer to the cancel itself
-                if "event" in reply:
-                    emit(reply["event"])
+                try:
+                    kind, value = reply_outcome(decode_reply(line), request.id, skip=cancel_id, answer=answer)
+                except DaemonError:
+                    answered = not cancelled and request.op not in STREAMING_OPS
+                    raise
+                if kind == EVENT:
+                    emit(value)
                     await emit.drain()
-                    continue
-                answered = not cancelled and request.op not in STREAMING_OPS
-                if reply.get("ok"):
-                    return reply.get("result")
-                fault = reply.get("error") or {}
-                code = str(fault.get("code")) if fault.get("code") in CATALOGUE else "internal"
-                details = fault.get("details") if isinstance(fault.get("details"), dict) else None
-                raise RequestError(code, str(fault.get("message", "")), field=fault.get("field"), details=details)
+                elif kind == RESULT:
+                    answered = not cancelled and request.op not in STREAMING_OPS
+                    return value
         finally:
             current = self.workers.get(worker.session_id) is worker and not worker.closing
             if answered and current and not self._stopping and len(worker.idle) < IDLE_CONNECTIONS:
                 worker.idle.append(connection)
             else:
                 await close_writer(writer)
+
+
+class CrashLoops:
+    """The crash-loop guard: a session whose worker died CRASH_LOOP_LIMIT times in a row, each within CRASH_LOOP_MS
+    of its start (on `clock`), is not reopened eagerly; a worker that lived longer starts the count again."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._quick_deaths: dict[str, int] = {}
+
+    def reopen_after_death(self, session_id: str, started_ms: int) -> bool:
+        """A worker of `session_id` started at `started_ms` died now: whether its session is reopened at once."""
+        quick = self.clock.now_ms() - started_ms < CRASH_LOOP_MS
+        deaths = self._quick_deaths.get(session_id, 0) + 1 if quick else 0
+        self._quick_deaths[session_id] = deaths
+        return deaths < CRASH_LOOP_LIMIT
+
+    def forget(self, session_id: str) -> None:
+        """The session was deleted: its count goes."""
+        self._quick_deaths.pop(session_id, None)
 
 
 def _ended_mid_request(worker: Worker) -> RequestError:

@@ -1,6 +1,6 @@
 """The daemon's upkeep: idle culling after Jupyter's, and artifact retention.
 
-Culling. Every `cull_interval_s` the supervisor asks each worker with no client request in flight (`session.cull`):
+Culling. Every `cull_interval_ms` the supervisor asks each worker with no client request in flight (`session.cull`):
 the worker stops its kernel when nothing runs on it and it has been idle `kernel_idle_timeout_s` (0: never), then
 says whether the session is idle: no job running, no live kernel, no watcher, no request, no child running, and
 nothing done for `session_idle_timeout_s` (0: never). An idle session's worker is stopped, under the session's lock
@@ -22,44 +22,87 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeVar
 
-from eukhe.daemon.protocol import Request
-from eukhe.daemon.server import NO_EVENTS, RequestError
+from eukhe.clock import Clock, sleep_ms
+from eukhe.daemon.replies import DaemonError
+from eukhe.daemon.server import RequestError
+from eukhe.daemon.waits import bounded
 from eukhe.errors import EukheError
 from eukhe.paths import sessions_root
-from eukhe.records.daemon import CullArgs, CullReport, GcReport, SessionArgs
+from eukhe.records.base import Record
+from eukhe.records.daemon import CullAnswer, CullArgs, CullReport, GcReport, Pins, SessionArgs
 from eukhe.records.settings import Upkeep
 from eukhe.session.settings import load_upkeep
 from eukhe.store import artifacts, dirs
 
-if TYPE_CHECKING:
-    from eukhe.daemon.supervisor import Supervisor, Worker
-
 log = logging.getLogger("eukhe.daemon")
 
-GC_EVERY_S = 3600.0
-LONGEST_CULL_INTERVAL_S = 10.0
-SHORTEST_CULL_INTERVAL_S = 0.05
+GC_EVERY_MS = 3_600_000
+LONGEST_CULL_INTERVAL_MS = 10_000
+SHORTEST_CULL_INTERVAL_MS = 50
 CULLED_KEPT = 50
-ASK_TIMEOUT_S = 10.0
+ASK_TIMEOUT_MS = 10_000
 """How long the supervisor waits for a worker's answer to its own questions (`session.cull`, `session.pins`)."""
 
+A = TypeVar("A", bound=Record)
 
-def cull_interval_s(upkeep: Upkeep) -> float:
-    """How often idle culling looks: a quarter of the shortest timeout in force, within [0.05 s, 10 s] (a changed
+
+@dataclass(frozen=True, slots=True)
+class WorkerView:
+    """A live worker (not asked to stop) as upkeep sees it: its session, its pid, whether a client request is in
+    flight, and when its last one ended (ms, on the supervisor's clock)."""
+
+    session: str
+    pid: int
+    busy: bool
+    active_at_ms: int
+
+
+class Supervised(Protocol):
+    """What upkeep needs of the supervisor: its live workers, a session held still while culling looks at it, a
+    question to a worker, and the stop of an idle one. A worker that is gone or changed since its view was taken
+    is never asked or stopped."""
+
+    def live_workers(self) -> list[WorkerView]: ...
+
+    def holding(self, worker: WorkerView) -> AbstractAsyncContextManager[bool]:
+        """Under the session's lock if it is free: True while `worker` is still its worker, alive and idle."""
+        ...
+
+    async def ask(self, worker: WorkerView, op: str, args: Record, answer: type[A]) -> A:
+        """The supervisor's own question to `worker`; its answer as the record `answer`."""
+        ...
+
+    async def stop_idle(self, worker: WorkerView) -> None:
+        """Stop `worker` (under `holding`): its session is idle; it reopens on its next request."""
+        ...
+
+
+def cull_interval_ms(upkeep: Upkeep) -> int:
+    """How often idle culling looks: a quarter of the shortest timeout in force, within [50 ms, 10 s] (a changed
     setting takes effect within 10 s)."""
-    timeouts = [t for t in (upkeep.session_idle_timeout_s, upkeep.kernel_idle_timeout_s) if t > 0]
+    timeouts = [ms for ms in (_ms(upkeep.session_idle_timeout_s), _ms(upkeep.kernel_idle_timeout_s)) if ms > 0]
     if not timeouts:
-        return LONGEST_CULL_INTERVAL_S
-    return max(SHORTEST_CULL_INTERVAL_S, min(LONGEST_CULL_INTERVAL_S, min(timeouts) / 4))
+        return LONGEST_CULL_INTERVAL_MS
+    return max(SHORTEST_CULL_INTERVAL_MS, min(LONGEST_CULL_INTERVAL_MS, min(timeouts) // 4))
+
+
+def _ms(seconds: float) -> int:
+    """A setting in seconds (the settings file's unit) as milliseconds."""
+    return round(seconds * 1000)
 
 
 class Upkeeper:
-    """The supervisor's idle culling and artifact collection."""
+    """The supervisor's idle culling and artifact collection, every wait on `clock`."""
 
-    def __init__(self, supervisor: Supervisor) -> None:
-        self.supervisor = supervisor
+    def __init__(self, supervised: Supervised, clock: Clock, load: Callable[[], Upkeep] = load_upkeep) -> None:
+        self.supervised = supervised
+        self.clock = clock
+        self._load = load
         self.culled: list[CullReport] = []
         self.last_gc: GcReport | None = None
         self.pins: dict[str, list[str]] = {}
@@ -83,7 +126,7 @@ class Upkeeper:
     def settings(self) -> Upkeep:
         """The user's upkeep settings now (the defaults, logged once, when the file does not decode)."""
         try:
-            upkeep = load_upkeep()
+            upkeep = self._load()
         except EukheError as error:
             if str(error) != self._bad_settings:
                 self._bad_settings = str(error)
@@ -101,53 +144,47 @@ class Upkeeper:
                 await self.cull_once(upkeep)
             except Exception:
                 log.exception("idle culling failed")
-            await asyncio.sleep(cull_interval_s(upkeep))
+            await sleep_ms(self.clock, cull_interval_ms(upkeep))
 
     async def cull_once(self, upkeep: Upkeep) -> None:
         """One pass over the workers."""
-        session_ms = round(upkeep.session_idle_timeout_s * 1000)
-        kernel_ms = round(upkeep.kernel_idle_timeout_s * 1000)
+        session_ms = _ms(upkeep.session_idle_timeout_s)
+        kernel_ms = _ms(upkeep.kernel_idle_timeout_s)
         if not session_ms and not kernel_ms:
             return
-        now = time.monotonic()
-        for worker in list(self.supervisor.workers.values()):
-            if worker.closing or worker.inflight or worker.process.returncode is not None:
+        now = self.clock.now_ms()
+        for worker in self.supervised.live_workers():
+            if worker.busy:
                 continue
-            if not kernel_ms and (now - worker.active_at) * 1000 < session_ms:
+            if not kernel_ms and now - worker.active_at_ms < session_ms:
                 continue  # a request ended too recently: it cannot be idle yet (no need to ask)
             await self._cull(worker, session_ms, kernel_ms)
 
-    async def _cull(self, worker: Worker, session_ms: int, kernel_ms: int) -> None:
+    async def _cull(self, worker: WorkerView, session_ms: int, kernel_ms: int) -> None:
         """Ask one worker; report a culled kernel; stop the worker if its session is idle."""
-        supervisor = self.supervisor
-        session_id = worker.session_id
-        lock = supervisor.lock_of(session_id)
-        if lock.locked():
-            return  # a request is starting it, or a close is stopping it: not now
-        async with lock:
-            if supervisor.workers.get(session_id) is not worker or worker.inflight or worker.closing:
+        supervised = self.supervised
+        async with supervised.holding(worker) as held:
+            if not held:
+                return  # a request is starting it, or a close is stopping it: not now
+            question = CullArgs(session=worker.session, session_idle_ms=session_ms, kernel_idle_ms=kernel_ms)
+            try:  # bounded: the session's requests wait behind its lock
+                answer = await bounded(
+                    self.clock, supervised.ask(worker, "session.cull", question, CullAnswer), ASK_TIMEOUT_MS
+                )
+                if answer.idle:
+                    await bounded(self.clock, self._ask_pins(worker), ASK_TIMEOUT_MS)
+            except (RequestError, DaemonError, TimeoutError) as error:
+                log.warning("session %s: idle culling could not ask its worker: %s", worker.session, error)
                 return
-            question = CullArgs(session=session_id, session_idle_ms=session_ms, kernel_idle_ms=kernel_ms)
-            cull = Request(id="cull", op="session.cull", args=question)
-            try:  # bounded: the session's requests wait behind this lock
-                answer = await asyncio.wait_for(supervisor.forward(worker, cull, NO_EVENTS), ASK_TIMEOUT_S)
-                if answer["idle"]:
-                    await asyncio.wait_for(self._ask_pins(worker), ASK_TIMEOUT_S)
-            except (RequestError, TimeoutError) as error:
-                log.warning("session %s: idle culling could not ask its worker: %s", session_id, error)
+            if answer.kernel_culled:
+                self._report("kernel_culled", worker, answer.kernel_idle_s or 0.0)
+            if not answer.idle:
                 return
-            if answer["kernel_culled"]:
-                self._report("kernel_culled", worker, answer["kernel_idle_s"] or 0.0)
-            if not answer["idle"]:
-                return
-            worker.closing = True
-            await supervisor.stop_worker(worker)
-            self._report("session_culled", worker, answer["idle_s"])
+            await supervised.stop_idle(worker)
+            self._report("session_culled", worker, answer.idle_s)
 
-    def _report(self, event: Any, worker: Worker, idle_s: float) -> None:
-        report = CullReport(
-            event=event, session=worker.session_id, pid=worker.process.pid, idle_s=idle_s, at=time.time()
-        )
+    def _report(self, event: Literal["session_culled", "kernel_culled"], worker: WorkerView, idle_s: float) -> None:
+        report = CullReport(event=event, session=worker.session, pid=worker.pid, idle_s=idle_s, at=time.time())
         log.info("%s: session %s (worker %d) after %.1f s idle", event, report.session, report.pid, idle_s)
         self.culled.append(report)
         del self.culled[:-CULLED_KEPT]
@@ -160,28 +197,25 @@ class Upkeeper:
                 await self.collect(dry_run=False)
             except Exception:
                 log.exception("artifact collection failed")
-            await asyncio.sleep(GC_EVERY_S)
+            await sleep_ms(self.clock, GC_EVERY_MS)
 
-    async def _ask_pins(self, worker: Worker) -> None:
+    async def _ask_pins(self, worker: WorkerView) -> None:
         """Hear what the worker's last answer names (kept as the session's pins when it names anything)."""
-        request = Request(id="pins", op="session.pins", args=SessionArgs(session=worker.session_id))
-        answer = await self.supervisor.forward(worker, request, NO_EVENTS)
-        if answer["artifacts"]:
-            self.pins[worker.session_id] = list(answer["artifacts"])
+        answer = await self.supervised.ask(worker, "session.pins", SessionArgs(session=worker.session), Pins)
+        if answer.artifacts:
+            self.pins[worker.session] = list(answer.artifacts)
 
     async def collect(self, *, dry_run: bool) -> GcReport:
         """Apply the retention policy now (or only plan it); the report (also kept as `last_gc` unless a dry run)."""
         upkeep = self.settings()
-        for worker in list(self.supervisor.workers.values()):
-            if worker.closing or worker.process.returncode is not None:
-                continue
-            with contextlib.suppress(RequestError, OSError, TimeoutError):
-                await asyncio.wait_for(self._ask_pins(worker), ASK_TIMEOUT_S)
+        for worker in self.supervised.live_workers():
+            with contextlib.suppress(RequestError, DaemonError, OSError, TimeoutError):
+                await bounded(self.clock, self._ask_pins(worker), ASK_TIMEOUT_MS)
         pinned = [path for paths in self.pins.values() for path in paths]
         root = sessions_root()
         if not dry_run:
             await asyncio.to_thread(dirs.remove_leftovers, root)
-        now_ms = round(time.time() * 1000)
+        now_ms = round(time.time() * 1000)  # artifacts' ages are wall-clock times (their files' mtimes)
         report = await asyncio.to_thread(artifacts.collect, root, pinned, upkeep, now_ms, dry_run=dry_run)
         if not dry_run:
             self.last_gc = report

@@ -1,8 +1,10 @@
-"""One entry for the kernel's `fs.*` host requests: decode the params strictly, run the tool, encode the answer.
+"""One entry for the file tools' requests: `run` takes arguments already decoded (a daemon worker's), `serve` decodes
+a kernel's params strictly once, runs the tool and answers plain values.
 
-`serve(context, "fs.read", {"path": "x"})` returns the answer as plain JSON values; any refusal, also of params of the
-wrong shape (`bad_request`), is an `FsError`, which `refusal` turns into its record (`reason`, `path`, `message`,
-`version`). The host-request handler, the CLI and the Python API all go through these same functions.
+`serve(context, "fs.read", {"path": "x"})` returns the answer as builtin values (dicts, lists, tuples); any
+refusal, also of params of the wrong shape (`bad_request`), is an `FsError`, which `refusal` turns into its record
+(`reason`, `path`, `message`, `version`). The host-request handler, the daemon's workers and the Python API all go
+through these same functions.
 """
 
 from __future__ import annotations
@@ -51,12 +53,18 @@ def decode_args(kind: str, params: object, *, kernel: bool = False) -> Record:
         raise FsError(Reason.BAD_REQUEST, None, f"{kind}: {error}") from error
 
 
-def serve(context: FsContext, kind: str, params: object, *, kernel: bool = False) -> dict[str, Any]:
-    """Run the request `kind` (`fs.read` ... `fs.glob`) with `params` (`kernel`: a cell's host request); its answer
-    as JSON values."""
-    args = decode_args(kind, params, kernel=kernel)
+def run(context: FsContext, kind: str, args: Record, *, kernel: bool = False) -> Record:
+    """Run the request `kind` on its decoded arguments (a daemon op's record, e.g. `FsReadArgs`, is its tool's
+    arguments plus the session it names); its answer record."""
     _, handler = (KERNEL_REQUESTS if kernel else REQUESTS)[kind]
-    answer: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(handler(context, args)))
+    return handler(context, args)
+
+
+def serve(context: FsContext, kind: str, params: object, *, kernel: bool = False) -> dict[str, Any]:
+    """Run the request `kind` (`fs.read` ... `fs.glob`) with `params` (`kernel`: a cell's host request), decoded
+    once; its answer as builtin values (`msgspec.to_builtins`: what the json module writes as it is)."""
+    args = decode_args(kind, params, kernel=kernel)
+    answer: dict[str, Any] = msgspec.to_builtins(run(context, kind, args, kernel=kernel))
     return answer
 
 

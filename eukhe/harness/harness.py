@@ -225,7 +225,7 @@ class Harness:
         running = _Running(
             call, tool, BoundedOutput(truncation, self._artifact_dir, artifact_prefix=prefix), self.board
         )
-        (start,) = running.step(model.CallStart())
+        (start,) = running.step(model.CallBegun())
         assert isinstance(start, model.StartRecord)
         checkpoint = Checkpoint(
             artifact_dir=str(self._artifact_dir), artifact_prefix=prefix, truncation=setting_of(truncation)

@@ -7,7 +7,7 @@ wait `wait_until`, the clocks, and user bash (`eukhe.jobs.bash`). The public API
 from __future__ import annotations
 
 from eukhe.clock import Cancellable, Clock, MonotonicClock, VirtualClock
-from eukhe.core.job import Detached, End, Exited, Killed, Settled
+from eukhe.core.job import DeadlinePassed, End, EndedInTime, Exited, Killed
 from eukhe.jobs.job import CellEnding, Job, JobOwner, JobSpec
 from eukhe.jobs.table import JobListener, JobTable, JobTableClosedError, Rewound
 from eukhe.jobs.wait import CallCancelledError, settle_or_detach, wait_until
@@ -17,8 +17,9 @@ __all__ = [
     "Cancellable",
     "CellEnding",
     "Clock",
-    "Detached",
+    "DeadlinePassed",
     "End",
+    "EndedInTime",
     "Exited",
     "Job",
     "JobListener",
@@ -29,7 +30,6 @@ __all__ = [
     "Killed",
     "MonotonicClock",
     "Rewound",
-    "Settled",
     "VirtualClock",
     "settle_or_detach",
     "wait_until",

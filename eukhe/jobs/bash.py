@@ -344,16 +344,19 @@ async def bash_and_wait(
     artifact_dir: Path | None,
     table: JobTable,
     budget_ms: int,
+    timeout_ms: int | None = None,
     options: BashOptions | None = None,
     env: Mapping[str, str] | None = None,
     on_start: Callable[[Job], None] | None = None,
     confine: Confine | None = None,
 ) -> Settled | Detached:
-    """Start a bash job, wait at most `budget_ms`: settled with its end, or detached with its output so far.
+    """Start a bash job, wait at most `timeout_ms` within `budget_ms` (the session's; `core.deadline_for`): settled
+    with its end, or detached with its output so far.
 
-    Cancelling the call (Ctrl-C at the CLI) kills the job through its owner, waits for its end at most the budget,
-    then re-raises the cancellation (see `settle_or_detach`)."""
-    deadline_ms = table.clock.now_ms() + max(0, budget_ms)  # the budget runs from the call, spawn included
+    Cancelling the call (Ctrl-C at the CLI) kills the job through its owner, waits for its end at most the call's
+    span, then re-raises the cancellation (see `settle_or_detach`)."""
+    started_ms = table.clock.now_ms()  # the span runs from the call, spawn included
+    deadline_ms = core.deadline_for(started_ms, timeout_ms, budget_ms)
     job = await start_bash(
         command,
         cwd,
@@ -366,4 +369,5 @@ async def bash_and_wait(
     )
     if on_start is not None:
         on_start(job)
-    return await settle_or_detach(job, deadline_ms, budget_ms)
+    span_ms = deadline_ms - started_ms
+    return job.answer(await settle_or_detach(job, deadline_ms, span_ms), span_ms)

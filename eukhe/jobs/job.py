@@ -174,9 +174,9 @@ class Job:
             reason=self.reason,
         )
 
-    def answer(self, verdict: core.Settled | core.Detached, waited_ms: int) -> Settled | Detached:
+    def answer(self, verdict: core.EndedInTime | core.DeadlinePassed, waited_ms: int) -> Settled | Detached:
         """A blocking call's answer from its wait's verdict: the end and the final window, or the window so far."""
-        if isinstance(verdict, core.Detached):
+        if isinstance(verdict, core.DeadlinePassed):
             return Detached(
                 job=self.id,
                 kind=self.spec.kind,

@@ -1,5 +1,5 @@
-"""The one blocking wait on a job (spec S2 "Jobs" 4): `wait_until(job, deadline)`, and the answer of a blocking
-call built on it, `settle_or_detach`.
+"""The one blocking wait on a job (spec S2 "Jobs" 4): `wait_until(job, deadline)`, and the wait of a blocking call
+built on it, `settle_or_detach` (a bash call's and a cell's).
 
 Every blocking wait (a bash call, `jobs.wait`, `jobs.cancel`, the rewind wait, a cell's wait) goes through here. The
 decision is the core's (`core.job.wait`), asked at the call and at every wake-up (the job's end or the deadline on
@@ -7,13 +7,14 @@ the job's clock): the end before the deadline settles with the job's own end; el
 deadline; a deadline already passed detaches at once, even when the end is ready.
 
 Cancelling `wait_until` never touches the job. Cancelling a blocking call (`settle_or_detach`; Ctrl-C at the CLI)
-aborts it: the job is killed through its owner, its end is awaited within the call's budget, then the cancellation
+aborts it: the job is killed through its owner, its end is awaited within the call's span, then the cancellation
 goes on (`CancelledError`). The daemon answers such a call with `CallCancelledError`, which says how the job ended.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from eukhe.core import job as core
 from eukhe.errors import EukheError
@@ -35,7 +36,7 @@ class CallCancelledError(EukheError):
         self.answer = answer
 
 
-async def wait_until(job: Job, deadline_ms: int) -> core.Settled | core.Detached:
+async def wait_until(job: Job, deadline_ms: int) -> core.EndedInTime | core.DeadlinePassed:
     """Wait for the job's end, at most until `deadline_ms` on `job.clock`. Cancelling it never touches the job."""
     clock = job.clock
     loop = asyncio.get_running_loop()
@@ -58,14 +59,17 @@ async def wait_until(job: Job, deadline_ms: int) -> core.Settled | core.Detached
             timer.cancel()
 
 
-async def settle_or_detach(job: Job, deadline_ms: int, budget_ms: int) -> Settled | Detached:
-    """A blocking call's answer: settled with the job's end before `deadline_ms`, else detached (the job goes on).
+async def settle_or_detach(
+    job: Job, deadline_ms: int, span_ms: int, *, left: Callable[[], Job] | None = None
+) -> core.EndedInTime | core.DeadlinePassed:
+    """A blocking call's wait: the job's end before `deadline_ms`, else the deadline passed (the job goes on).
 
-    Cancelled, it kills the job through its owner and waits for the end at most `budget_ms` more, then re-raises."""
+    Cancelled, it kills the job the call leaves behind (`left()`'s when that is not the one waited on: a cell that
+    becomes a job) through its owner, waits for its end at most `span_ms` (the call's span) more, then re-raises."""
     try:
-        verdict = await wait_until(job, deadline_ms)
+        return await wait_until(job, deadline_ms)
     except asyncio.CancelledError:
-        job.kill()
-        await wait_until(job, job.clock.now_ms() + max(0, budget_ms))
+        stopping = job if left is None else left()
+        stopping.kill()
+        await wait_until(stopping, stopping.clock.now_ms() + span_ms)
         raise
-    return job.answer(verdict, budget_ms)

@@ -20,7 +20,7 @@ from eukhe.clock import wait_within
 from eukhe.core import job as core
 from eukhe.jobs.job import CellEnding, Job, JobSpec, end_fields
 from eukhe.jobs.table import JobTable
-from eukhe.jobs.wait import wait_until
+from eukhe.jobs.wait import settle_or_detach
 from eukhe.kernel.manager import CellOutcome, CellRun, KernelManager
 from eukhe.records.jobs import Detached, Settled
 
@@ -123,7 +123,9 @@ class CellJobs:
         Cancelling the call makes the cell that job too, cancelled through its owner (interrupted, then its kernel
         killed past the grace); its end is awaited at most `budget_ms`, then the cancellation goes on."""
         clock = self.table.clock
-        deadline = core.deadline_for(clock.now_ms(), None, budget_ms)
+        started = clock.now_ms()
+        deadline = core.deadline_for(started, None, budget_ms)
+        span = deadline - started
         title = _title(code)
         job_id = self.table.new_id()
         spec = JobSpec("cell", title, self.manager.truncation, None)
@@ -148,14 +150,10 @@ class CellJobs:
         run_box.append(run)
         if on_start is not None:
             on_start(job_id)
-        try:
-            verdict = await wait_until(waiter, deadline)
-        except asyncio.CancelledError:
-            job = self._detach(run, record, detached, job_id, title)
-            job.kill()
-            await wait_until(job, clock.now_ms() + max(0, budget_ms))
-            raise
-        if isinstance(verdict, core.Settled):
+        verdict = await settle_or_detach(
+            waiter, deadline, span, left=lambda: self._detach(run, record, detached, job_id, title)
+        )
+        if isinstance(verdict, core.EndedInTime):
             outcome = run.outcome()
             assert outcome is not None
             record.close()
@@ -172,9 +170,7 @@ class CellJobs:
                 error=outcome.error,
             )
         job = self._detach(run, record, detached, job_id, title)
-        return Detached(
-            job=job.id, kind="cell", command=title, budget_ms=budget_ms, output=waiter.snapshot().to_record()
-        )
+        return Detached(job=job.id, kind="cell", command=title, budget_ms=span, output=waiter.snapshot().to_record())
 
     def _detach(self, run: CellRun, record: _Recording, detached: list[Job], job_id: str, title: str) -> Job:
         """The cell becomes job `job_id` of the table, counting every byte it wrote before."""

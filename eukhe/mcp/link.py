@@ -9,7 +9,7 @@ shielded from the cancellation that asked for it). A connection whose request wa
 pool of idle ones for the next call (a connect and the supervisor's peer check cost about as much as a bash run's
 bookkeeping: bench/mcp_roundtrip.py); one that was cancelled, broke or that the daemon closed is not reused.
 
-Requests are encoded by `eukhe.daemon.wire` as the CLI's are; replies are JSON lines, read as the CLI reads them.
+Requests are encoded by `eukhe.daemon.wire` and replies read by `eukhe.daemon.replies`, as the CLI's are.
 When no daemon answers, one is started as every CLI command starts it (`eukhe.daemon.client.connect`, in a thread).
 """
 
@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import errno
 import itertools
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +26,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from eukhe.daemon.client import DaemonError, DaemonProtocolError, DaemonUnavailableError, connect, reply_outcome
+from eukhe.daemon.client import DaemonUnavailableError, connect
+from eukhe.daemon.replies import EVENT, RESULT, DaemonError, DaemonProtocolError, decode_reply, reply_outcome
 from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
 
 log = logging.getLogger("eukhe.mcp")
@@ -97,9 +97,9 @@ class DaemonConnection:
         """Read replies until the one for `request_id`, relaying its events (a reply for `skip` is passed over)."""
         while True:
             kind, value = reply_outcome(await self._reply(), request_id, skip)
-            if kind == "result":
+            if kind == RESULT:
                 return value
-            if kind == "event" and on_event is not None:
+            if kind == EVENT and on_event is not None:
                 on_event(value)
 
     async def _reply(self) -> dict[str, Any]:
@@ -109,13 +109,7 @@ class DaemonConnection:
             raise DaemonProtocolError(f"a reply line is longer than {MAX_REPLY_BYTES} bytes") from error
         if not line.endswith(b"\n"):
             raise DaemonProtocolError("the daemon closed the connection")
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DaemonProtocolError(f"unreadable reply: {error}") from error
-        if not isinstance(value, dict):
-            raise DaemonProtocolError("a reply is a JSON object")
-        return value
+        return decode_reply(line)
 
     @property
     def reusable(self) -> bool:

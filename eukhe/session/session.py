@@ -27,8 +27,7 @@ from typing import Any, Protocol, Self, TypedDict, TypeVar
 import msgspec
 
 from eukhe.clock import Clock
-from eukhe.core.job import Settled as SettledVerdict
-from eukhe.core.job import blocking_span, deadline_for
+from eukhe.core.job import EndedInTime, deadline_for
 from eukhe.core.jobdocs import JOB_DOC_TYPE, JobEnded, JobStarted, WriterEntry
 from eukhe.core.jobends import PastJob, StopReason, past_jobs, reopened_ends
 from eukhe.errors import CodedError, EukheError
@@ -203,9 +202,9 @@ class SessionJobs:
         job = self._job(job_id)
         if isinstance(job, PastJob):
             return past_answer(job)
-        span = blocking_span(timeout_ms, self._session.budget_ms)
-        verdict = await wait_until(job, job.clock.now_ms() + span)
-        return job.answer(verdict, span)
+        now = job.clock.now_ms()
+        deadline = deadline_for(now, timeout_ms, self._session.budget_ms)
+        return job.answer(await wait_until(job, deadline), deadline - now)
 
     async def cancel(self, job_id: str) -> Settled | Detached:
         """Kill the job through its owner and wait for its end at most the blocking budget. A job of an earlier life
@@ -214,9 +213,9 @@ class SessionJobs:
         if isinstance(job, PastJob):
             return past_answer(job)
         job.kill()
-        span = blocking_span(None, self._session.budget_ms)
-        verdict = await wait_until(job, job.clock.now_ms() + span)
-        return job.answer(verdict, span)
+        now = job.clock.now_ms()
+        deadline = deadline_for(now, None, self._session.budget_ms)
+        return job.answer(await wait_until(job, deadline), deadline - now)
 
 
 class Session:
@@ -628,14 +627,14 @@ class Session:
         on; its end records its `eukhe.bash` row). `on_start` hears the job as soon as it runs. Cancelling the call
         kills the job through its owner (waiting for its end at most the budget), then re-raises."""
         self.check_open()
-        budget = blocking_span(budget_ms, self.budget_ms)
         answer = await bash_and_wait(
             command,
             self.cwd,
             truncation=self.settings.bound,
             artifact_dir=self.artifact_dir,
             table=self.job_table,
-            budget_ms=budget,
+            budget_ms=self.budget_ms,
+            timeout_ms=budget_ms,
             options=self._bash_options,
             on_start=None if on_start is None else (lambda job: on_start(job.id)),
             confine=self.bash_confinement(),
@@ -669,7 +668,7 @@ class Session:
         stopping: list[str] = []
         for job in killed:
             verdict = await wait_until(job, deadline)
-            (stopped if isinstance(verdict, SettledVerdict) else stopping).append(job.id)
+            (stopped if isinstance(verdict, EndedInTime) else stopping).append(job.id)
         return stopped, stopping
 
     async def navigate_tree(self, entry_id: str | None) -> Rewound:

@@ -16,13 +16,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eukhe.core.job import (
+    CallBegun,
     CallCancel,
     CallEvent,
     CallFail,
     CallOutput,
     CallProgress,
     CallReturn,
-    CallStart,
     CallUsage,
     CallWarning,
     SettleRecord,
@@ -32,7 +32,7 @@ from eukhe.core.job import (
 )
 
 events = st.one_of(
-    st.just(CallStart()),
+    st.just(CallBegun()),
     st.builds(CallOutput, st.integers(0, 9)),
     st.builds(CallWarning, st.text(max_size=4)),
     st.builds(CallUsage, st.lists(st.tuples(st.sampled_from(["in", "out"]), st.integers(0, 9)), max_size=2).map(tuple)),
@@ -44,7 +44,7 @@ events = st.one_of(
 streams = st.lists(events, max_size=20)
 
 SMALL_ALPHABET: list[CallEvent] = [
-    CallStart(),
+    CallBegun(),
     CallOutput(1),
     CallOutput(0),
     CallWarning("w"),
@@ -78,7 +78,7 @@ def check_journals_two(stream: Sequence[CallEvent]) -> None:
 
 
 def check_settles_once(stream: Sequence[CallEvent]) -> None:
-    start = first_index(stream, CallStart)
+    start = first_index(stream, CallBegun)
     end = None if start is None else first_index(stream, ENDS, after=start)
     settles = [r for r in journal(stream) if isinstance(r, SettleRecord)]
     assert len(settles) == (1 if end is not None else 0)
@@ -94,7 +94,7 @@ def check_settles_once(stream: Sequence[CallEvent]) -> None:
 
 
 def check_settle_carries_all(stream: Sequence[CallEvent]) -> None:
-    start = first_index(stream, CallStart)
+    start = first_index(stream, CallBegun)
     end = None if start is None else first_index(stream, ENDS, after=start)
     if start is None or end is None:
         return

@@ -307,7 +307,7 @@ TestJobMachine = JobMachine.TestCase
 
 @dataclass(frozen=True, slots=True)
 class CallOutcome:
-    verdict: core.Settled | core.Detached
+    verdict: core.EndedInTime | core.DeadlinePassed
     returned_at: int
     end_at: int | None  # when the job ended (the instant its end was ready), if it did before the return
 
@@ -340,9 +340,9 @@ def check_call_blocks_at_most_budget(state: JobState, timeline: Sequence[JobEven
     outcome = blocking_call(state, timeline, now, deadline)
     assert outcome.returned_at <= max(now, deadline)
     if budget <= 0:  # a passed deadline detaches at once, even when the end is ready
-        assert outcome.verdict == core.Detached(now)
+        assert outcome.verdict == core.DeadlinePassed(now)
         assert outcome.returned_at == now
-    if isinstance(outcome.verdict, core.Detached):
+    if isinstance(outcome.verdict, core.DeadlinePassed):
         assert outcome.verdict.at_ms == outcome.returned_at
         assert outcome.returned_at >= deadline
 
@@ -352,7 +352,7 @@ def check_call_settles_with_job(state: JobState, timeline: Sequence[JobEvent], n
     outcome = blocking_call(state, timeline, now, deadline)
     _, ends = core.run(state, timeline)
     own_end = state.end if state.end is not None else (ends[0] if ends else None)
-    if isinstance(outcome.verdict, core.Settled):
+    if isinstance(outcome.verdict, core.EndedInTime):
         assert outcome.verdict.end == own_end  # the job's own end, no other
         assert outcome.end_at is not None
         assert outcome.end_at < deadline
@@ -391,8 +391,8 @@ def test_call_blocks_at_most_budget_and_call_settles_with_job_exhaustively() -> 
 def test_wait_examples() -> None:
     """The three verdicts at their edges."""
     ended = JobState(None, end=Exited(0))
-    assert core.wait(ended, 5, 5) == core.Detached(5)  # a passed deadline detaches even when the end is ready
-    assert core.wait(ended, 4, 5) == core.Settled(Exited(0))
+    assert core.wait(ended, 5, 5) == core.DeadlinePassed(5)  # a passed deadline detaches even when the end is ready
+    assert core.wait(ended, 4, 5) == core.EndedInTime(Exited(0))
     assert core.wait(JobState(None), 4, 5) is core.WAITING
     assert core.deadline_for(100, None, 30) == 130
     assert core.deadline_for(100, 10, 30) == 110
@@ -834,7 +834,7 @@ def test_job_start_counts_only_what_the_run_wrote_before() -> None:
 
 
 def test_stream_journals_two_and_the_state_says_the_phase_and_keeps_a_failures_warning() -> None:
-    state, made = core.journal_step(core.CallState(), core.CallStart())
+    state, made = core.journal_step(core.CallState(), core.CallBegun())
     assert (state.phase, len(made)) == (core.CallPhase.RUNNING, 1)
     state, _ = core.journal_step(state, core.CallWarning("w"))
     state, (settle,) = core.journal_step(state, core.CallFail("boom"))

@@ -41,7 +41,7 @@ def kill_dropping_the_output(state: core.JobState, event: core.JobEvent) -> core
 
 def wait_settling_at_the_deadline(state: core.JobState, now_ms: int, deadline_ms: int) -> core.WaitVerdict:
     if now_ms == deadline_ms and state.end is not None:
-        return core.Settled(state.end)
+        return core.EndedInTime(state.end)
     return real_wait(state, now_ms, deadline_ms)
 
 

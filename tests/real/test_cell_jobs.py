@@ -84,7 +84,7 @@ def test_a_cell_past_its_budget_becomes_a_job_whose_output_starts_with_every_byt
             assert [j.id for j in cells.jobs()] == [job.id]
             gate.set()
             verdict = await wait_until(job, table.clock.now_ms() + FAR_MS)
-            assert verdict == core.Settled(core.Exited(0))
+            assert verdict == core.EndedInTime(core.Exited(0))
             assert job.result().text == b"before\nafter\n"
             outcome = cells.outcome(job.id)
             assert outcome is not None
@@ -130,7 +130,7 @@ def test_a_detached_cell_job_counts_every_byte_of_the_run() -> None:
             assert job is not None
             assert job.kept + job.dropped == before
             gate.set()
-            assert await wait_until(job, table.clock.now_ms() + FAR_MS) == core.Settled(core.Exited(0))
+            assert await wait_until(job, table.clock.now_ms() + FAR_MS) == core.EndedInTime(core.Exited(0))
             assert job.kept + job.dropped == before + after
             final = job.result()
             assert final.bytes_kept + final.bytes_dropped == before + after
@@ -152,7 +152,7 @@ def test_cancelling_a_cell_job_interrupts_the_cell() -> None:
             pid = km.pid
             await until(lambda: b"spin" in job.snapshot().text, what="the cell to run")
             job.kill()
-            assert await wait_until(job, table.clock.now_ms() + FAR_MS) == core.Settled(core.Killed())
+            assert await wait_until(job, table.clock.now_ms() + FAR_MS) == core.EndedInTime(core.Killed())
             outcome = cells.outcome(job.id)
             assert outcome is not None
             assert outcome.status == "interrupted"
@@ -181,7 +181,7 @@ def test_a_cell_that_ignores_the_interrupt_has_its_kernel_killed_after_the_grace
             pid = km.pid
             await until(lambda: b"stubborn" in job.snapshot().text, what="the cell to run")
             job.kill()
-            assert await wait_until(job, table.clock.now_ms() + FAR_MS) == core.Settled(core.Killed())
+            assert await wait_until(job, table.clock.now_ms() + FAR_MS) == core.EndedInTime(core.Killed())
             outcome = cells.outcome(job.id)
             assert outcome is not None
             assert outcome.status == "killed"

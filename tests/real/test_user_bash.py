@@ -91,7 +91,7 @@ def test_a_job_whose_grandchildren_ignore_sigterm_is_fully_gone_after_cancel(tmp
         assert os.getsid(pgid) == (pgid if has_controlling_terminal() else os.getsid(0))
         job.kill()
         verdict = await wait_until(job, table.clock.now_ms() + 10_000)
-        assert verdict == core.Settled(Killed())
+        assert verdict == core.EndedInTime(Killed())
         assert group_members(pgid) == []  # no process of its group survives
 
     run(body)
@@ -156,7 +156,7 @@ def test_a_command_that_closes_stdout_and_stderr_and_keeps_running_is_still_kill
             (sleeper,) = [pid for pid in group_members(pgid) if _comm(pid) == "sleep"]
             assert sleeper != pgid
             job.kill()
-            assert await wait_until(job, table.clock.now_ms() + 10_000) == core.Settled(Killed())
+            assert await wait_until(job, table.clock.now_ms() + 10_000) == core.EndedInTime(Killed())
             assert group_members(pgid) == []  # no process of the group survives, the sleeping child included
             assert job.result().text == b"bye\n"
         finally:
@@ -247,7 +247,7 @@ def test_cap_and_one_end(tmp_path: Path) -> None:
         table.subscribe(Listener())
         truncation = On(OutputLimits(10, 1000, Keep.HEAD))
         job = await bash(table, "printf 0123456789abcdef; exit 7", tmp_path, truncation)
-        assert await wait_until(job, table.clock.now_ms() + 10_000) == core.Settled(Exited(7))
+        assert await wait_until(job, table.clock.now_ms() + 10_000) == core.EndedInTime(Exited(7))
         assert (job.kept, job.dropped) == (10, 6)
         assert job.finish(Killed()) is False
         job.write(b"late")
@@ -262,8 +262,8 @@ def test_exit_codes_and_a_signal_nobody_sent(tmp_path: Path) -> None:
     async def body(table: JobTable) -> None:
         plain = await bash(table, "exit 3", tmp_path)
         signalled = await bash(table, "kill -KILL $$", tmp_path)
-        assert await wait_until(plain, table.clock.now_ms() + 10_000) == core.Settled(Exited(3))
-        assert await wait_until(signalled, table.clock.now_ms() + 10_000) == core.Settled(Exited(137))
+        assert await wait_until(plain, table.clock.now_ms() + 10_000) == core.EndedInTime(Exited(3))
+        assert await wait_until(signalled, table.clock.now_ms() + 10_000) == core.EndedInTime(Exited(137))
 
     run(body)
 
@@ -316,7 +316,7 @@ def test_a_rewind_names_the_jobs_still_stopping_at_its_deadline(tmp_path: Path) 
         rewound = await table.rewind(None, table.clock.now_ms() + 50)  # SIGKILL comes only after the 1 s grace
         assert rewound.stopped == ()
         assert rewound.stopping == (slow,)
-        assert await wait_until(slow, table.clock.now_ms() + 10_000) == core.Settled(Killed())
+        assert await wait_until(slow, table.clock.now_ms() + 10_000) == core.EndedInTime(Killed())
 
     run(body)
 
@@ -338,10 +338,10 @@ def test_wait_detaches_at_the_budget_and_a_later_wait_settles(tmp_path: Path) ->
         job = table.get(answer.job)
         assert job is not None
         assert job.running
-        assert await wait_until(job, table.clock.now_ms() + 10_000) == core.Settled(Exited(0))
+        assert await wait_until(job, table.clock.now_ms() + 10_000) == core.EndedInTime(Exited(0))
         assert job.result().text == b"started\nfinished\n"
         passed = await wait_until(job, table.clock.now_ms())  # a passed deadline detaches even when the end is ready
-        assert isinstance(passed, core.Detached)
+        assert isinstance(passed, core.DeadlinePassed)
 
     run(body)
 

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from eukhe.core.job import (
+    CallBegun,
     CallCancel,
     CallEvent,
     CallOutput,
     CallProgress,
     CallReturn,
-    CallStart,
     CallUsage,
     CallWarning,
     JournalRecord,
@@ -80,7 +80,7 @@ def generate(rng: random.Random, index: int) -> Script:
 
 
 def model_events(script: Script) -> list[CallEvent]:
-    events: list[CallEvent] = [CallStart()]
+    events: list[CallEvent] = [CallBegun()]
     events.extend(CallOutput(len(step.data)) if isinstance(step, Write) else step for step in script.steps)
     if script.cancel:
         events.append(CallCancel())

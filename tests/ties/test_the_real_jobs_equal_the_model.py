@@ -135,8 +135,8 @@ def show_state(state: core.JobState) -> str:
     return f"kept={state.kept} dropped={state.dropped} {show_end(state.end)}"
 
 
-def show_verdict(verdict: core.Settled | core.Detached) -> str:
-    if isinstance(verdict, core.Settled):
+def show_verdict(verdict: core.EndedInTime | core.DeadlinePassed) -> str:
+    if isinstance(verdict, core.EndedInTime):
         return f"settled {show_end(verdict.end)}"
     return f"detached at {verdict.at_ms}"
 
@@ -170,8 +170,8 @@ def play_model(scenario: Scenario, coverage: Counter[str]) -> list[str]:
             if not isinstance(verdict, core.Waiting):
                 waits.remove(wait)
                 out.append(f"t={now} wait#{number} j{job} -> {show_verdict(verdict)}")
-                coverage["settle within budget" if isinstance(verdict, core.Settled) else "detach at budget"] += 1
-                if isinstance(verdict, core.Detached) and states[job].end is not None:
+                coverage["settle within budget" if isinstance(verdict, core.EndedInTime) else "detach at budget"] += 1
+                if isinstance(verdict, core.DeadlinePassed) and states[job].end is not None:
                     coverage["passed deadline with the end ready"] += 1
 
     def apply(job: int, event: core.JobEvent) -> None:
@@ -262,7 +262,7 @@ async def play_real(scenario: Scenario) -> list[str]:
     owner = BridgeOwner()
     jobs: list[Job] = []
     entries = 0
-    waits: list[tuple[int, int, asyncio.Task[core.Settled | core.Detached]]] = []
+    waits: list[tuple[int, int, asyncio.Task[core.EndedInTime | core.DeadlinePassed]]] = []
     waits_made = 0
     out: list[str] = []
 

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eukhe.core.job import Detached as DetachedVerdict
-from eukhe.core.job import Exited, Killed
-from eukhe.core.job import Settled as SettledVerdict
+from eukhe.core.job import DeadlinePassed, EndedInTime, Exited, Killed
 from eukhe.core.limits import Off, On, OutputLimits
 from eukhe.jobs import Job, JobSpec, JobTable, JobTableClosedError, VirtualClock
 from eukhe.jobs.job import CellEnding, end_fields
@@ -85,12 +83,12 @@ def test_answers_carry_the_job_its_end_and_its_window() -> None:
     table = JobTable(VirtualClock(), new_id=iter(["a", "c"]).__next__)
     job = table.start(JobSpec("bash", "echo hi", Off()), Owner())
     job.write(b"hi\n")
-    detached = job.answer(DetachedVerdict(250), 250)
+    detached = job.answer(DeadlinePassed(250), 250)
     assert isinstance(detached, Detached)
     assert (detached.job, detached.kind, detached.command, detached.budget_ms) == ("a", "bash", "echo hi", 250)
     assert detached.output.text == "hi\n"
     job.finish(Exited(2))
-    settled = job.answer(SettledVerdict(Exited(2)), 250)
+    settled = job.answer(EndedInTime(Exited(2)), 250)
     assert isinstance(settled, Settled)
     assert (settled.job, settled.kind, settled.command, settled.exit_code, settled.killed) == (
         "a",
@@ -104,7 +102,7 @@ def test_answers_carry_the_job_its_end_and_its_window() -> None:
     error = CellError(ename="ZeroDivisionError", evalue="division by zero", traceback=["x"])
     cell.cell = CellEnding(outcome="error", result="r", error=error)
     cell.finish(Killed())
-    answer = cell.answer(SettledVerdict(Killed()), 10)
+    answer = cell.answer(EndedInTime(Killed()), 10)
     assert isinstance(answer, Settled)
     assert (answer.kind, answer.exit_code, answer.killed, answer.outcome, answer.result, answer.error) == (
         "cell",
@@ -137,11 +135,11 @@ def test_a_blocking_call_settles_detaches_or_when_cancelled_kills_its_job_and_sa
         table = JobTable(clock, new_id=iter(["a", "b", "c"]).__next__)
         quick = table.start(JobSpec("bash", "true", Off()), Owner())
         quick.finish(Exited(0))
-        settled = await settle_or_detach(quick, clock.now_ms() + 100, 100)
+        settled = quick.answer(await settle_or_detach(quick, clock.now_ms() + 100, 100), 100)
         assert isinstance(settled, Settled)
         assert settled.exit_code == 0
         slow = table.start(JobSpec("bash", "sleep", Off()), Owner())
-        detached = await settle_or_detach(slow, clock.now_ms(), 100)
+        detached = slow.answer(await settle_or_detach(slow, clock.now_ms(), 100), 100)
         assert isinstance(detached, Detached)
         assert detached.budget_ms == 100
         owner = Owner(obliging=True)
@@ -167,9 +165,9 @@ def test_a_cancelled_calls_error_says_how_its_job_ended() -> None:
     texts = [
         CallCancelledError(job.answer(verdict, 5))
         for job, verdict in (
-            (killed, SettledVerdict(Killed())),
-            (exited, SettledVerdict(Exited(3))),
-            (running, DetachedVerdict(5)),
+            (killed, EndedInTime(Killed())),
+            (exited, EndedInTime(Exited(3))),
+            (running, DeadlinePassed(5)),
         )
     ]
     assert [str(error) for error in texts] == [
@@ -235,5 +233,30 @@ def test_a_cancelled_call_waits_for_its_killed_jobs_end_within_its_budget_and_no
         await turn()
         assert call.done(), "a budget of 0 waits for nothing"
         assert stuck.running
+
+    asyncio.run(scenario())
+
+
+def test_a_cancelled_call_kills_the_job_it_leaves_behind_not_the_one_it_waited_on() -> None:
+    async def scenario() -> None:
+        clock = VirtualClock()
+        table = JobTable(clock, new_id=iter(["waiter", "cell"]).__next__)
+        waiter = table.start(JobSpec("cell", "private wait", Off()), Owner())
+        owner = Owner(obliging=True)
+        became: list[Job] = []
+
+        def left() -> Job:
+            became.append(table.start(JobSpec("cell", "the cell as a job", Off()), owner))
+            return became[0]
+
+        call = asyncio.ensure_future(settle_or_detach(waiter, clock.now_ms() + 1_000, 1_000, left=left))
+        await turn()
+        assert not became, "nothing is left behind before a cancel"
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert owner.kills == ["cell"]
+        assert isinstance(became[0].end, Killed)
+        assert waiter.running, "the job waited on is not the one killed"
 
     asyncio.run(scenario())

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import pytest
 
-from eukhe.core.job import Detached, End, Exited, Killed, Settled
+from eukhe.core.job import DeadlinePassed, End, EndedInTime, Exited, Killed
 from eukhe.core.limits import Keep, Off, On, OutputLimits
 from eukhe.jobs import Job, JobSpec, JobTable, JobTableClosedError, MonotonicClock, VirtualClock, wait_until
 
@@ -105,7 +105,7 @@ def test_wait_until_settles_detaches_and_leaves_no_timer() -> None:
         assert not waiting.done()
         job.finish(Exited(5))
         await turn()
-        assert waiting.result() == Settled(Exited(5))
+        assert waiting.result() == EndedInTime(Exited(5))
         assert clock.pending() == 0
 
         other = table.start(JobSpec("t", "t", Off()), LazyOwner())
@@ -116,7 +116,7 @@ def test_wait_until_settles_detaches_and_leaves_no_timer() -> None:
         assert not late.done()
         clock.tick()  # t = 3: the deadline
         await turn()
-        assert late.result() == Detached(3)
+        assert late.result() == DeadlinePassed(3)
         assert other.running  # the job goes on
 
         cancelled = asyncio.create_task(wait_until(other, 100))
@@ -126,7 +126,7 @@ def test_wait_until_settles_detaches_and_leaves_no_timer() -> None:
             await cancelled
         assert other.running
         assert clock.pending() == 0
-        assert await wait_until(job, 3) == Detached(3)  # passed deadline, end ready: detached at once
+        assert await wait_until(job, 3) == DeadlinePassed(3)  # passed deadline, end ready: detached at once
 
     run(body)
 
@@ -136,10 +136,10 @@ def test_wait_until_on_the_monotonic_clock() -> None:
         table = JobTable(MonotonicClock())
         job = table.start(JobSpec("t", "t", Off()), LazyOwner())
         asyncio.get_running_loop().call_soon(job.finish, Exited(0))
-        assert await wait_until(job, table.clock.now_ms() + 10_000) == Settled(Exited(0))
+        assert await wait_until(job, table.clock.now_ms() + 10_000) == EndedInTime(Exited(0))
         other = table.start(JobSpec("t", "t", Off()), LazyOwner())
         verdict = await wait_until(other, table.clock.now_ms() + 5)
-        assert isinstance(verdict, Detached)
+        assert isinstance(verdict, DeadlinePassed)
         assert verdict.at_ms >= 0
         assert job.id.startswith("job-")
         assert job.id != other.id
@@ -201,7 +201,7 @@ def test_a_jobs_counts_equal_its_window_in_bytes_and_lines_also_when_the_line_li
     row = job.row()
     assert (row.bytes_kept, row.bytes_dropped, row.lines_kept, row.lines_dropped) == (4, 2, 2, 1)
     assert job.finish(Exited(0))
-    answer = job.answer(Settled(Exited(0)), 0)
+    answer = job.answer(EndedInTime(Exited(0)), 0)
     assert (answer.output.bytes_kept, answer.output.bytes_dropped) == (4, 2)
     ended = job.row()
     assert (ended.bytes_kept, ended.bytes_dropped, ended.lines_kept, ended.lines_dropped) == (4, 2, 2, 1)

@@ -24,6 +24,10 @@ from tests.real.test_daemon_reliability import alive, eventually, start_long_job
 pytestmark = pytest.mark.real
 
 
+LONG_S = 3600
+"""An idle timeout no test reaches: set while a test still looks at what a short one would cull."""
+
+
 def configure(world: DaemonEnv, **settings: Any) -> None:
     world.agent_dir.mkdir(mode=0o700, exist_ok=True)
     (world.agent_dir / "settings.json").write_text(json.dumps(settings))
@@ -109,12 +113,13 @@ def kernels_of(worker: int) -> list[int]:
 
 
 def test_an_idle_kernel_is_culled_and_then_its_session(world: DaemonEnv, tmp_path: Path) -> None:
-    configure(world, kernel_idle_timeout_s=0.2, session_idle_timeout_s=0)  # sessions: never
+    configure(world, kernel_idle_timeout_s=LONG_S, session_idle_timeout_s=0)  # sessions: never
     session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     code = "import threading\nlock = threading.Lock()\nx = 41\nx + 1"
     assert world.json("ipython", "--session", session, "-c", code)["result"] == "42"
     worker = worker_pids(world)[session]
-    (kernel,) = kernels_of(worker)
+    (kernel,) = kernels_of(worker)  # found before a short timeout can cull it
+    configure(world, kernel_idle_timeout_s=0.2, session_idle_timeout_s=0)
     eventually(lambda: culled(world, session, "kernel_culled"), "the idle kernel to be culled")
     eventually(lambda: not alive(kernel), "the culled kernel to be gone")
     assert worker_pids(world)[session] == worker, "only the kernel was culled"
@@ -133,7 +138,7 @@ def test_a_kernel_is_never_culled_while_a_remote_call_runs_on_it(world: DaemonEn
     """A @remote call in flight keeps its kernel busy: past the idle timeout it is not culled, and the call answers.
     Two guards hold it (the supervisor asks no worker with a request in flight; the worker's kernel counts its calls
     as work): each was removed once on purpose, and the test failed only with both gone."""
-    configure(world, kernel_idle_timeout_s=0.3, session_idle_timeout_s=0)  # sessions: never
+    configure(world, kernel_idle_timeout_s=LONG_S, session_idle_timeout_s=0)  # sessions: never
     release = tmp_path / "release"
     session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     code = (
@@ -152,7 +157,8 @@ def test_a_kernel_is_never_culled_while_a_remote_call_runs_on_it(world: DaemonEn
         "remote", "call", "--session", session, "wait_for", "--json", "--args", args, "--budget-ms", "60000"
     )
     started = tmp_path / "release.started"
-    eventually(started.exists, "the call to run in the kernel")  # in flight before any idle pass can look
+    eventually(started.exists, "the call to run in the kernel")  # in flight before any short timeout holds
+    configure(world, kernel_idle_timeout_s=0.3, session_idle_timeout_s=0)
     # A control kernel idle from now: once it is culled, then another, the passes that culled them looked at the
     # busy kernel after it was idle (but for its call) longer than its timeout.
     for _ in range(2):

@@ -307,8 +307,7 @@ async def start_bash(
         job = table.start(JobSpec("bash", command, truncation, artifact_dir, group=group), run)
     except BaseException:  # a closed table (JobTableClosedError) or a failing listener: leave no process behind
         run._kill()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(pipe.exited), GIVE_UP_MS / 1000)  # reaped before the transport goes
+        await wait_within(table.clock, pipe.exited, GIVE_UP_MS)  # reaped before the transport goes
         transport.close()
         pipe.close_output()
         raise

@@ -162,7 +162,7 @@ class KernelProcess:
             os.killpg(self.pid, signal.SIGKILL)
         code = await asyncio.shield(self.exited)
         if self.namespace is not None:  # its pid namespace ends after bwrap: wait until nothing of it runs
-            await namespace_gone(self.namespace)
+            await namespace_gone(self.namespace, clock)
         for pgid in sorted(child_groups):  # the stub may have died before it could kill them
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)

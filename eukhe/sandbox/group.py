@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
+from eukhe.clock import Clock, poll_until
 from eukhe.procs import kill_group, signal_group, start_ticks
 
 Confine = Callable[[Sequence[str], int], list[str]]
@@ -108,7 +109,7 @@ class SandboxGroup:
             os.close(fd)
 
 
-NAMESPACE_END_S = 10.0
+NAMESPACE_END_MS = 10_000
 """How long the end of a pid namespace may take after bwrap is gone (the kernel SIGKILLs its processes at once:
 only a process stuck in the kernel reaches this)."""
 
@@ -126,10 +127,8 @@ def namespace_of(bwrap_pid: int) -> tuple[int, int] | None:
     return None if started is None else (pids[0], started)
 
 
-async def namespace_gone(init: tuple[int, int]) -> None:
-    """Wait until a namespace's pid 1 is gone or a zombie: by then every other process of it has ended."""
+async def namespace_gone(init: tuple[int, int], clock: Clock) -> None:
+    """Wait until a namespace's pid 1 is gone or a zombie: by then every other process of it has ended (at most
+    NAMESPACE_END_MS on `clock`)."""
     pid, started = init
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + NAMESPACE_END_S
-    while start_ticks(pid) == started and loop.time() < deadline:
-        await asyncio.sleep(0.001)
+    await poll_until(clock, lambda: start_ticks(pid) != started, clock.now_ms() + NAMESPACE_END_MS)

@@ -8,7 +8,6 @@ the candidate on every path (also on an error or a cancellation).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import os
@@ -17,6 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from eukhe.clock import Clock, MonotonicClock, sleep_ms
 from eukhe.core.kernel_local import (
     LOCK_NAME,
     AttemptVerdict,
@@ -114,8 +114,11 @@ def read_lock_facts(lock: Path, now: float | None = None) -> tuple[LockFacts, in
 class BootstrapLock:
     """`kernel-venv.bootstrap.lock` in `directory`; `async with` holds it (waiting, sweeping, setting aside)."""
 
-    def __init__(self, directory: Path, *, timeout: float | None = 900.0, poll: float = 0.05) -> None:
+    def __init__(
+        self, directory: Path, *, timeout: float | None = 900.0, poll: float = 0.05, clock: Clock | None = None
+    ) -> None:
         self.directory = directory
+        self.clock = clock if clock is not None else MonotonicClock()
         self.path = directory / LOCK_NAME
         self.timeout = timeout
         self.poll = poll
@@ -133,7 +136,7 @@ class BootstrapLock:
         """Attempt until the lock is ours; wait between attempts while it is held."""
         make_private_dirs(self.directory)
         owner = me()
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        deadline = None if self.timeout is None else self.clock.now_ms() + round(self.timeout * 1000)
         delay = self.poll
         sweep(self.directory)
         while True:
@@ -143,9 +146,9 @@ class BootstrapLock:
                 return
             if effect is Effect.WAIT:
                 self.waited = True
-                if deadline is not None and time.monotonic() > deadline:
+                if deadline is not None and self.clock.now_ms() > deadline:
                     raise BootstrapLockTimeoutError(f"another process holds {self.path} for more than {self.timeout}s")
-                await asyncio.sleep(delay)
+                await sleep_ms(self.clock, round(delay * 1000))
                 delay = min(delay * 1.5, 0.5)
                 sweep(self.directory)
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from eukhe.kernel.session import KernelSession
+from eukhe.kernel.session_kernel import KernelSession
 from eukhe.records.jobs import Settled
 from eukhe.records.sandbox import SandboxPolicy
 from eukhe.sandbox import bwrap

@@ -8,7 +8,7 @@ Answers are the records of `eukhe.records` (snake_case, `.to_json()` for plain J
 from __future__ import annotations
 
 from eukhe.children import ChildExistsError, UnknownChildError
-from eukhe.children.session import AgentSession as Session
+from eukhe.children.family import AgentSession as Session
 from eukhe.errors import EukheError, InputError, UsageError
 from eukhe.jobs.wait import CallCancelledError
 from eukhe.kernel.errors import RemoteCallError

@@ -4,9 +4,9 @@ docs/children.md.
 """
 
 from eukhe.children.errors import ChildExistsError, UnknownChildError
+from eukhe.children.family import AgentSession, SessionChildren
 from eukhe.children.host import ChildHost, InProcessHost
 from eukhe.children.roster import CHILD_DOC, Children
-from eukhe.children.session import AgentSession, SessionChildren
 
 __all__ = [
     "CHILD_DOC",

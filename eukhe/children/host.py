@@ -13,7 +13,7 @@ from eukhe.records.children import RunEnd, RunRequest
 from eukhe.records.sandbox import SandboxPolicy
 
 if TYPE_CHECKING:
-    from eukhe.children.session import AgentSession
+    from eukhe.children.family import AgentSession
 
 
 class ChildHost(Protocol):

@@ -12,7 +12,7 @@ from eukhe.records.children import ChildError, ChildErrorReason, RunEnd, RunRequ
 from eukhe.records.jobs import Detached, Settled
 
 if TYPE_CHECKING:
-    from eukhe.kernel.session import KernelSession
+    from eukhe.kernel.session_kernel import KernelSession
 
 NO_TIMEOUT_MS = 10 * 365 * 86_400_000
 """A run without `timeout_ms` is never stalled (ten years stands for never)."""

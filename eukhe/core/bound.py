@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
-from .facts import is_count
+from .fact_errors import is_count
 from .limits import Keep, OutputLimits
 
 CHAR_CONTEXT = 3

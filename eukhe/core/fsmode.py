@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from eukhe.core.facts import FactError, is_count
+from eukhe.core.fact_errors import FactError, is_count
 
 PRIVATE_FILE_MODE = 0o600
 """Mode of every file eukhe makes for a session, given at creation (never chmod afterwards)."""

@@ -24,7 +24,7 @@ import enum
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from eukhe.core.facts import FactError, is_count, is_int
+from eukhe.core.fact_errors import FactError, is_count, is_int
 from eukhe.core.limits import Off, On, Truncation
 
 MAX_BYTES = 2**64 - 1

@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from eukhe.core.facts import FactError, is_count
+from eukhe.core.fact_errors import FactError, is_count
 
 KERNEL_MISSING_TEXT = "The Python kernel is not installed: run `eukhe kernel install` once"
 """The exact error `ipython` answers when the kernel cannot be set up from local files (spec 3)."""

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from eukhe.children import AgentSession
-from eukhe.children.session import AgentSessions, agent_parts
+from eukhe.children.family import AgentSessions, agent_parts
 from eukhe.daemon.asking import ask
 from eukhe.daemon.replies import DaemonError, DaemonProtocolError
 from eukhe.records.children import RunEnd, RunRequest

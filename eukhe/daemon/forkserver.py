@@ -32,7 +32,7 @@ import threading
 import traceback
 from pathlib import Path
 
-from eukhe.daemon.procs import libc
+from eukhe.daemon.orphans import libc
 from eukhe.records.base import decode_json, encode
 from eukhe.records.daemon import Forked, ForkRequest, WorkerReady
 from eukhe.text_facts import load_numpy

@@ -1,4 +1,4 @@
-"""What a worker hosts: one open session (`eukhe.kernel.session.KernelSession`), answering the session's requests.
+"""What a worker hosts: one open session (`eukhe.kernel.session_kernel.KernelSession`), answering its requests.
 
 `open_host` opens (or creates) the session in the worker's working directory, reading its journal once;
 `SessionHost.handle` dispatches one request through a table of handlers, each a Session API call whose answer is
@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from eukhe.children import AgentSession
-from eukhe.children.session import AgentSessions
+from eukhe.children.family import AgentSessions
 from eukhe.clock import Clock, MonotonicClock, poll_until, sleep_ms
 from eukhe.core import job as core
 from eukhe.core.jobdocs import JOB_DOC_TYPE

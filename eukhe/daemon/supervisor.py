@@ -34,7 +34,7 @@ from eukhe.daemon.local_access import (
     serve_private,
     socket_is_live,
 )
-from eukhe.daemon.procs import become_subreaper, end_orphans
+from eukhe.daemon.orphans import become_subreaper, end_orphans
 from eukhe.daemon.protocol import JSON, MAX_REPLY_BYTES, PROTOCOL_VERSION, Request, encode_request, to_builtins
 from eukhe.daemon.replies import EVENT, RESULT, DaemonError, decode_reply, reply_outcome
 from eukhe.daemon.server import NO_EVENTS, STREAMING_OPS, EventSink, RequestError, close_writer, serve_requests

@@ -27,7 +27,7 @@ from eukhe.daemon.children import daemon_children
 from eukhe.daemon.childwatch import PidfdOrThreadWatcher
 from eukhe.daemon.host import SessionHost, open_host
 from eukhe.daemon.local_access import bind_private_socket, serve_private
-from eukhe.daemon.procs import become_subreaper, end_orphans
+from eukhe.daemon.orphans import become_subreaper, end_orphans
 from eukhe.daemon.server import serve_requests
 from eukhe.errors import EukheError, error_code
 from eukhe.fsio import write_all

@@ -6,8 +6,8 @@ table observes each entry it holds (the rewind order). The job writer turns job 
 nodes off the callers' path. A rewind (`navigate_tree`, `fork`) kills the jobs started after its target and waits
 for their ends at most the blocking budget.
 
-This class hosts user bash and jobs. What the layers above add (the Python kernel, `eukhe.kernel.session`; the
-children, `eukhe.children.session`) are its parts (`SessionPart`): members the session calls at fixed points (a
+This class hosts user bash and jobs. What the layers above add (the Python kernel, `eukhe.kernel.session_kernel`; the
+children, `eukhe.children.family`) are its parts (`SessionPart`): members the session calls at fixed points (a
 reopen, a rewind, a fork, the close), given to it when it is made. This layer imports nothing of the kernel.
 """
 
@@ -117,7 +117,7 @@ _Part = TypeVar("_Part", bound=SessionPart)
 
 class SessionMade(TypedDict):
     """What a session is made of (its constructor's arguments besides its parts): for the classes that give it
-    their parts (`eukhe.kernel.session.KernelSession`, `eukhe.children.session.AgentSession`)."""
+    their parts (`eukhe.kernel.session_kernel.KernelSession`, `eukhe.children.family.AgentSession`)."""
 
     root: Path
     directory: Path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from eukhe.core.facts import FactError
+from eukhe.core.fact_errors import FactError
 
 
 def refused_field(error: type[FactError], make: Callable[[], object]) -> str | None:

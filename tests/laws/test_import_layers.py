@@ -126,14 +126,14 @@ def test_no_import_goes_up_the_layers(path: Path) -> None:
 
 
 def test_the_walk_catches_an_import_that_goes_up() -> None:
-    assert place("eukhe.session.session")[0] < place("eukhe.kernel.session")[0]
+    assert place("eukhe.session.session")[0] < place("eukhe.kernel.session_kernel")[0]
     assert place("eukhe.store.journal")[0] < place("eukhe.harness.harness")[0]
     assert place("eukhe.records.jobs")[0] < place("eukhe.store.dirs")[0]
     session = (PACKAGE / "session" / "session.py").read_text()
-    planted = session + "def later() -> None:\n    from eukhe.kernel.session import KernelSession\n"
+    planted = session + "def later() -> None:\n    from eukhe.kernel.session_kernel import KernelSession\n"
     assert violations("eukhe.session.session", planted) == [
-        "eukhe.session.session (eukhe.session) imports eukhe.kernel.session (eukhe.kernel), a layer above",
-        "eukhe.session.session (eukhe.session) imports eukhe.kernel.session.KernelSession (eukhe.kernel), "
+        "eukhe.session.session (eukhe.session) imports eukhe.kernel.session_kernel (eukhe.kernel), a layer above",
+        "eukhe.session.session (eukhe.session) imports eukhe.kernel.session_kernel.KernelSession (eukhe.kernel), "
         "a layer above",
     ]
     relative = (PACKAGE / "store" / "dirs.py").read_text() + "from ..session import session\n"

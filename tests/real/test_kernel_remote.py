@@ -22,7 +22,7 @@ import pytest
 from eukhe.api import RemoteCallAnswer, RemoteCallError, Session, SessionSettings, Settled
 from eukhe.clock import VirtualClock
 from eukhe.errors import InputError
-from eukhe.kernel.session import KernelSession
+from eukhe.kernel.session_kernel import KernelSession
 from eukhe.records.settings import Limits
 from tests.real.kernel_support import process_gone, run, until
 

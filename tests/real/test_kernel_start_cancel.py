@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from eukhe.daemon.procs import children_of
+from eukhe.daemon.orphans import children_of
 from eukhe.kernel.manager import KernelManager
 from tests.real.kernel_support import run, until
 

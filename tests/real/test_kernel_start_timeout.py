@@ -11,7 +11,7 @@ import pytest
 
 from eukhe.clock import VirtualClock
 from eukhe.core.kernel_life import Life, Phase, Reason
-from eukhe.daemon.procs import children_of
+from eukhe.daemon.orphans import children_of
 from eukhe.kernel.errors import KernelStartError
 from eukhe.kernel.launch import KernelLaunch
 from eukhe.kernel.manager import KILL_GRACE_MS, KernelManager

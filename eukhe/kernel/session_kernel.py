@@ -6,7 +6,7 @@ session's working dir; or Wrapped, by the transport the session started with), o
 Truncation with artifacts in its artifact dir, its cells' `rlm.fs` requests served here, and the `CellJobs` that
 turn cells past their budget into jobs of the session's job table. A Local kernel's `bash()` process groups are kept
 in the journal, so a reopen after a crash reaps what the old kernel left. The children's session
-(`eukhe.children.session`) adds its part beside this one.
+(`eukhe.children.family`) adds its part beside this one.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from eukhe.children.roster import CHILD_DOC, Children, Parent
 from eukhe.children.run import AnswerSlot, run_child_code
 from eukhe.core.gate import Admission
 from eukhe.kernel.manager import HostHandler
-from eukhe.kernel.session import KernelSession, SessionKernel
+from eukhe.kernel.session_kernel import KernelSession, SessionKernel
 from eukhe.paths import workspaces_root
 from eukhe.records.base import convert
 from eukhe.records.children import (

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eukhe.core.limits import DEFAULT_TRUNCATION
+from eukhe.core.bound import DEFAULT_TRUNCATION
 from eukhe.jobs import JobTable
 from eukhe.jobs.bash import bash_and_wait
 from eukhe.records.jobs import Settled

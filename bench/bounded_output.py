@@ -43,7 +43,7 @@ from pathlib import Path
 mode, total, artifact_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 with_artifact = mode.endswith("+artifact")
 mode = mode.removesuffix("+artifact")
-from eukhe.core.limits import DEFAULT_LIMITS, Keep, On, OutputLimits
+from eukhe.core.bound import DEFAULT_LIMITS, Keep, On, OutputLimits
 from eukhe.output import BoundedOutput
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 child = subprocess.Popen([sys.executable, "-c", sys.argv[4], str(total)], stdout=subprocess.PIPE, bufsize=0)

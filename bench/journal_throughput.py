@@ -24,7 +24,7 @@ from pathlib import Path
 
 import msgspec
 
-from eukhe.core.limits import DEFAULT_TRUNCATION
+from eukhe.core.bound import DEFAULT_TRUNCATION
 from eukhe.harness.harness import Harness
 from eukhe.harness.tool import ToolExecutionApi, ToolRegistration
 from eukhe.private_fs import make_private_dirs

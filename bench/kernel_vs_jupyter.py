@@ -135,7 +135,7 @@ def measure_jupyter(python: Path, rounds: int, interrupts: int, prints: int, sta
 
 
 async def measure_eukhe(rounds: int, interrupts: int, prints: int, starts: int) -> dict[str, Any]:
-    from eukhe.core.limits import DEFAULT_TRUNCATION
+    from eukhe.core.bound import DEFAULT_TRUNCATION
     from eukhe.kernel.manager import KernelManager
 
     start_times = []

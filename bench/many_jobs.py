@@ -28,8 +28,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from eukhe.core.bound import DEFAULT_TRUNCATION
 from eukhe.core.job import End, Exited
-from eukhe.core.limits import DEFAULT_TRUNCATION
 from eukhe.jobs import Job, JobTable, wait_until
 from eukhe.jobs.bash import start_bash
 from eukhe.procs import has_controlling_terminal

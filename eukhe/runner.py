@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from eukhe.core.bound import Truncation
 from eukhe.core.job import exited
-from eukhe.core.limits import Truncation
 from eukhe.errors import EukheError
 from eukhe.output import BoundedOutput, BoundedResult
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eukhe.cli.common import emit_json, non_negative_int
-from eukhe.core.limits import DEFAULT_LIMITS, Keep, Off, On, OutputLimits, Truncation
+from eukhe.core.bound import DEFAULT_LIMITS, Keep, Off, On, OutputLimits, Truncation
 from eukhe.errors import UsageError
 from eukhe.paths import agent_dir
 from eukhe.records.cli import RunAnswer

@@ -24,8 +24,8 @@ import enum
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from eukhe.core.bound import Off, On, Truncation
 from eukhe.core.fact_errors import FactError, is_count, is_int
-from eukhe.core.limits import Off, On, Truncation
 
 MAX_BYTES = 2**64 - 1
 """The wire's largest Nat: bytes kept + dropped saturate here."""

@@ -33,9 +33,9 @@ import traceback
 from pathlib import Path
 
 from eukhe.daemon.orphans import libc
+from eukhe.output import load_numpy
 from eukhe.records.base import decode_json, encode
 from eukhe.records.daemon import Forked, ForkRequest, WorkerReady
-from eukhe.text_facts import load_numpy
 
 MAX_REQUEST_BYTES = 1 << 20
 """The longest fork request (its environment included)."""

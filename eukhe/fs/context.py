@@ -22,7 +22,7 @@ from typing import TypedDict
 
 from eukhe.core import pathmap
 from eukhe.core import sandbox as policy
-from eukhe.core.limits import DEFAULT_TRUNCATION, Keep, On, Truncation
+from eukhe.core.bound import DEFAULT_TRUNCATION, Keep, On, Truncation
 from eukhe.fs.errors import FsError, Reason, os_error
 from eukhe.output import BoundedOutput, BoundedResult
 from eukhe.records.output import OutputWindow

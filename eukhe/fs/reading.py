@@ -20,9 +20,8 @@ from eukhe.core.pathmap import Kind
 from eukhe.core.reference import answers_by_reference
 from eukhe.fs.context import FsContext, Locator, Place, bounded_fields
 from eukhe.fs.errors import FsError, Reason, os_error
-from eukhe.output import BoundedResult
+from eukhe.output import BoundedResult, count_newlines
 from eukhe.records.fs import KernelReadArgs, ReadAnswer, ReadArgs, ReadByReference, TextSpan
-from eukhe.text_facts import count_newlines
 
 CHUNK = 1 << 20
 

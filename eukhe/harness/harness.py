@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eukhe.core import job as model
-from eukhe.core.limits import Off, Truncation
+from eukhe.core.bound import Off, Truncation
 from eukhe.errors import EukheError, UsageError
 from eukhe.harness.board import EventStream, ProgressBoard
 from eukhe.harness.dyn import DYN, DynamicSource, DynamicTool, DynArgs

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from eukhe.core.limits import Truncation
+from eukhe.core.bound import Truncation
 from eukhe.records.base import Record
 from eukhe.records.journal import CallOutcome
 from eukhe.records.output import OutputWindow

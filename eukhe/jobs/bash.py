@@ -39,8 +39,8 @@ from pathlib import Path
 
 from eukhe.clock import Cancellable, Clock, poll_until, wait_within
 from eukhe.core import job as core
+from eukhe.core.bound import Truncation
 from eukhe.core.jobends import GroupMark, group_is_the_jobs
-from eukhe.core.limits import Truncation
 from eukhe.errors import EukheError
 from eukhe.jobs.job import Job, JobSpec
 from eukhe.jobs.table import JobTable

@@ -16,8 +16,8 @@ from typing import Protocol
 
 from eukhe.clock import Clock
 from eukhe.core import job as core
+from eukhe.core.bound import Truncation
 from eukhe.core.jobends import EndReason, GroupMark, StopReason
-from eukhe.core.limits import Truncation
 from eukhe.output import BoundedOutput, BoundedResult
 from eukhe.records.jobs import CellError, CellOutcomeName, Detached, JobRow, Settled
 

@@ -24,10 +24,10 @@ from typing import Any
 
 from eukhe.clock import Clock, MonotonicClock, wait_within
 from eukhe.core import kernel_life as life_table
+from eukhe.core.bound import DEFAULT_TRUNCATION, Truncation
 from eukhe.core.gate import DEFAULT_LIMITS, Admission, Dropped, Event, FaultReason, GateLimits, ProtocolFault, Refusal
 from eukhe.core.kernel_life import CELL_STATUS, Effect, Life, Reason
 from eukhe.core.kernel_life import Event as LifeEvent
-from eukhe.core.limits import DEFAULT_TRUNCATION, Truncation
 from eukhe.errors import InputError
 from eukhe.kernel import inflight
 from eukhe.kernel.errors import KernelClosedError, KernelError, KernelProtocolError, KernelStartError, RemoteCallError

@@ -21,17 +21,16 @@ from typing import Any
 
 from msgspec import UnsetType
 
-from eukhe.core.bound import measure, window
+from eukhe.core.bound import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Keep, OutputLimits, measure, window
 from eukhe.core.jobends import EndReason
-from eukhe.core.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Keep, OutputLimits
 from eukhe.core.render import render
+from eukhe.output import read_facts
 from eukhe.records.children import ChildReport, ChildRow, Reports, Roster
 from eukhe.records.fs import EditAnswer, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
 from eukhe.records.jobs import Detached, JobList, JobRow, Settled
 from eukhe.records.output import OutputWindow
 from eukhe.records.remote import RemoteCallAnswer
 from eukhe.records.workspace import HandbackOutcome, HandbackReport
-from eukhe.text_facts import read_facts
 
 NO_OUTPUT = "(no output)"
 CUT_AT_START = "dropped from the start"

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import mcp_types as types
 
-from eukhe.core.limits import DEFAULT_LIMITS
+from eukhe.core.bound import DEFAULT_LIMITS
 from eukhe.mcp import results
 from eukhe.records.base import Record, convert
 from eukhe.records.children import ChildRow, Reports, Roster

@@ -1,7 +1,7 @@
 """Settings records (S2 "Limits" 1: `Truncation`; jobs 4: the blocking budget): what a session header records.
 
 `truncation` is `{"max_bytes", "max_lines", "keep"}` or the word `"off"` (the explicit opt-out that keeps every
-byte). The defaults are the core's (`eukhe.core.limits`), defined there and nowhere else.
+byte). The defaults are the core's (`eukhe.core.bound`), defined there and nowhere else.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from eukhe.core.limits import DEFAULT_LIMITS, Keep, Off, On, OutputLimits, Truncation
+from eukhe.core.bound import DEFAULT_LIMITS, Keep, Off, On, OutputLimits, Truncation
 from eukhe.errors import InputError
 from eukhe.records.base import Record, refusal
 from eukhe.records.sandbox import ProjectSandbox, SandboxPolicy

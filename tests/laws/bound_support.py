@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from eukhe.core import bound
-from eukhe.core.limits import Keep, OutputLimits
+from eukhe.core.bound import Keep, OutputLimits
 
 # Pieces that reach every case: plain bytes, newlines, CR/LF, valid 2/3/4-byte characters, and invalid UTF-8.
 PIECES = [
@@ -145,7 +145,7 @@ def reference_lines_kept(text: bytes, limits: OutputLimits) -> int:
 def stepper_after(limits: OutputLimits, chunks: list[bytes]) -> tuple[bound.Stepper, bytes, bool]:
     """Drive the core's stepper as the shell does (out only), returning the stepper, its store and whether the
     store begins inside a line."""
-    from eukhe.text_facts import count_text
+    from eukhe.output import count_text
 
     stepper = bound.Stepper(limits)
     store = b""

@@ -10,9 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eukhe.core import bound
-from eukhe.core.bound import BoundRefusal, BoundRefusalReason
-from eukhe.core.limits import Keep, OutputLimits
-from eukhe.text_facts import count_text, read_facts
+from eukhe.core.bound import BoundRefusal, BoundRefusalReason, Keep, OutputLimits
+from eukhe.output import count_text, read_facts
 from tests.laws.bound_support import chunked, limits_st, small_limits, small_texts, stepper_after, texts
 
 

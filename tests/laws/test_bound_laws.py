@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eukhe.core import bound
-from eukhe.core.limits import Keep, OutputLimits
-from eukhe.text_facts import count_text, read_facts
+from eukhe.core.bound import Keep, OutputLimits
+from eukhe.output import count_text, read_facts
 from tests.laws.bound_support import (
     chunked,
     chunkings,

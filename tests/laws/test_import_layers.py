@@ -36,7 +36,6 @@ LAYERS: list[tuple[str, ...]] = [
         "eukhe.private_fs",
         "eukhe.procs",
         "eukhe.clock",
-        "eukhe.text_facts",
         "eukhe.output",
         "eukhe.runner",
     ),

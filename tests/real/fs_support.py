@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from eukhe.core.limits import Keep, On, OutputLimits, Truncation
+from eukhe.core.bound import Keep, On, OutputLimits, Truncation
 from eukhe.core.pathmap import Mount, PathMap
 from eukhe.fs import FsContext, FsError, Reason
 from tests.real.tools import needs_tools

@@ -15,7 +15,7 @@ import pytest
 
 from eukhe.clock import VirtualClock
 from eukhe.core import job as core
-from eukhe.core.limits import DEFAULT_TRUNCATION
+from eukhe.core.bound import DEFAULT_TRUNCATION
 from eukhe.jobs import Job, JobTable
 from eukhe.jobs.bash import BashOptions, BashRun, start_bash
 from eukhe.kernel.cells import CellJobs

@@ -9,7 +9,7 @@ import pytest
 
 from eukhe.clock import VirtualClock
 from eukhe.core import job as core
-from eukhe.core.limits import Keep, Off, On, OutputLimits
+from eukhe.core.bound import Keep, Off, On, OutputLimits
 from eukhe.jobs.table import JobTable, JobTableClosedError
 from eukhe.jobs.wait import wait_until
 from eukhe.kernel.cells import CellJobs

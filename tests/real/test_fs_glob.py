@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from eukhe.core.limits import Off
+from eukhe.core.bound import Off
 from eukhe.fs import GlobArgs, Reason, glob
 from tests.real.fs_support import local, make_tree, refused, small_limits
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from eukhe.core.limits import Off
+from eukhe.core.bound import Off
 from eukhe.fs import GrepAnswer, GrepArgs, Reason, grep
 from eukhe.fs.grepping import Engine
 from tests.real.fs_support import ENGINES, local, make_tree, refused, small_limits

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eukhe.core import pathmap
-from eukhe.core.limits import Off
+from eukhe.core.bound import Off
 from eukhe.fs import (
     EditArgs,
     EditChange,

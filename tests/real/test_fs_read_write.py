@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eukhe.core.limits import DEFAULT_MAX_BYTES, Off
+from eukhe.core.bound import DEFAULT_MAX_BYTES, Off
 from eukhe.fs import ReadArgs, Reason, WriteArgs, read, write
 from eukhe.fs.reading import CHUNK
 from tests.real.fs_support import local, make_tree, refused, small_limits

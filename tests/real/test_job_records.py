@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from eukhe.core.bound import On, OutputLimits
 from eukhe.core.jobdocs import JOB_DOC_TYPE
-from eukhe.core.limits import On, OutputLimits
 from eukhe.jobs.bash import BashOptions
 from eukhe.procs import BOOT_ID_ENV, group_alive, start_ticks
 from eukhe.records.jobs import Detached, Settled

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from eukhe.core.limits import DEFAULT_TRUNCATION, Off, On
+from eukhe.core.bound import DEFAULT_TRUNCATION, Off, On
 from eukhe.kernel.launch import OWNER_PID_VARIABLE, KernelLaunch, kernel_launch
 from eukhe.kernel.manager import KernelManager
 from tests.real.kernel_support import RawKernel, process_gone, run, until, until_output

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from eukhe.api import Session, SessionSettings, Settled
-from eukhe.core.limits import Keep, On, OutputLimits
+from eukhe.core.bound import Keep, On, OutputLimits
 from eukhe.records.cli import CliError
 from eukhe.records.fs import EditAnswer, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
 from tests.real.conftest import DaemonEnv

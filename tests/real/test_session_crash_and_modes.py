@@ -29,7 +29,7 @@ HOST = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from eukhe.core.limits import On, OutputLimits
+    from eukhe.core.bound import On, OutputLimits
     from eukhe.harness.tool import NoToolArgs, ToolRegistration
     from eukhe.records.sandbox import UNCONFINED
     from eukhe.session import Session, SessionSettings
@@ -116,7 +116,7 @@ MODES_HOST = textwrap.dedent(
     """
     import asyncio, os, sys
     from pathlib import Path
-    from eukhe.core.limits import On, OutputLimits
+    from eukhe.core.bound import On, OutputLimits
     from eukhe.harness.tool import NoToolArgs, ToolRegistration
     from eukhe.session import Session, SessionSettings
 

@@ -20,8 +20,8 @@ from typing import TypeVar
 import pytest
 
 from eukhe.core import job as core
+from eukhe.core.bound import DEFAULT_TRUNCATION, Keep, Off, On, OutputLimits, Truncation
 from eukhe.core.job import Exited, Killed
-from eukhe.core.limits import DEFAULT_TRUNCATION, Keep, Off, On, OutputLimits, Truncation
 from eukhe.jobs import Job, JobTable, JobTableClosedError, wait_until
 from eukhe.jobs.bash import (
     BashOptions,
@@ -100,7 +100,7 @@ def test_a_job_whose_grandchildren_ignore_sigterm_is_fully_gone_after_cancel(tmp
 JOB_SESSION_PROBE = """
 import asyncio, os
 from pathlib import Path
-from eukhe.core.limits import DEFAULT_TRUNCATION
+from eukhe.core.bound import DEFAULT_TRUNCATION
 from eukhe.jobs import JobTable, wait_until
 from eukhe.jobs.bash import start_bash
 from eukhe.procs import has_controlling_terminal

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eukhe.core.bound import Off
 from eukhe.core.job import (
     CallBegun,
     CallCancel,
@@ -31,7 +32,6 @@ from eukhe.core.job import (
     SettleRecord,
     journal,
 )
-from eukhe.core.limits import Off
 from eukhe.harness.harness import Harness
 from eukhe.harness.tool import NoToolArgs, ToolExecutionApi, ToolRegistration
 from eukhe.private_fs import make_private_dirs

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from eukhe.core import job as core
-from eukhe.core.limits import Keep, Off, On, OutputLimits, Truncation
+from eukhe.core.bound import Keep, Off, On, OutputLimits, Truncation
 from eukhe.jobs import Job, JobSpec, JobTable, JobTableClosedError, VirtualClock, wait_until
 
 SCENARIOS = 300

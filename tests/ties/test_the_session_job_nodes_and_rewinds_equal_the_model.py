@@ -19,9 +19,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from eukhe.core.bound import DEFAULT_TRUNCATION
 from eukhe.core.job import Committed, Exited, Killed, Mark, Started, rewind
 from eukhe.core.jobdocs import JOB_DOC_TYPE
-from eukhe.core.limits import DEFAULT_TRUNCATION
 from eukhe.jobs import Job, JobSpec
 from eukhe.session import Session, SessionSettings
 

@@ -13,9 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eukhe.core import bound
-from eukhe.core.limits import DEFAULT_TRUNCATION, Keep, Off, On, OutputLimits
-from eukhe.output import BoundedOutput, BoundedResult
-from eukhe.text_facts import is_boundary, line_lengths, read_facts
+from eukhe.core.bound import DEFAULT_TRUNCATION, Keep, Off, On, OutputLimits
+from eukhe.output import BoundedOutput, BoundedResult, is_boundary, line_lengths, read_facts
 from tests.laws.bound_support import chunked, limits_st, reference_boundaries, reference_lines, texts
 
 

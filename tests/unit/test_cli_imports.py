@@ -88,9 +88,9 @@ def heavy(modules: list[str]) -> list[str]:
 
 def test_heavy_flags_what_it_should() -> None:
     """The guard itself can fail: it flags a heavy root, its submodules and a daemon-side module."""
-    assert heavy(["asyncio.events", "rich", "eukhe.daemon.protocol", "eukhe.core.limits"]) == [
+    assert heavy(["asyncio.events", "rich", "eukhe.daemon.protocol", "eukhe.core.bound"]) == [
         "asyncio.events",
-        "eukhe.core.limits",
+        "eukhe.core.bound",
         "eukhe.daemon.protocol",
         "rich",
     ]

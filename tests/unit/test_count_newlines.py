@@ -11,7 +11,7 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eukhe.text_facts import WIDE_COUNT_BYTES, count_newlines, count_text
+from eukhe.output import WIDE_COUNT_BYTES, count_newlines, count_text
 
 SIZES = st.sampled_from([0, 1, WIDE_COUNT_BYTES - 1, WIDE_COUNT_BYTES, WIDE_COUNT_BYTES + 1, 3 * WIDE_COUNT_BYTES + 7])
 
@@ -50,7 +50,7 @@ def test_numpy_loads_without_a_blas_thread_and_leaves_the_environment_as_it_was(
     inherit the single-threading it loads numpy with (a fresh interpreter: numpy loads once per process)."""
     script = (
         "import json, os\n"
-        "from eukhe.text_facts import load_numpy\n"
+        "from eukhe.output import load_numpy\n"
         "load_numpy()\n"
         "print(json.dumps([len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'),"
         " os.environ.get('OMP_NUM_THREADS')]))\n"

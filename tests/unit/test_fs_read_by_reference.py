@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from eukhe.core.limits import Off, On, OutputLimits
+from eukhe.core.bound import Off, On, OutputLimits
 from eukhe.core.reference import BY_REFERENCE_MIN_BYTES, answers_by_reference
 from eukhe.fs import FsContext, ReadArgs, serve
 from eukhe.fs.serve import decode_args

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from eukhe.core.limits import Keep, Off, On, OutputLimits
+from eukhe.core.bound import Keep, Off, On, OutputLimits
 from eukhe.errors import InputError
 from eukhe.harness.harness import CallNotRunningError, Harness, UnknownToolError
 from eukhe.harness.tool import ToolExecutionApi, ToolRegistration, reporting_for

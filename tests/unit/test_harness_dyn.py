@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from eukhe.core.limits import Keep, On, OutputLimits
+from eukhe.core.bound import Keep, On, OutputLimits
 from eukhe.errors import InputError
 from eukhe.harness import DYN, DynamicTool, ToolExecutionApi
 from eukhe.records.journal import CallSettle, CallStart

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from eukhe.core.bound import Off, On, OutputLimits
 from eukhe.core.job import DeadlinePassed, EndedInTime, Exited, Killed
-from eukhe.core.limits import Off, On, OutputLimits
 from eukhe.jobs import Job, JobSpec, JobTable, JobTableClosedError, VirtualClock
 from eukhe.jobs.job import CellEnding, end_fields
 from eukhe.jobs.wait import CallCancelledError, settle_or_detach

@@ -13,8 +13,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from eukhe.core.bound import On, OutputLimits
 from eukhe.core.jobdocs import JOB_DOC_TYPE
-from eukhe.core.limits import On, OutputLimits
 from eukhe.jobs import JobSpec, JobTable
 from eukhe.jobs.job import Job
 from eukhe.procs import BOOT_ID_ENV

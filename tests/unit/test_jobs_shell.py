@@ -8,8 +8,8 @@ from typing import TypeVar
 
 import pytest
 
+from eukhe.core.bound import Keep, Off, On, OutputLimits
 from eukhe.core.job import DeadlinePassed, End, EndedInTime, Exited, Killed
-from eukhe.core.limits import Keep, Off, On, OutputLimits
 from eukhe.jobs import Job, JobSpec, JobTable, JobTableClosedError, MonotonicClock, VirtualClock, wait_until
 
 T = TypeVar("T")

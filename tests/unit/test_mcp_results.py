@@ -9,8 +9,7 @@ import base64
 import msgspec
 import pytest
 
-from eukhe.core.bound import Slice, notice
-from eukhe.core.limits import Keep
+from eukhe.core.bound import Keep, Slice, notice
 from eukhe.mcp.results import (
     ANSWER_CLIP,
     CLIP,

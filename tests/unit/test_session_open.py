@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from eukhe.core.bound import Off
 from eukhe.core.fsmode import CWD_GONE_TEXT, CWD_MISSING_TEXT, CWD_NOT_DIR_TEXT
-from eukhe.core.limits import Off
 from eukhe.private_fs import WorkingDirError
 from eukhe.records.journal import DocPut, DocRetire
 from eukhe.session import Session, SessionSettings

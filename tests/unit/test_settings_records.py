@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eukhe.core.limits import Keep, Off, On, OutputLimits
+from eukhe.core.bound import Keep, Off, On, OutputLimits
 from eukhe.errors import InputError
 from eukhe.records.base import decode_json
 from eukhe.records.settings import Limits, SessionSettings, setting_of, truncation_of

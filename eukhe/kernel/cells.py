@@ -115,16 +115,22 @@ class CellJobs:
         return tuple(job for job in self.table.jobs() if job.spec.kind == "cell")
 
     async def ipython(
-        self, code: str, budget_ms: int, *, on_start: Callable[[str], None] | None = None
+        self,
+        code: str,
+        budget_ms: int,
+        *,
+        timeout_ms: int | None = None,
+        on_start: Callable[[str], None] | None = None,
     ) -> Settled | Detached:
-        """Run one cell; settle within `budget_ms`, else detach it as a job (S2 jobs 4).
+        """Run one cell; settle within `timeout_ms` (None: the whole budget) capped by `budget_ms`, else detach it
+        as a job (S2 jobs 4). The one clamp is `core.deadline_for`'s.
 
         The cell's job id is reserved at once (`on_start` hears it): a cell that detaches becomes that job.
         Cancelling the call makes the cell that job too, cancelled through its owner (interrupted, then its kernel
         killed past the grace); its end is awaited at most `budget_ms`, then the cancellation goes on."""
         clock = self.table.clock
         started = clock.now_ms()
-        deadline = core.deadline_for(started, None, budget_ms)
+        deadline = core.deadline_for(started, timeout_ms, budget_ms)
         span = deadline - started
         title = _title(code)
         job_id = self.table.new_id()

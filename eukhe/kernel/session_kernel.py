@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Unpack
 
 from eukhe.core.gate import Admission
-from eukhe.core.job import blocking_span
 from eukhe.fs import REQUESTS as FS_REQUESTS
 from eukhe.kernel.cells import CellJobs
 from eukhe.kernel.launch import KernelLaunch, confined_launch, installed_kernel_launch, with_snapshot
@@ -151,7 +150,7 @@ class SessionKernel:
         Cancelling the call cancels the cell through its owner (it is interrupted), then re-raises."""
         session = self.session
         session.check_open()
-        answer = await self.cells.ipython(code, blocking_span(budget_ms, session.budget_ms), on_start=on_start)
+        answer = await self.cells.ipython(code, session.budget_ms, timeout_ms=budget_ms, on_start=on_start)
         return await session.recorded(answer)
 
     # ---- as a part of the session --------------------------------------------------------------------------------

@@ -19,5 +19,5 @@ def test_the_jobs_tour_runs(
     exec(compile(code, str(DOC), "exec"), {"__name__": "tour"})
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "detached 200"
-    assert lines[1].startswith("Detached(at_ms=")
+    assert lines[1].startswith("DeadlinePassed(at_ms=")
     assert lines[2].endswith("Killed()")

@@ -44,9 +44,14 @@ def cmd_ipython(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = {"session": args.session, "code": cell_source(args)}
     if args.budget_ms is not None:
         payload["budget_ms"] = args.budget_ms
+    reply = blocking_call(args, "ipython", payload, "running a Python cell")
+    # The records are imported once the answer is here, not before the request: the cell reaches its kernel without
+    # waiting for msgspec's import (a kernel idle past its timeout is culled meanwhile; tests/real/test_upkeep.py).
+    from eukhe.daemon.replies import answer_as  # noqa: PLC0415
     from eukhe.records.jobs import CallAnswer, Detached  # noqa: PLC0415  (lazy: CLI start-up time)
 
-    result: CallAnswer = blocking_call(args, "ipython", payload, "running a Python cell", CallAnswer)
+    union: Any = CallAnswer  # a union of records: msgspec reads it, `type[T]` cannot name it
+    result: CallAnswer = answer_as(reply, union)
     if args.json:
         emit_json(result.to_json())
         return 0

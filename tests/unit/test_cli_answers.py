@@ -62,6 +62,7 @@ MISTYPED = [
     (["jobs", "list", "--session", "s1"], {"jobs": [{**JOB_ROW, "started_ms": "soon"}]}, "jobs[0].started_ms"),
     (["jobs", "wait", "--session", "s1", "job-1"], {**SETTLED, "exit_code": "zero"}, "exit_code"),
     (["jobs", "cancel", "--session", "s1", "job-1"], {**SETTLED, "status": "finished"}, "status"),
+    (["ipython", "--session", "s1", "-c", "1"], {**SETTLED, "killed": "no"}, "killed"),
     (["session", "list"], {"sessions": "none"}, "sessions"),
     (["session", "create", "--cwd", "/tmp"], {"id": "s1", "cwd": "/tmp"}, "pid"),
     (["gc"], {"dry_run": False}, "at"),

@@ -32,23 +32,32 @@ def report_detached(session: str, result: dict[str, Any]) -> bool:
     """Say on stderr that a run passed its budget and how to wait for its job; True if it did."""
     if result["status"] != "detached":
         return False
-    sys.stderr.write(
-        f"eukhe: still running after {result['budget_ms']} ms: detached as job {result['job']}; "
-        f"`eukhe jobs wait --session {session} {result['job']}` waits for it\n"
-    )
+    say_detached(session, result["job"], result["budget_ms"])
     return True
 
 
+def say_detached(session: str, job: str, budget_ms: int) -> None:
+    """Say on stderr that a run passed its budget and how to wait for its job."""
+    sys.stderr.write(
+        f"eukhe: still running after {budget_ms} ms: detached as job {job}; "
+        f"`eukhe jobs wait --session {session} {job}` waits for it\n"
+    )
+
+
 def print_output(result: dict[str, Any]) -> None:
-    """The output window, then the truncation notice (if any) on stderr."""
+    """The output window of an answer read as JSON, then the truncation notice (if any) on stderr."""
     output = result.get("output") or {}
-    text = output.get("text") or ""
+    print_window(output.get("text") or "", output.get("notice"))
+
+
+def print_window(text: str, notice: str | None) -> None:
+    """An output window's text, then its truncation notice (if any) on stderr."""
     sys.stdout.write(text)
     if text and not text.endswith("\n"):
         sys.stdout.write("\n")
     sys.stdout.flush()
-    if output.get("notice"):
-        sys.stderr.write(f"{output['notice']}\n")
+    if notice:
+        sys.stderr.write(f"{notice}\n")
 
 
 class Interrupts:
@@ -74,10 +83,19 @@ class Interrupts:
         )
 
 
-def blocking_call(args: argparse.Namespace, op: str, payload: dict[str, Any], label: str) -> Any:
-    """A `bash` or `ipython` request whose Ctrl-C cancels its job (see Interrupts)."""
+def blocking_call(args: argparse.Namespace, op: str, payload: dict[str, Any], label: str, answer: Any = None) -> Any:
+    """A `bash` or `ipython` request whose Ctrl-C cancels its job (see Interrupts); its answer as `answer` when
+    given (a record type; None: as JSON)."""
     interrupts = Interrupts(args.session)
-    return call(args, op, payload, wait_label=label, on_event=interrupts.on_event, on_interrupt=interrupts.on_interrupt)
+    return call(
+        args,
+        op,
+        payload,
+        wait_label=label,
+        on_event=interrupts.on_event,
+        on_interrupt=interrupts.on_interrupt,
+        answer=answer,
+    )
 
 
 def cmd_bash(args: argparse.Namespace) -> int:
@@ -85,6 +103,8 @@ def cmd_bash(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = {"session": args.session, "command": command_text(args.command)}
     if args.budget_ms is not None:
         payload["budget_ms"] = args.budget_ms
+    # As JSON, not as a CallAnswer record: msgspec imports typing, and a warm `eukhe bash` imports nothing heavy
+    # (tests/real/test_cli_client_imports.py, bench/cli_roundtrip.py).
     result = blocking_call(args, "bash", payload, f"running {payload['command']!r}")
     if args.json:
         emit_json(result)

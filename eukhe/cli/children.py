@@ -22,6 +22,9 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any
 
+    from eukhe.records.children import ChildReport
+    from eukhe.records.workspace import HandbackOutcome
+
 
 def _code(args: argparse.Namespace) -> str:
     """The child's code: `-c CODE`, a FILE, or `-` for standard input (exactly one)."""
@@ -38,12 +41,14 @@ def _code(args: argparse.Namespace) -> str:
         raise UsageError(f"eukhe spawn: cannot read {args.file}: {error.strerror or error}") from error
 
 
-def _handback_line(handback: dict[str, Any] | None) -> str:
+def _handback_line(handback: HandbackOutcome | None) -> str:
+    from eukhe.records.workspace import HandbackFailure  # noqa: PLC0415  (lazy: CLI start-up time)
+
     if handback is None:
         return ""
-    if handback.get("status") == "failed":
-        return f"  hand-back failed at {handback['path']}: {handback['reason']} (copy kept at {handback['copy']})"
-    taken, conflicts = len(handback["paths_taken"]), len(handback["conflicts"])
+    if isinstance(handback, HandbackFailure):
+        return f"  hand-back failed at {handback.path}: {handback.reason} (copy kept at {handback.copy})"
+    taken, conflicts = len(handback.paths_taken), len(handback.conflicts)
     return f"  handed back: {taken} path(s) taken, {conflicts} conflict(s)"
 
 
@@ -56,57 +61,68 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         "workspace": "isolated" if args.isolated else "shared",
         "timeout_ms": args.timeout_ms,
     }
-    row = call(args, "children.spawn", payload)
+    from eukhe.records.children import ChildRow  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    row = call(args, "children.spawn", payload, answer=ChildRow)
     if args.json:
-        emit_json(row)
+        emit_json(row.to_json())
     else:
-        print(f"{row['name']}  {row['status']}  session {row['session']}  {row['workspace']} in {row['cwd']}")
+        print(f"{row.name}  {row.status}  session {row.session}  {row.workspace} in {row.cwd}")
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     """The session's children."""
-    roster = call(args, "children.list", {"session": args.session})
+    from eukhe.records.children import Roster  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    roster = call(args, "children.list", {"session": args.session}, answer=Roster)
     if args.json:
-        emit_json(roster)
+        emit_json(roster.to_json())
         return 0
-    for row in roster["children"]:
-        handback = _handback_line(row["handback"])
-        print(f"{row['name']}  {row['status']:9}  {row['session']}  {row['workspace']}{handback}")
+    for row in roster.children:
+        handback = _handback_line(row.handback)
+        print(f"{row.name}  {row.status:9}  {row.session}  {row.workspace}{handback}")
     return 0
 
 
-def _print_report(report: dict[str, Any]) -> None:
-    print(f"{report['name']}: {report['status']}")
-    if report.get("answer") is not None:
-        print(f"  answer: {json.dumps(report['answer'], ensure_ascii=False)}")
-    if report.get("error"):
-        print(f"  error ({report['error']['reason']}): {report['error']['message']}")
-    handback = report.get("handback")
+def _print_report(report: ChildReport) -> None:
+    from eukhe.records.workspace import HandbackReport  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    print(f"{report.name}: {report.status}")
+    if report.answer is not None:
+        print(f"  answer: {json.dumps(report.answer, ensure_ascii=False)}")
+    if report.error:
+        print(f"  error ({report.error.reason}): {report.error.message}")
+    handback = report.handback
     if handback:
         print(_handback_line(handback))
-        for conflict in handback.get("conflicts", []):
-            where = conflict.get("child_version") or "(a removal)"
-            print(f"    conflict {conflict['path']} ({conflict['reason']}): the child's version is {where}")
+        for conflict in handback.conflicts if isinstance(handback, HandbackReport) else ():
+            where = conflict.child_version or "(a removal)"
+            print(f"    conflict {conflict.path} ({conflict.reason}): the child's version is {where}")
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
     """Wait for children's ends (at most --timeout-ms and the session's budget); their reports."""
     payload = {"session": args.session, "names": args.names or None, "timeout_ms": args.timeout_ms}
-    reports = call(args, "children.collect", payload, wait_label="waiting for the children")
+    from eukhe.records.children import Reports  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    reports = call(args, "children.collect", payload, wait_label="waiting for the children", answer=Reports)
     if args.json:
-        emit_json(reports)
+        emit_json(reports.to_json())
         return 0
-    for report in reports["reports"]:
+    for report in reports.reports:
         _print_report(report)
     return 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
     """End a child, hand it back and take it off the roster."""
-    report = call(args, "children.delete", {"session": args.session, "name": args.name}, wait_label="ending the child")
+    from eukhe.records.children import ChildReport  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    payload = {"session": args.session, "name": args.name}
+    report = call(args, "children.delete", payload, wait_label="ending the child", answer=ChildReport)
     if args.json:
-        emit_json(report)
+        emit_json(report.to_json())
     else:
         _print_report(report)
     return 0

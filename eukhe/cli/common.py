@@ -17,6 +17,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
+    from eukhe.records.sandbox import SandboxPolicy
+
 EXIT_USAGE = 2
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -119,12 +121,12 @@ def sandbox_args(args: argparse.Namespace) -> dict[str, Any]:
     return {"sandbox": choice} if choice else {}
 
 
-def sandbox_line(policy: dict[str, Any]) -> str:
+def sandbox_line(policy: SandboxPolicy) -> str:
     """How `session show` says the policy in force."""
-    if policy.get("mode") == "off":
+    if policy.mode == "off":
         return "sandbox: off (commands run with your full rights)"
-    roots = ", ".join(policy.get("writable_roots") or []) or "none"
+    roots = ", ".join(policy.writable_roots) or "none"
     return (
-        f"sandbox: {policy.get('mode')}, network {policy.get('network')}, extra writable roots: {roots}, "
-        f"deny_read: {', '.join(policy.get('deny_read') or [])}"
+        f"sandbox: {policy.mode}, network {policy.network}, extra writable roots: {roots}, "
+        f"deny_read: {', '.join(policy.deny_read)}"
     )

@@ -18,7 +18,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from collections.abc import Callable
     from contextlib import AbstractContextManager
-    from typing import Any
+    from typing import Any, TypeVar, overload
+
+    T = TypeVar("T")
+
 
 EXIT_NOT_RUNNING = 3
 """`daemon status` when no daemon runs (the LSB init-script convention)."""
@@ -59,6 +62,33 @@ def progress(args: argparse.Namespace, label: str) -> AbstractContextManager[obj
     return bar
 
 
+if TYPE_CHECKING:  # the typed forms (typing.overload only for mypy: CLI start-up time)
+
+    @overload
+    def call(
+        args: argparse.Namespace,
+        op: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        wait_label: str | None = None,
+        on_event: Callable[[Any], None] | None = None,
+        on_interrupt: Callable[[bool], None] | None = None,
+        answer: type[T],
+    ) -> T: ...
+
+    @overload
+    def call(
+        args: argparse.Namespace,
+        op: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        wait_label: str | None = None,
+        on_event: Callable[[Any], None] | None = None,
+        on_interrupt: Callable[[bool], None] | None = None,
+        answer: None = None,
+    ) -> Any: ...
+
+
 def call(
     args: argparse.Namespace,
     op: str,
@@ -67,14 +97,16 @@ def call(
     wait_label: str | None = None,
     on_event: Callable[[Any], None] | None = None,
     on_interrupt: Callable[[bool], None] | None = None,
+    answer: type[T] | None = None,
 ) -> Any:
-    """Send one request to the daemon (starting it if needed) and return the result; errors raise DaemonError.
-    With `on_interrupt`, Ctrl-C cancels the request (see DaemonClient.call)."""
+    """Send one request to the daemon (starting it if needed) and return the result, as the record `answer` when
+    given (DaemonProtocolError naming the field when it is not one); errors raise DaemonError. With `on_interrupt`,
+    Ctrl-C cancels the request (see DaemonClient.call)."""
     with connect(socket_path(args.daemon_socket)) as client:
         if wait_label is None:
-            return client.call(op, payload, on_event, on_interrupt=on_interrupt)
+            return client.call(op, payload, on_event, on_interrupt=on_interrupt, answer=answer)
         with progress(args, wait_label):
-            return client.call(op, payload, on_event, on_interrupt=on_interrupt)
+            return client.call(op, payload, on_event, on_interrupt=on_interrupt, answer=answer)
 
 
 def _look(args: argparse.Namespace) -> DaemonClient | None:
@@ -92,14 +124,16 @@ def cmd_start(args: argparse.Namespace) -> int:
     started = client is None
     if client is None:
         client = start_daemon(path)
+    from eukhe.records.daemon import Pong  # noqa: PLC0415  (lazy: CLI start-up time)
+
     with client:
-        info = client.call("ping")
-    result = {"running": True, "started": started, "pid": info["pid"], "socket": str(path)}  # DaemonStarted
+        pid = client.call("ping", answer=Pong).pid
+    result = {"running": True, "started": started, "pid": pid, "socket": str(path)}  # DaemonStarted
     if args.json:
         emit_json(result)
     else:
         verb = "started" if started else "already running"
-        print(f"daemon {verb}: pid {info['pid']} on {path}")
+        print(f"daemon {verb}: pid {pid} on {path}")
     return 0
 
 
@@ -119,12 +153,14 @@ def cmd_stop(args: argparse.Namespace) -> int:
     if client is None:
         result: dict[str, Any] = {"running": False, "stopped": False, "socket": str(path), "pid": None}  # DaemonStopped
     else:
+        from eukhe.records.daemon import Stopping  # noqa: PLC0415  (lazy: CLI start-up time)
+
         with client:
-            info = client.call("stop")
+            pid = client.call("stop", answer=Stopping).pid
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        while _alive(int(info["pid"])) and time.monotonic() < deadline:
+        while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.01)  # polling a real event: the daemon process exiting, bounded by the deadline
-        result = {"running": _alive(int(info["pid"])), "stopped": True, "socket": str(path), "pid": info["pid"]}
+        result = {"running": _alive(pid), "stopped": True, "socket": str(path), "pid": pid}
     if args.json:
         emit_json(result)
     elif result["stopped"]:
@@ -152,6 +188,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"no daemon runs on {path}")
         return EXIT_NOT_RUNNING
     with client:
+        # As JSON, not as a DaemonStatus record: msgspec imports typing, and `eukhe daemon status` imports nothing
+        # heavy (tests/real/test_cli_client_imports.py); its reports print as the JSON objects they are.
         status = client.call("status")
     if args.json:
         emit_json(status)

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from eukhe.cli.bash import print_output
+from eukhe.cli.bash import print_window
 from eukhe.cli.common import emit_json, positive_int
 from eukhe.cli.daemon import add_daemon_options, call
 from eukhe.errors import UsageError
@@ -19,6 +19,8 @@ from eukhe.errors import UsageError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
 if TYPE_CHECKING:
     from typing import Any
+
+    from eukhe.records.fs import EditAnswer, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
 
 
 def _here(path: str) -> str:
@@ -43,43 +45,56 @@ def _text_from(args: argparse.Namespace, what: str) -> str:
         raise UsageError(f"eukhe fs {args.fs_command}: cannot read {args.source}: {error.strerror or error}") from error
 
 
-def _show(args: argparse.Namespace, answer: dict[str, Any]) -> int:
+def _show(args: argparse.Namespace, answer: ReadAnswer | WriteAnswer | EditAnswer | GrepAnswer | GlobAnswer) -> int:
+    from eukhe.records.fs import Bounded, EditAnswer  # noqa: PLC0415  (lazy: CLI start-up time)
+
     if args.json:
-        emit_json(answer)
-    elif "output" in answer:
-        print_output(answer)
-    elif "changes" in answer:
-        for change in answer["changes"]:
-            arrow = f" -> {change['destination']}" if change.get("destination") else ""
-            sys.stdout.write(f"{change['action']}: {change['path']}{arrow}\n")
+        emit_json(answer.to_json())
+    elif isinstance(answer, Bounded):
+        print_window(answer.output.text, answer.output.notice)
+    elif isinstance(answer, EditAnswer):
+        for change in answer.changes:
+            arrow = f" -> {change.destination}" if change.destination else ""
+            sys.stdout.write(f"{change.action}: {change.path}{arrow}\n")
     else:
-        verb = "created" if answer.get("created") else "replaced"
-        sys.stdout.write(f"{verb} {answer['absolute']} ({answer['bytes_written']} bytes)\n")
+        verb = "created" if answer.created else "replaced"
+        sys.stdout.write(f"{verb} {answer.absolute} ({answer.bytes_written} bytes)\n")
     return 0
 
 
 def cmd_read(args: argparse.Namespace) -> int:
     payload = {"session": args.session, "path": _here(args.path), "offset": args.offset, "limit": args.limit}
-    return _show(args, call(args, "fs.read", payload))
+    from eukhe.records.fs import ReadAnswer  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    return _show(args, call(args, "fs.read", payload, answer=ReadAnswer))
 
 
 def cmd_write(args: argparse.Namespace) -> int:
     payload = {"session": args.session, "path": _here(args.path), "content": _text_from(args, "content")}
-    return _show(args, call(args, "fs.write", payload))
+    from eukhe.records.fs import WriteAnswer  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    return _show(args, call(args, "fs.write", payload, answer=WriteAnswer))
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
-    return _show(args, call(args, "fs.edit", {"session": args.session, "patch": _text_from(args, "patch")}))
+    from eukhe.records.fs import EditAnswer  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    payload = {"session": args.session, "patch": _text_from(args, "patch")}
+    return _show(args, call(args, "fs.edit", payload, answer=EditAnswer))
 
 
 def cmd_grep(args: argparse.Namespace) -> int:
     payload = {"session": args.session, "pattern": args.pattern, "path": _here(args.path), "glob": args.glob}
-    return _show(args, call(args, "fs.grep", payload))
+    from eukhe.records.fs import GrepAnswer  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    return _show(args, call(args, "fs.grep", payload, answer=GrepAnswer))
 
 
 def cmd_glob(args: argparse.Namespace) -> int:
     payload = {"session": args.session, "pattern": args.pattern, "path": _here(args.path)}
-    return _show(args, call(args, "fs.glob", payload))
+    from eukhe.records.fs import GlobAnswer  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    return _show(args, call(args, "fs.glob", payload, answer=GlobAnswer))
 
 
 def register(subparsers: Any) -> None:

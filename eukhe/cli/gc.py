@@ -18,21 +18,23 @@ if TYPE_CHECKING:
 
 def cmd_gc(args: argparse.Namespace) -> int:
     """Apply the retention policy (or plan it) and print what was removed."""
-    report = call(args, "gc", {"dry_run": args.dry_run}, wait_label="collecting artifacts")
+    from eukhe.records.daemon import GcReport  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    report = call(args, "gc", {"dry_run": args.dry_run}, wait_label="collecting artifacts", answer=GcReport)
     if args.json:
-        emit_json(report)
+        emit_json(report.to_json())
         return 0
-    verb = "would remove" if report["dry_run"] else "removed"
-    for removed in report["removed"]:
-        print(f"{verb} {removed['path']} ({removed['bytes']} bytes, {removed['reason']})")
-    freed = "would free" if report["dry_run"] else "freed"
+    verb = "would remove" if report.dry_run else "removed"
+    for removed in report.removed:
+        print(f"{verb} {removed.path} ({removed.bytes} bytes, {removed.reason})")
+    freed = "would free" if report.dry_run else "freed"
     print(
-        f"{len(report['removed'])} of {report['artifacts']} artifacts, {freed} {report['bytes_freed']} of"
-        f" {report['bytes_before']} bytes; kept {report['kept_pinned']} named by a last answer and"
-        f" {report['kept_being_written']} being written (limits: {report['max_total_bytes']} bytes,"
-        f" {report['max_age_days']:g} days)"
+        f"{len(report.removed)} of {report.artifacts} artifacts, {freed} {report.bytes_freed} of"
+        f" {report.bytes_before} bytes; kept {report.kept_pinned} named by a last answer and"
+        f" {report.kept_being_written} being written (limits: {report.max_total_bytes} bytes,"
+        f" {report.max_age_days:g} days)"
     )
-    for error in report["errors"]:
+    for error in report.errors:
         print(f"could not remove {error}")
     return 0
 

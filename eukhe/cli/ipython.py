@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eukhe.cli.bash import blocking_call, print_output, report_detached
+from eukhe.cli.bash import blocking_call, print_window, say_detached
 from eukhe.cli.common import emit_json, non_negative_int
 from eukhe.cli.daemon import add_daemon_options
 from eukhe.errors import UsageError
@@ -44,20 +44,28 @@ def cmd_ipython(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = {"session": args.session, "code": cell_source(args)}
     if args.budget_ms is not None:
         payload["budget_ms"] = args.budget_ms
-    result = blocking_call(args, "ipython", payload, "running a Python cell")
+    reply = blocking_call(args, "ipython", payload, "running a Python cell")
+    # The records are imported once the answer is here, not before the request: the cell reaches its kernel without
+    # waiting for msgspec's import (a kernel idle past its timeout is culled meanwhile; tests/real/test_upkeep.py).
+    from eukhe.daemon.replies import answer_as  # noqa: PLC0415
+    from eukhe.records.jobs import CallAnswer, Detached  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    union: Any = CallAnswer  # a union of records: msgspec reads it, `type[T]` cannot name it
+    result: CallAnswer = answer_as(reply, union)
     if args.json:
-        emit_json(result)
+        emit_json(result.to_json())
         return 0
-    print_output(result)
-    if report_detached(args.session, result):
+    print_window(result.output.text, result.output.notice)
+    if isinstance(result, Detached):
+        say_detached(args.session, result.job, result.budget_ms)
         return 0
-    if result.get("result") is not None:
-        sys.stdout.write(f"{result['result']}\n")
-    error = result.get("error")
+    if result.result is not None:
+        sys.stdout.write(f"{result.result}\n")
+    error = result.error
     if error:
-        trace = "".join(error.get("traceback") or []) or f"{error.get('ename')}: {error.get('evalue')}\n"
+        trace = "".join(error.traceback) or f"{error.ename}: {error.evalue}\n"
         sys.stderr.write(trace if trace.endswith("\n") else trace + "\n")
-    return EXIT_BY_OUTCOME.get(str(result.get("outcome")), 1)
+    return EXIT_BY_OUTCOME.get(str(result.outcome), 1)
 
 
 def register(subparsers: Any) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eukhe.cli.bash import print_output
+from eukhe.cli.bash import print_window
 from eukhe.cli.common import emit_json, non_negative_int
 from eukhe.cli.daemon import add_daemon_options, call
 
@@ -23,39 +23,54 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any
 
+    from eukhe.records.jobs import CallAnswer, JobRow
+
 
 def cmd_list(args: argparse.Namespace) -> int:
     """List every job the session ever ran."""
-    answer = call(args, "jobs.list", {"session": args.session})
+    from eukhe.records.jobs import JobList  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    answer = call(args, "jobs.list", {"session": args.session}, answer=JobList)
     if args.json:
-        emit_json(answer)
+        emit_json(answer.to_json())
         return 0
-    for job in answer["jobs"]:
-        print(f"{job['id']}  {job['status']:7}  {end_text(job):8}  {job['command']}")
+    for job in answer.jobs:
+        print(f"{job.id}  {job.status:7}  {end_text(job):8}  {job.command}")
     return 0
 
 
-def end_text(job: dict[str, Any]) -> str:
+def end_text(job: JobRow) -> str:
     """How a job ended, in a word or two: `exit 0`, `killed`, `killed (worker_died)`; empty while it runs."""
-    if job["status"] == "running":
+    if job.status == "running":
         return ""
-    if job.get("killed"):
-        return f"killed ({job['reason']})" if job.get("reason") else "killed"
-    return f"exit {job.get('exit_code')}"
+    if job.killed:
+        return f"killed ({job.reason})" if job.reason else "killed"
+    return f"exit {job.exit_code}"
 
 
-def _report(args: argparse.Namespace, result: dict[str, Any]) -> int:
+def _call_answer(args: argparse.Namespace, op: str, payload: dict[str, Any], label: str) -> CallAnswer:
+    """A `jobs.wait` or `jobs.cancel` request; its answer as a CallAnswer record."""
+    from eukhe.records.jobs import CallAnswer  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    answer: Any = CallAnswer  # a union of records: msgspec reads it, `type[T]` cannot name it
+    result: CallAnswer = call(args, op, payload, wait_label=label, answer=answer)
+    return result
+
+
+def _report(args: argparse.Namespace, result: CallAnswer) -> int:
+    from eukhe.records.jobs import Detached  # noqa: PLC0415  (lazy: CLI start-up time)
+
     if args.json:
-        emit_json(result)
+        emit_json(result.to_json())
         return 0
-    print_output(result)
-    if result["status"] == "detached":
-        sys.stderr.write(f"eukhe: job {result['job']} is still running\n")
-    elif result.get("killed"):
-        why = f" ({result['reason']})" if result.get("reason") else ""
-        sys.stderr.write(f"eukhe: job {result['job']} was killed{why}\n")
+    print_window(result.output.text, result.output.notice)
+    if isinstance(result, Detached):
+        sys.stderr.write(f"eukhe: job {result.job} is still running\n")
+    elif result.killed:
+        why = f" ({result.reason})" if result.reason else ""
+        sys.stderr.write(f"eukhe: job {result.job} was killed{why}\n")
     else:
-        sys.stderr.write(f"eukhe: job {result['job']} exited with {result.get('exit_code')}\n")
+        sys.stderr.write(f"eukhe: job {result.job} exited with {result.exit_code}\n")
     return 0
 
 
@@ -64,13 +79,13 @@ def cmd_wait(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = {"session": args.session, "job": args.job}
     if args.timeout_ms is not None:
         payload["timeout_ms"] = args.timeout_ms
-    return _report(args, call(args, "jobs.wait", payload, wait_label=f"waiting for job {args.job}"))
+    return _report(args, _call_answer(args, "jobs.wait", payload, f"waiting for job {args.job}"))
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     """Kill a job and wait for its end (at most the session budget)."""
     payload = {"session": args.session, "job": args.job}
-    return _report(args, call(args, "jobs.cancel", payload, wait_label=f"cancelling job {args.job}"))
+    return _report(args, _call_answer(args, "jobs.cancel", payload, f"cancelling job {args.job}"))
 
 
 def register(subparsers: Any) -> None:

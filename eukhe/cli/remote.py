@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from eukhe.cli.bash import print_output
+from eukhe.cli.bash import print_window
 from eukhe.cli.common import EXIT_ERROR, emit_json, non_negative_int
 from eukhe.cli.daemon import add_daemon_options, call
 from eukhe.errors import UsageError
@@ -25,14 +25,16 @@ if TYPE_CHECKING:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """List the running kernel's remote functions with their schemas."""
-    answer = call(args, "remote.list", {"session": args.session})
+    from eukhe.records.remote import RemoteList  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    answer = call(args, "remote.list", {"session": args.session}, answer=RemoteList)
     if args.json:
-        emit_json(answer)
+        emit_json(answer.to_json())
         return 0
-    for function in answer["functions"]:
-        doc = (function.get("doc") or "").strip().splitlines()
-        sys.stdout.write(f"{function['name']}" + (f": {doc[0]}" if doc else "") + "\n")
-        sys.stdout.write(f"  {json.dumps(function['schema'], ensure_ascii=False, separators=(',', ':'))}\n")
+    for function in answer.functions:
+        doc = (function.doc or "").strip().splitlines()
+        sys.stdout.write(f"{function.name}" + (f": {doc[0]}" if doc else "") + "\n")
+        sys.stdout.write(f"  {json.dumps(function.schema, ensure_ascii=False, separators=(',', ':'))}\n")
     return 0
 
 
@@ -53,19 +55,23 @@ def cmd_call(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = {"session": args.session, "name": args.name, "args": _arguments(args.args)}
     if args.budget_ms is not None:
         payload["budget_ms"] = args.budget_ms
-    answer = call(args, "remote.call", payload, wait_label=f"calling remote function {args.name}")
-    failed = "error" in answer
+    from msgspec import UnsetType  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    from eukhe.records.remote import RemoteCallAnswer  # noqa: PLC0415
+
+    label = f"calling remote function {args.name}"
+    answer = call(args, "remote.call", payload, wait_label=label, answer=RemoteCallAnswer)
+    error, output = answer.error, answer.output
     if args.json:
-        emit_json(answer)
-    elif failed:
-        error = answer["error"]
-        how = error["kind"] + (f" ({error['reason']})" if error.get("reason") else "")
-        sys.stderr.write(f"eukhe: remote {args.name}: {how}: {error['message']}\n")
-    elif "output" in answer:
-        print_output(answer)
+        emit_json(answer.to_json())
+    elif not isinstance(error, UnsetType):
+        how = error.kind + (f" ({error.reason})" if error.reason else "")
+        sys.stderr.write(f"eukhe: remote {args.name}: {how}: {error.message}\n")
+    elif not isinstance(output, UnsetType):
+        print_window(output.text, output.notice)
     else:
-        sys.stdout.write(json.dumps(answer["result"], ensure_ascii=False) + "\n")
-    return EXIT_ERROR if failed else 0
+        sys.stdout.write(json.dumps(answer.result, ensure_ascii=False) + "\n")
+    return 0 if isinstance(error, UnsetType) else EXIT_ERROR
 
 
 def register(subparsers: Any) -> None:

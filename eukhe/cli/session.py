@@ -22,65 +22,76 @@ def cmd_create(args: argparse.Namespace) -> int:
     """Create a session in an explicit working directory."""
     # The daemon runs elsewhere: a relative directory is taken relative to this shell's. "" stays "" (refused).
     cwd = os.path.abspath(args.cwd) if args.cwd else args.cwd
-    result = call(args, "session.create", {"cwd": cwd, **sandbox_args(args)})
+    from eukhe.records.daemon import SessionCreated  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    result = call(args, "session.create", {"cwd": cwd, **sandbox_args(args)}, answer=SessionCreated)
     if args.json:
-        emit_json(result)
+        emit_json(result.to_json())
     else:
-        print(result["id"])
+        print(result.id)
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     """List the saved sessions."""
-    result = call(args, "session.list")
+    from eukhe.records.daemon import SessionList  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    result = call(args, "session.list", answer=SessionList)
     if args.json:
-        emit_json(result)
+        emit_json(result.to_json())
     else:
-        for session in result["sessions"]:
-            state = "open" if session.get("open") else "closed"
-            print(f"{session['id']}  {state:6}  {session.get('cwd', '')}")
+        for session in result.sessions:
+            state = "open" if session.open else "closed"
+            print(f"{session.id}  {state:6}  {session.cwd}")
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Show a session's entry tree and its current leaf."""
-    result = call(args, "session.show", {"session": args.id})
+    from eukhe.records.daemon import SessionShow  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    result = call(args, "session.show", {"session": args.id}, answer=SessionShow)
     if args.json:
-        emit_json(result)
+        emit_json(result.to_json())
         return 0
-    print(f"session {args.id} in {result.get('cwd')}, leaf {result.get('leaf')}")
-    transport = result.get("kernel_transport")
+    print(f"session {args.id} in {result.cwd}, leaf {result.leaf}")
+    transport = result.kernel_transport
     if transport:
-        print(f"kernel transport: wrapped by {' '.join(transport['argv_prefix'])} (python {transport['python']})")
+        print(f"kernel transport: wrapped by {' '.join(transport.argv_prefix)} (python {transport.python})")
     else:
         print("kernel transport: local")
-    policy = result.get("sandbox")
-    if policy:
-        print(sandbox_line(policy))
-    for entry in result.get("entries", []):
-        marker = "*" if entry["id"] == result.get("leaf") else " "
-        print(f" {marker} {entry['id']}  parent {entry['parent']}  {entry['kind']}  {summary(entry.get('content'))}")
+    if result.sandbox:
+        print(sandbox_line(result.sandbox))
+    for entry in result.entries:
+        marker = "*" if entry.id == result.leaf else " "
+        print(f" {marker} {entry.id}  parent {entry.parent}  {entry.kind}  {summary(entry.content)}")
     return 0
 
 
 def cmd_close(args: argparse.Namespace) -> int:
     """Stop a session's worker (its kernel and jobs end); refused while jobs run unless --force."""
-    result = call(args, "session.close", {"session": args.id, "force": args.force}, wait_label="closing the session")
+    from eukhe.records.daemon import SessionClosed  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    payload = {"session": args.id, "force": args.force}
+    result = call(args, "session.close", payload, wait_label="closing the session", answer=SessionClosed)
     if args.json:
-        emit_json(result)
+        emit_json(result.to_json())
     else:
-        print(f"session {args.id} {'closed' if result['was_open'] else 'was not open'}")
+        print(f"session {args.id} {'closed' if result.was_open else 'was not open'}")
     return 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
     """Remove a session: its directory, artifacts and workspaces (its worker is stopped first); refused while jobs
     run unless --force."""
-    result = call(args, "session.delete", {"session": args.id, "force": args.force}, wait_label="deleting the session")
+    from eukhe.records.daemon import SessionDeleted  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    payload = {"session": args.id, "force": args.force}
+    result = call(args, "session.delete", payload, wait_label="deleting the session", answer=SessionDeleted)
     if args.json:
-        emit_json(result)
+        emit_json(result.to_json())
     else:
-        print(f"session {args.id} deleted" + "".join(f"\n  removed {path}" for path in result["removed"]))
+        print(f"session {args.id} deleted" + "".join(f"\n  removed {path}" for path in result.removed))
     return 0
 
 

@@ -18,16 +18,18 @@ if TYPE_CHECKING:
 
 def _rewind(args: argparse.Namespace, op: str) -> int:
     entry = None if args.entry == "none" else args.entry  # the word none: before every entry
-    result = call(args, op, {"session": args.session, "entry": entry}, wait_label="stopping jobs")
+    from eukhe.records.jobs import Rewound  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    result = call(args, op, {"session": args.session, "entry": entry}, wait_label="stopping jobs", answer=Rewound)
     if args.json:
-        emit_json(result)
+        emit_json(result.to_json())
         return 0
     if op == "tree.fork":
-        print(f"forked: new session {result['session']} at {args.entry}")
+        print(f"forked: new session {result.session} at {args.entry}")
     else:
         print(f"leaf is now {args.entry}")
-    print(f"stopped jobs: {' '.join(result['stopped_jobs']) or '-'}")
-    print(f"still stopping: {' '.join(result['stopping_jobs']) or '-'}")
+    print(f"stopped jobs: {' '.join(result.stopped_jobs) or '-'}")
+    print(f"still stopping: {' '.join(result.stopping_jobs) or '-'}")
     return 0
 
 

@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     import subprocess
     from collections.abc import Callable
     from pathlib import Path
-    from typing import Any
+    from typing import Any, TypeVar, overload
 
     StrPath = str | os.PathLike[str]
+    T = TypeVar("T")
 
 RECV_BYTES = 1 << 16
 """How much one read of the socket asks for."""
@@ -103,6 +104,30 @@ class DaemonClient:
             raise
         return cls(sock, path)
 
+    if TYPE_CHECKING:  # the typed forms (typing.overload only for mypy: CLI start-up time)
+
+        @overload
+        def call(
+            self,
+            op: str,
+            args: dict[str, Any] | None = None,
+            on_event: Callable[[Any], None] | None = None,
+            *,
+            on_interrupt: Callable[[bool], None] | None = None,
+            answer: type[T],
+        ) -> T: ...
+
+        @overload
+        def call(
+            self,
+            op: str,
+            args: dict[str, Any] | None = None,
+            on_event: Callable[[Any], None] | None = None,
+            *,
+            on_interrupt: Callable[[bool], None] | None = None,
+            answer: None = None,
+        ) -> Any: ...
+
     def call(
         self,
         op: str,
@@ -110,8 +135,10 @@ class DaemonClient:
         on_event: Callable[[Any], None] | None = None,
         *,
         on_interrupt: Callable[[bool], None] | None = None,
+        answer: type[T] | None = None,
     ) -> Any:
-        """Send one request and return its result; its events go to `on_event`; errors raise DaemonError.
+        """Send one request and return its result, as the record `answer` when given (a result that is not one
+        raises DaemonProtocolError naming the field); its events go to `on_event`; errors raise DaemonError.
 
         With `on_interrupt`, a Ctrl-C (KeyboardInterrupt) while waiting asks the daemon to cancel the request (its
         job is killed through its owner) and goes on waiting for its answer: `on_interrupt(True)`. A second one
@@ -129,7 +156,7 @@ class DaemonClient:
             finally:
                 if on_interrupt is not None:
                     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-            return self._answer(request_id, on_event)
+            return self._answer(request_id, on_event, answer=answer)
         except KeyboardInterrupt:
             if on_interrupt is None:
                 raise
@@ -144,15 +171,22 @@ class DaemonClient:
                 on_interrupt(True)
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-            return self._answer(request_id, on_event, skip=cancel_id)
+            return self._answer(request_id, on_event, skip=cancel_id, answer=answer)
         except KeyboardInterrupt:
             on_interrupt(False)
             raise
 
-    def _answer(self, request_id: int, on_event: Callable[[Any], None] | None, skip: str | None = None) -> Any:
-        """Read replies until the one for `request_id` (relaying its events; a reply for `skip` is passed over)."""
+    def _answer(
+        self,
+        request_id: int,
+        on_event: Callable[[Any], None] | None,
+        skip: str | None = None,
+        answer: type[Any] | None = None,
+    ) -> Any:
+        """Read replies until the one for `request_id` (relaying its events; a reply for `skip` is passed over); its
+        result as the record `answer` when given."""
         while True:
-            kind, value = reply_outcome(self.read_reply(), request_id, skip)
+            kind, value = reply_outcome(self.read_reply(), request_id, skip, answer)
             if kind == RESULT:
                 return value
             if kind == EVENT and on_event is not None:

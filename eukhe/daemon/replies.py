@@ -90,4 +90,5 @@ def answer_as(result: object, answer: type[T]) -> T:
     try:
         return msgspec.convert(result, answer)
     except msgspec.ValidationError as error:
-        raise DaemonProtocolError(f"an answer that is not a {answer.__name__}: {error}") from error
+        name = getattr(answer, "__name__", None) or str(answer)  # a union of records (CallAnswer) has no __name__
+        raise DaemonProtocolError(f"an answer that is not a {name}: {error}") from error

@@ -70,11 +70,13 @@ def test_a_culled_session_reopens_with_its_journal_and_jobs_intact(world: Daemon
 
 
 def test_culling_never_hits_a_running_job_a_busy_kernel_or_a_watcher(world: DaemonEnv, tmp_path: Path) -> None:
-    configure(world, session_idle_timeout_s=0.3, kernel_idle_timeout_s=0.3)
+    # A kernel idle before its cell came may be culled, rightly: the short kernel timeout holds once the cell runs.
+    configure(world, session_idle_timeout_s=0.3, kernel_idle_timeout_s=LONG_S)
     with_job = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     job, _, groups = start_long_job(world, with_job)
     with_cell = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     cell = world.json("ipython", "--session", with_cell, "--budget-ms", "0", "-c", "import time\ntime.sleep(300)")
+    configure(world, session_idle_timeout_s=0.3, kernel_idle_timeout_s=0.3)
     watched = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     watcher = socket.socket(socket.AF_UNIX)
     watcher.connect(str(world.socket))

@@ -289,7 +289,7 @@ class Supervisor:
     async def _stop_worker(self, worker: Worker, why: bytes = b"") -> None:
         """Close the worker's stdin (it closes its session and exits); kill it if it lingers past the grace (its
         monitor then ends what its jobs left). `why` (`session_closed`) goes first on stdin: the reason its running
-        jobs' rows give (else `daemon_stopped`)."""
+        jobs' rows give (else `daemon_stopped`). The worker is out of the table when this returns."""
         worker.process.close_stdin(why + b"\n" if why else b"")
         try:
             await bounded(self.clock, worker.process.wait(), WORKER_STOP_GRACE_MS)
@@ -302,6 +302,8 @@ class Supervisor:
             )
             worker.process.kill()
             await worker.process.wait()
+        if self.workers.get(worker.session_id) is worker:  # out of the table when its stop returns (its monitor
+            del self.workers[worker.session_id]  # may run later): a report or an answer after it never lists it
 
     # --- requests -------------------------------------------------------------------------------------------------
 

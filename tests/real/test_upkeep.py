@@ -127,6 +127,7 @@ def test_an_idle_kernel_is_culled_and_then_its_session(world: DaemonEnv, tmp_pat
     assert worker_pids(world)[session] == worker, "only the kernel was culled"
     # The next cell runs on a fresh kernel, which read the culled one's namespace snapshot: its variables and its
     # imports are back; a lock does not pickle, so it is not.
+    configure(world, kernel_idle_timeout_s=LONG_S, session_idle_timeout_s=0)  # the fresh kernel stays to be seen
     answer = world.json("ipython", "--session", session, "-c", "(x, threading.__name__, 'lock' in globals())")
     assert answer["result"] == "(41, 'threading', False)", answer
     assert kernels_of(worker) not in ([], [kernel])

@@ -42,13 +42,14 @@ def worker_pids(world: DaemonEnv) -> dict[str, int]:
 
 
 def test_a_culled_session_reopens_with_its_journal_and_jobs_intact(world: DaemonEnv, tmp_path: Path) -> None:
-    configure(world, session_idle_timeout_s=0.3)
+    configure(world, session_idle_timeout_s=LONG_S)
     session = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     world.json("bash", "--session", session, "--", "echo one")
     detached = world.json("bash", "--session", session, "--budget-ms", "0", "--", "sleep 0.2; echo two")
     world.json("jobs", "wait", "--session", session, detached["job"], "--timeout-ms", "10000")
     before = world.json("session", "show", session)
     pid = worker_pids(world)[session]
+    configure(world, session_idle_timeout_s=0.3)  # only now: the worker looked at is the one culled
     eventually(lambda: culled(world, session), "the idle session to be culled")
     assert session not in worker_pids(world)
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]

@@ -320,12 +320,7 @@ class Session:
             bash_options=bash_options,
             parts=parts,
         )
-        try:
-            session.sandbox.start()
-        except BaseException:
-            session._unsubscribe()
-            ledger.close()
-            raise
+        session._start_or_close()
         session.writer.start()
         return session
 
@@ -364,19 +359,26 @@ class Session:
             parts=parts,
         )
         session.last_read = read
-        try:
-            session.sandbox.start()  # sandbox_unavailable: the session does not open
-            session.harness.settle_interrupted(ledger.trees.slots)
-            session._end_leftover_jobs()
-            for part in session.parts:
-                part.after_reopen()
-        except BaseException:  # a commit failed (e.g. a full disk): nothing runs yet, so only the journal is open
-            session._unsubscribe()
-            ledger.close()
-            raise
+        session._start_or_close(
+            lambda: session.harness.settle_interrupted(ledger.trees.slots),
+            session._end_leftover_jobs,
+            *(part.after_reopen for part in session.parts),
+        )
         session._read_past_jobs()
         session.writer.start()
         return session
+
+    def _start_or_close(self, *steps: Callable[[], object]) -> None:
+        """Start the sandbox (sandbox_unavailable: the session does not open), then `steps` in order; if any fails
+        (a commit on a full disk), nothing runs yet, so only the journal is open: it is closed, the error raised."""
+        try:
+            self.sandbox.start()
+            for step in steps:
+                step()
+        except BaseException:
+            self._unsubscribe()
+            self._ledger.close()
+            raise
 
     def _end_leftover_jobs(self) -> None:
         """The jobs whose nodes the history left ended with their host: end what is left of each one's process group

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,6 +45,7 @@ from eukhe.records.journal import (
     JournalRecord,
     ToolResultContent,
 )
+from eukhe.records.output import OutputWindow
 from eukhe.records.settings import setting_of, truncation_of
 from eukhe.store.journal import JournalError
 from eukhe.store.tree import Slot
@@ -101,6 +103,7 @@ class _Running:
         self.aborted = False
         self.done = asyncio.Event()  # set once the call's `call` coroutine has finished (settled or not)
         self.settled: ToolResult | None = None
+        self.error: Exception | None = None  # what the tool raised, when it failed
 
     def step(self, event: model.CallEvent) -> tuple[model.JournalRecord, ...]:
         """Fold one event; the records the model journals for it."""
@@ -155,13 +158,29 @@ class _Reports:
             self._running.board.publish(self._running.call)
 
 
+JobEnd = Callable[[str], tuple[OutputWindow, JSON] | None]
+"""A job's output and answer, once it ended, by job id (None: no such job has ended)."""
+
+
+def wall_ms() -> int:
+    """Now on the wall clock, in ms since the epoch (what a call's start and settle record)."""
+    return time.time_ns() // 1_000_000
+
+
 class Harness:
     """The tools of a session and the calls running on them."""
 
-    def __init__(self, committer: Committer, truncation: Callable[[], Truncation], artifact_dir: Path) -> None:
+    def __init__(
+        self,
+        committer: Committer,
+        truncation: Callable[[], Truncation],
+        artifact_dir: Path,
+        job_ids: Callable[[], str] | None = None,
+    ) -> None:
         self._committer = committer
         self._truncation = truncation
         self._artifact_dir = artifact_dir
+        self._job_ids = job_ids
         self._tools: dict[str, ToolRegistration] = {}
         self._running: dict[str, _Running] = {}
         self._dynamic: list[DynamicSource] = []
@@ -211,8 +230,11 @@ class Harness:
         """The calls on the board (started, settle not yet committed)."""
         return self.board.running()
 
-    async def call(self, tool: str, args: Mapping[str, JSON], *, call_id: str | None = None) -> ToolResult:
-        """Run one call to its settle. Cancelling the awaiting task aborts the call: it settles, then re-raises."""
+    async def call(
+        self, tool: str, args: Mapping[str, JSON], *, call_id: str | None = None, raise_failure: bool = False
+    ) -> ToolResult:
+        """Run one call to its settle. Cancelling the awaiting task aborts the call: it settles, then re-raises. A
+        tool that fails settles as failed; with `raise_failure` its error is raised after the settle."""
         registration = self._tools.get(tool)
         if registration is None:
             raise UnknownToolError(tool)
@@ -227,12 +249,18 @@ class Harness:
         )
         (start,) = running.step(model.CallBegun())
         assert isinstance(start, model.StartRecord)
+        job = self._job_ids() if registration.runs_job and self._job_ids is not None else None
         checkpoint = Checkpoint(
-            artifact_dir=str(self._artifact_dir), artifact_prefix=prefix, truncation=setting_of(truncation)
+            artifact_dir=str(self._artifact_dir),
+            artifact_prefix=prefix if job is None else f"job-{job}",
+            truncation=setting_of(truncation),
+            job=job,
         )
-        self._committer.commit([CallStart(call=call, tool=tool, args=dict(args), checkpoint=checkpoint)])
+        self._committer.commit(
+            [CallStart(call=call, tool=tool, args=dict(args), checkpoint=checkpoint, at_ms=wall_ms())]
+        )
         self.board.add(running)
-        api = ToolExecutionApi(call, _Reports(running), truncation)
+        api = ToolExecutionApi(call, _Reports(running), truncation, job_id=job)
         task = asyncio.ensure_future(registration.execute(decoded, api))
         running.task = task
         self._running[call] = running
@@ -252,6 +280,7 @@ class Harness:
                     await asyncio.gather(task, return_exceptions=True)
                 ending = model.CallCancel()
             except Exception as error:  # the tool failed: it settles as failed, with the error as its last warning
+                running.error = error
                 ending = model.CallFail(f"{type(error).__name__}: {error}")
             result = self._settle(running, ending)
         finally:
@@ -260,6 +289,8 @@ class Harness:
             running.done.set()
         if outer_cancel is not None:
             raise outer_cancel
+        if raise_failure and running.error is not None:
+            raise running.error
         return result
 
     def abort(self, call_id: str) -> None:
@@ -297,10 +328,12 @@ class Harness:
         bounded = running.output.close()
         assert bounded.bytes_kept + bounded.bytes_dropped == settle.written  # every byte the model counted
         outcome = _outcome(settle.outcome)
-        content = _content(running.call, running.tool, outcome, bounded, details=running.details, settle=settle)
+        content = _content(
+            running.call, running.tool, outcome, bounded.to_record(), details=running.details, settle=settle
+        )
         entry = self._committer.entry_record("tool_result", content)
         try:
-            self._committer.commit([CallSettle(call=running.call, outcome=outcome), entry])
+            self._committer.commit([CallSettle(call=running.call, outcome=outcome, at_ms=wall_ms()), entry])
         except JournalError:
             running.state = before
             raise
@@ -318,26 +351,32 @@ class Harness:
         self.board.remove(running.call, outcome)
         return result
 
-    def settle_interrupted(self, slots: Mapping[str, Slot]) -> list[ToolResult]:
-        """After a crash: settle every slot still `running` from what is durable (its artifact, if any)."""
+    def settle_interrupted(self, slots: Mapping[str, Slot], job_end: JobEnd | None = None) -> list[ToolResult]:
+        """After a crash: settle every slot still `running` from what is durable: the end of the job it ran (its
+        output and answer, by `job_end`), else its artifact, if any."""
         results: list[ToolResult] = []
         for slot in list(slots.values()):
             if slot.status != "running" or slot.call in self._running:
                 continue
-            bounded = durable_output(slot.checkpoint)
+            ended = None if slot.checkpoint.job is None or job_end is None else job_end(slot.checkpoint.job)
+            details: JSON = None
+            if ended is not None:
+                window, details = ended
+            else:
+                window = durable_output(slot.checkpoint).to_record()
             settle = model.SettleRecord(
-                "cancelled", bounded.bytes_kept + bounded.bytes_dropped, (INTERRUPTED_WARNING,), ()
+                "cancelled", window.bytes_kept + window.bytes_dropped, (INTERRUPTED_WARNING,), ()
             )
-            content = _content(slot.call, slot.tool, "interrupted", bounded, details=None, settle=settle)
+            content = _content(slot.call, slot.tool, "interrupted", window, details=details, settle=settle)
             entry = self._committer.entry_record("tool_result", content)
-            self._committer.commit([CallSettle(call=slot.call, outcome="interrupted"), entry])
+            self._committer.commit([CallSettle(call=slot.call, outcome="interrupted", at_ms=wall_ms()), entry])
             results.append(
                 ToolResult(
                     call_id=slot.call,
                     tool=slot.tool,
                     status="interrupted",
                     output=content.output,
-                    details=None,
+                    details=details,
                     warnings=settle.warnings,
                     usage=(),
                     entry_id=entry.id,
@@ -355,7 +394,7 @@ def _outcome(name: str) -> CallOutcome:
 
 
 def _content(
-    call: str, tool: str, outcome: CallOutcome, bounded: BoundedResult, *, details: JSON, settle: model.SettleRecord
+    call: str, tool: str, outcome: CallOutcome, window: OutputWindow, *, details: JSON, settle: model.SettleRecord
 ) -> ToolResultContent:
     """The content of a `tool_result` entry: `usage` holds the totals, `usage_reports` every report in order."""
     reports = [dict(report) for report in settle.usage]
@@ -363,7 +402,7 @@ def _content(
         call=call,
         tool=tool,
         status=outcome,
-        output=bounded.to_record(),
+        output=window,
         details=details,
         warnings=list(settle.warnings),
         usage=usage_totals(reports),

@@ -43,6 +43,9 @@ class ToolRegistration:
     execute: Execute
     truncation: Truncation | None = None
     description: str = ""
+    runs_job: bool = False
+    """The call runs a job: its id is chosen before the start is journaled (`ToolExecutionApi.job_id`), so a crash
+    settles the call from that job's end."""
 
     @property
     def parameters(self) -> dict[str, JSON]:
@@ -72,10 +75,18 @@ class CallReports(Protocol):
 class ToolExecutionApi:
     """What a running call can do: read its bound, report progress, publish it to live observers."""
 
-    def __init__(self, call_id: str, reports: CallReports, truncation: Truncation) -> None:
+    def __init__(
+        self, call_id: str, reports: CallReports, truncation: Truncation, *, job_id: str | None = None
+    ) -> None:
         self._call_id = call_id
         self._reports = reports
         self._truncation = truncation
+        self._job_id = job_id
+
+    @property
+    def job_id(self) -> str | None:
+        """The id the call's job must take (a tool that `runs_job`), as its start recorded it."""
+        return self._job_id
 
     @property
     def call_id(self) -> str:

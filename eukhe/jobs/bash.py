@@ -249,9 +249,11 @@ async def start_bash(
     options: BashOptions | None = None,
     env: Mapping[str, str] | None = None,
     confine: Confine | None = None,
+    job_id: str | None = None,
 ) -> Job:
-    """Start `bash -c command` in `cwd` as a job of `table` (kind "bash", title the command); with `confine`, under
-    the argv it makes (a sandbox: its `--info-fd` names the group inside, which a kill's SIGTERM goes to)."""
+    """Start `bash -c command` in `cwd` as a job of `table` (kind "bash", title the command; under `job_id` when it
+    is free); with `confine`, under the argv it makes (a sandbox: its `--info-fd` names the group inside, which a
+    kill's SIGTERM goes to)."""
     opts = options if options is not None else BashOptions()
     loop = asyncio.get_running_loop()
     terminal = has_controlling_terminal()
@@ -304,7 +306,7 @@ async def start_bash(
     leader_start = start_ticks(run.pgid)  # None: the leader has ended already (its group may live on)
     group = None if leader_start is None else GroupMark(run.pgid, leader_start, mark)
     try:
-        job = table.start(JobSpec("bash", command, truncation, artifact_dir, group=group), run)
+        job = table.start(JobSpec("bash", command, truncation, artifact_dir, group=group), run, job_id=job_id)
     except BaseException:  # a closed table (JobTableClosedError) or a failing listener: leave no process behind
         run._kill()
         await wait_within(table.clock, pipe.exited, GIVE_UP_MS)  # reaped before the transport goes
@@ -348,6 +350,7 @@ async def bash_and_wait(
     env: Mapping[str, str] | None = None,
     on_start: Callable[[Job], None] | None = None,
     confine: Confine | None = None,
+    job_id: str | None = None,
 ) -> Settled | Detached:
     """Start a bash job, wait at most `timeout_ms` within `budget_ms` (the session's; `core.deadline_for`): settled
     with its end, or detached with its output so far.
@@ -365,6 +368,7 @@ async def bash_and_wait(
         options=options,
         env=env,
         confine=confine,
+        job_id=job_id,
     )
     if on_start is not None:
         on_start(job)

@@ -121,11 +121,15 @@ class CellJobs:
         *,
         timeout_ms: int | None = None,
         on_start: Callable[[str], None] | None = None,
+        on_live: Callable[[Job], None] | None = None,
+        job_id: str | None = None,
     ) -> Settled | Detached:
         """Run one cell; settle within `timeout_ms` (None: the whole budget) capped by `budget_ms`, else detach it
         as a job (S2 jobs 4). The one clamp is `core.deadline_for`'s.
 
-        The cell's job id is reserved at once (`on_start` hears it): a cell that detaches becomes that job.
+        The cell's job id (`job_id`, else a new one) is taken at once (`on_start` hears it): a cell that detaches
+        becomes that job. `on_live` hears what holds the cell's output so far: a job outside the table until the
+        cell detaches, then the table's job.
         Cancelling the call makes the cell that job too, cancelled through its owner (interrupted, then its kernel
         killed past the grace); its end is awaited at most `budget_ms`, then the cancellation goes on."""
         clock = self.table.clock
@@ -133,7 +137,7 @@ class CellJobs:
         deadline = core.deadline_for(started, timeout_ms, budget_ms)
         span = deadline - started
         title = _title(code)
-        job_id = self.table.new_id()
+        job_id = job_id if job_id is not None and self.table.get(job_id) is None else self.table.new_id()
         spec = JobSpec("cell", title, self.manager.truncation, None)
         record = _Recording()
         detached: list[Job] = []
@@ -156,9 +160,16 @@ class CellJobs:
         run_box.append(run)
         if on_start is not None:
             on_start(job_id)
-        verdict = await settle_or_detach(
-            waiter, deadline, span, left=lambda: self._detach(run, record, detached, job_id, title)
-        )
+        if on_live is not None:
+            on_live(waiter)
+
+        def detach() -> Job:
+            job = self._detach(run, record, detached, job_id, title)
+            if on_live is not None:
+                on_live(job)
+            return job
+
+        verdict = await settle_or_detach(waiter, deadline, span, left=detach)
         if isinstance(verdict, core.EndedInTime):
             outcome = run.outcome()
             assert outcome is not None
@@ -175,7 +186,7 @@ class CellJobs:
                 result=outcome.result,
                 error=outcome.error,
             )
-        job = self._detach(run, record, detached, job_id, title)
+        job = detached[0] if detached else detach()
         return Detached(job=job.id, kind="cell", command=title, budget_ms=span, output=waiter.snapshot().to_record())
 
     def _detach(self, run: CellRun, record: _Recording, detached: list[Job], job_id: str, title: str) -> Job:

@@ -28,7 +28,14 @@ from eukhe.kernel.transport import path_map_of, wrapped_launch
 from eukhe.procs import kill_group, start_ticks
 from eukhe.records.jobs import Detached, Settled
 from eukhe.records.journal import DocPut, DocRetire, JournalRecord
-from eukhe.session.session import PartsMaker, Session, SessionMade, SessionPart, StartListener
+from eukhe.session.session import (
+    LiveListener,
+    PartsMaker,
+    Session,
+    SessionMade,
+    SessionPart,
+    StartListener,
+)
 from eukhe.store.journal import JournalError
 
 SNAPSHOT_NAME = "kernel-namespace.pickle"
@@ -144,13 +151,22 @@ class SessionKernel:
             self.session.commit([record])
 
     async def ipython(
-        self, code: str, budget_ms: int | None = None, *, on_start: StartListener | None = None
+        self,
+        code: str,
+        budget_ms: int | None = None,
+        *,
+        on_start: StartListener | None = None,
+        on_live: LiveListener | None = None,
+        job_id: str | None = None,
     ) -> Settled | Detached:
-        """Run a Python cell on the session's kernel; settled within the budget, else detached as a cell job.
-        Cancelling the call cancels the cell through its owner (it is interrupted), then re-raises."""
+        """Run a Python cell on the session's kernel; settled within the budget, else detached as a cell job (under
+        `job_id` when it is free). `on_live` hears what holds the cell's output so far. Cancelling the call cancels
+        the cell through its owner (it is interrupted), then re-raises."""
         session = self.session
         session.check_open()
-        answer = await self.cells.ipython(code, session.budget_ms, timeout_ms=budget_ms, on_start=on_start)
+        answer = await self.cells.ipython(
+            code, session.budget_ms, timeout_ms=budget_ms, on_start=on_start, on_live=on_live, job_id=job_id
+        )
         return await session.recorded(answer)
 
     # ---- as a part of the session --------------------------------------------------------------------------------
@@ -222,7 +238,13 @@ class KernelSession(Session):
         return self.python.snapshot_path
 
     async def ipython(
-        self, code: str, budget_ms: int | None = None, *, on_start: StartListener | None = None
+        self,
+        code: str,
+        budget_ms: int | None = None,
+        *,
+        on_start: StartListener | None = None,
+        on_live: LiveListener | None = None,
+        job_id: str | None = None,
     ) -> Settled | Detached:
         """Run a Python cell on the session's kernel (`SessionKernel.ipython`)."""
-        return await self.python.ipython(code, budget_ms, on_start=on_start)
+        return await self.python.ipython(code, budget_ms, on_start=on_start, on_live=on_live, job_id=job_id)

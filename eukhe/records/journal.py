@@ -80,6 +80,8 @@ class Checkpoint(Record):
     artifact_dir: str
     artifact_prefix: str
     truncation: TruncationSetting
+    job: str | None = None
+    """The job the call runs (its id chosen before the start is journaled): a crash settles the call from its end."""
 
 
 class CallStart(Record, tag="call_start", tag_field="t"):
@@ -89,6 +91,8 @@ class CallStart(Record, tag="call_start", tag_field="t"):
     tool: str
     args: dict[str, Any]
     checkpoint: Checkpoint
+    at_ms: int | None = None
+    """When it started (wall clock, ms since the epoch)."""
 
 
 class CallSettle(Record, tag="call_settle", tag_field="t"):
@@ -96,6 +100,8 @@ class CallSettle(Record, tag="call_settle", tag_field="t"):
 
     call: str
     outcome: CallOutcome
+    at_ms: int | None = None
+    """When it settled (wall clock, ms since the epoch)."""
 
 
 JournalRecord = SessionHeader | EntryRecord | LeafRecord | DocPut | DocRetire | CallStart | CallSettle

@@ -49,6 +49,7 @@ from eukhe.records.journal import (
     LeafRecord,
     SessionHeader,
 )
+from eukhe.records.output import OutputWindow
 from eukhe.records.sandbox import UNCONFINED, SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport, SessionSettings
 from eukhe.sandbox.bwrap import available
@@ -86,6 +87,15 @@ class FromSettings(enum.Enum):
 FROM_SETTINGS = FromSettings.FROM_SETTINGS
 StartListener = Callable[[str], None]
 """Hears the id of a call's job as soon as it runs (a cancel or a later wait names it)."""
+LiveListener = Callable[[Job], None]
+"""Hears the job that holds a call's output while it runs (its row and output so far are its progress)."""
+
+
+def _heard(job: Job, on_start: StartListener | None, on_live: LiveListener | None) -> None:
+    if on_start is not None:
+        on_start(job.id)
+    if on_live is not None:
+        on_live(job)
 
 
 class SessionPart(Protocol):
@@ -243,7 +253,7 @@ class Session:
         self.job_table = JobTable(clock)
         ledger.entry_listeners.append(self.job_table.observe)
         self._bash_options = bash_options or BashOptions()
-        self.harness = Harness(self, lambda: self.settings.bound, self.artifact_dir)
+        self.harness = Harness(self, lambda: self.settings.bound, self.artifact_dir, job_ids=self.job_table.new_id)
         self.jobs = SessionJobs(self)
         self.files = SessionFiles(self)
         self.writer = JobWriter(self.commit, self.entry_record, self._job_nodes, on_start_lost=self._start_lost)
@@ -335,8 +345,9 @@ class Session:
         bash_options: BashOptions | None = None,
         parts: PartsMaker | None = None,
     ) -> Self:
-        """Reopen a saved session: read its journal once (a torn last line is skipped with a diagnostic), settle the
-        calls a crash interrupted from what is durable, retire the job nodes the old process left, then let each
+        """Reopen a saved session: read its journal once (a torn last line is skipped with a diagnostic), retire the
+        job nodes the old process left (their rows recorded), settle the calls a crash interrupted from what is
+        durable (the end of the job a call ran, else its artifact), then let each
         part do what a reopen asks of it. `parts` as for `create`."""
         base = dirs.resolve_root(root)
         directory = dirs.open_session_dir(base, session_id)
@@ -360,11 +371,11 @@ class Session:
         )
         session.last_read = read
         session._start_or_close(
-            lambda: session.harness.settle_interrupted(ledger.trees.slots),
             session._end_leftover_jobs,
+            session._read_past_jobs,
+            lambda: session.harness.settle_interrupted(ledger.trees.slots, session._past_end),
             *(part.after_reopen for part in session.parts),
         )
-        session._read_past_jobs()
         session.writer.start()
         return session
 
@@ -396,6 +407,14 @@ class Session:
             retire, row = reopened_row(end, nodes[end.job], self.artifact_dir, self.settings.truncation)
             records += [retire, self.entry_record("notice", row)]
         self.commit(records)
+
+    def _past_end(self, job_id: str) -> tuple[OutputWindow, JSON] | None:
+        """A job of an earlier life that ended: its output and its answer (how a call it ran is settled)."""
+        past = self.past_jobs.get(job_id)
+        if past is None or past.end is None:
+            return None
+        answer = past_answer(past)
+        return answer.output, answer.to_json()
 
     def _read_past_jobs(self) -> None:
         """The jobs of earlier lives, from the journal (a new job never takes one of their ids)."""
@@ -623,11 +642,18 @@ class Session:
         return [self.artifact_dir, kernel_venv_dir()]
 
     async def execute_bash_and_wait(
-        self, command: str, budget_ms: int | None = None, *, on_start: StartListener | None = None
+        self,
+        command: str,
+        budget_ms: int | None = None,
+        *,
+        on_start: StartListener | None = None,
+        on_live: LiveListener | None = None,
+        job_id: str | None = None,
     ) -> Settled | Detached:
-        """Run `command` as a job; settled within the budget, else detached with the output so far (the job goes
-        on; its end records its `eukhe.bash` row). `on_start` hears the job as soon as it runs. Cancelling the call
-        kills the job through its owner (waiting for its end at most the budget), then re-raises."""
+        """Run `command` as a job (`job_id`: the id it takes when free); settled within the budget, else detached
+        with the output so far (the job goes on; its end records its `eukhe.bash` row). `on_start` hears the job's
+        id as soon as it runs, `on_live` the job itself (its output so far). Cancelling the call kills the job
+        through its owner (waiting for its end at most the budget), then re-raises."""
         self.check_open()
         answer = await bash_and_wait(
             command,
@@ -638,8 +664,9 @@ class Session:
             budget_ms=self.budget_ms,
             timeout_ms=budget_ms,
             options=self._bash_options,
-            on_start=None if on_start is None else (lambda job: on_start(job.id)),
+            on_start=lambda job: _heard(job, on_start, on_live),
             confine=self.bash_confinement(),
+            job_id=job_id,
         )
         return await self.recorded(answer)
 

@@ -71,6 +71,8 @@ class Slot:
     args: JSON
     checkpoint: Checkpoint
     outcome: str | None  # once done: "returned", "failed", "cancelled" or "interrupted"
+    started_ms: int | None = None  # wall clock, ms since the epoch (None: a journal that did not record it)
+    settled_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +114,21 @@ class Trees:
         elif isinstance(record, DocRetire):
             self.documents.pop((record.type, record.key), None)
         elif isinstance(record, CallStart):
-            self.slots[record.call] = Slot(record.call, record.tool, "running", record.args, record.checkpoint, None)
+            self.slots[record.call] = Slot(
+                record.call, record.tool, "running", record.args, record.checkpoint, None, record.at_ms
+            )
         elif isinstance(record, CallSettle):
             before = self.slots.get(record.call)
             if before is not None:
                 self.slots[record.call] = Slot(
-                    before.call, before.tool, "done", before.args, before.checkpoint, record.outcome
+                    before.call,
+                    before.tool,
+                    "done",
+                    before.args,
+                    before.checkpoint,
+                    record.outcome,
+                    before.started_ms,
+                    record.at_ms,
                 )
 
     def state(self) -> StateView:

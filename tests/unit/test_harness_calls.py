@@ -224,7 +224,8 @@ def test_settles_an_aborted_tools_slot_with_its_status_and_entry_only(tmp_path: 
         start, settle = commits
         assert [type(r) for r in start.records] == [CallStart]
         slot, entry = settle.records
-        assert slot == CallSettle(call="c1", outcome="cancelled")
+        assert (type(slot), slot.call, slot.outcome) == (CallSettle, "c1", "cancelled")
+        assert isinstance(slot, CallSettle) and slot.at_ms is not None, "the settle records when it happened"
         assert isinstance(entry, EntryRecord)
         assert entry.kind == "tool_result"
         assert entry.content["status"] == "cancelled"

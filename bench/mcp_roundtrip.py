@@ -2,8 +2,9 @@
 `eukhe mcp`, against `subprocess.run(["bash", "-c", "true"])` in the same run. Prints the median of each, their
 ratio (target: at most 3x), and where the time goes, each measured apart: an MCP `jobs_list` of an empty session
 (the MCP path without a process to run; first, since the list grows with every run), and the same `bash true` asked
-of the daemon directly over one persistent socket (the daemon's share; last, so that the work a run leaves in the
-daemon, its journal row, does not weigh on the two compared).
+of the daemon directly over one persistent socket, as the `bash` op and as a journaled tool call (`tool.call`: the
+Harness's start and settle commits, each one write and one fdatasync); their difference is the journaling's share
+(last, so that the work a run leaves in the daemon, its journal row, does not weigh on the two compared).
 
 The two compared are measured interleaved, one of each per round, so that load on a shared machine weighs on both
 alike.
@@ -80,14 +81,23 @@ async def measure(runs: int, root: Path, env: dict[str, str]) -> None:
                 async def daemon_true() -> None:
                     daemon.call("bash", {"session": session, "command": "true"})
 
+                async def daemon_call_true() -> None:
+                    daemon.call("tool.call", {"session": session, "tool": "bash", "args": {"command": "true"}})
+
                 listing = await timed_together({"list": mcp_jobs_list}, runs)
                 times = await timed_together({"bash": subprocess_true, "mcp": mcp_true}, runs)
-                direct = await timed_together({"daemon": daemon_true}, runs)
+                direct = await timed_together({"daemon": daemon_true, "call": daemon_call_true}, runs)
     base, trip = statistics.median(times["bash"]), statistics.median(times["mcp"])
     show("subprocess.run(bash -c true):", times["bash"])
     show("MCP bash call of true (one stdio session):", times["mcp"])
     print(f"{'ratio MCP call / subprocess.run:':<44}{trip / base:.2f}x (target <= 3x; {runs} rounds)")
     show("  bash true asked of the daemon directly:", direct["daemon"])
+    show("  the same as a journaled tool call:", direct["call"])
+    journaling = statistics.median(direct["call"]) - statistics.median(direct["daemon"])
+    print(
+        f"{'  the tool call (harness, start + settle):':<44}{journaling * 1000:7.2f} ms, "
+        f"{journaling / trip:.0%} of the MCP call"
+    )
     show("  MCP jobs_list, no jobs (no process to run):", listing["list"])
 
 

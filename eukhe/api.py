@@ -1,18 +1,23 @@
 """The Python API: a durable session with user bash, jobs, rewinds, a Python kernel and children (docs/python-api.md).
 
-    from eukhe.api import SandboxPolicy, Session, SessionSettings
+    from eukhe.api import SandboxPolicy, Session, SessionSettings, ToolCalls
+
+A model's tool calls go through `ToolCalls(session).call(tool, args)`: each is journaled (its start, its settle with
+the text the model reads), as `eukhe mcp` journals its calls; the session's own methods are not tool calls.
 
 Answers are the records of `eukhe.records` (snake_case, `.to_json()` for plain JSON values).
 """
 
 from __future__ import annotations
 
+from eukhe.calls import ToolCalls, UnknownCallError
 from eukhe.children import ChildExistsError, UnknownChildError
 from eukhe.children.family import AgentSession as Session
 from eukhe.errors import EukheError, InputError, UsageError
 from eukhe.jobs.wait import CallCancelledError
 from eukhe.kernel.errors import RemoteCallError
 from eukhe.records.children import ChildError, ChildReport, ChildRow
+from eukhe.records.daemon import CallList, CallRow, ToolCallAnswer
 from eukhe.records.jobs import Detached, JobRow, Rewound, Settled
 from eukhe.records.remote import RemoteCallAnswer, RemoteCallFailure, RemoteFunction
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
@@ -22,6 +27,8 @@ from eukhe.store.tree import UnknownEntryError
 
 __all__ = [
     "CallCancelledError",
+    "CallList",
+    "CallRow",
     "ChildError",
     "ChildExistsError",
     "ChildReport",
@@ -43,6 +50,9 @@ __all__ = [
     "SessionHasJobsError",
     "SessionSettings",
     "Settled",
+    "ToolCallAnswer",
+    "ToolCalls",
+    "UnknownCallError",
     "UnknownChildError",
     "UnknownEntryError",
     "UnknownJobError",

@@ -42,6 +42,7 @@ CATALOGUE: dict[str, str] = {
     # tool calls and jobs
     "unknown_tool": "a call names a tool the session does not have",
     "call_not_running": "an abort names a call that is not running",
+    "unknown_call": "the session has no tool call with this id",
     "unknown_job": "the session has no job with this id",
     "job_table_closed": "the session is closing: no new job starts",
     "bash_start_failed": "bash could not be started",

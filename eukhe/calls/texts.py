@@ -26,6 +26,7 @@ from eukhe.core.jobends import EndReason
 from eukhe.core.render import render
 from eukhe.output import read_facts
 from eukhe.records.children import ChildReport, ChildRow, Reports, Roster
+from eukhe.records.daemon import CallLive
 from eukhe.records.fs import EditAnswer, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
 from eukhe.records.jobs import Detached, JobList, JobRow, Settled
 from eukhe.records.output import OutputWindow
@@ -135,6 +136,17 @@ def job_row_text(row: JobRow) -> str:
     return f"{row.id}  {row.kind}  {state}  {command}"
 
 
+def running_jobs_text(answer: JobList) -> str:
+    """The `running-jobs` section a model reads (spec S2 jobs 7): how many jobs run, and each one's id, command and
+    output so far; one line saying none runs when none does."""
+    running = [row for row in answer.jobs if row.status == "running"]
+    if not running:
+        return "running-jobs: none"
+    lines = [f"running-jobs: {count(len(running), 'job')} running (jobs_wait waits for one, jobs_cancel ends it)"]
+    lines += [f"- {job_row_text(row)}" for row in running]
+    return "\n".join(lines)
+
+
 def job_list_text(answer: JobList) -> str:
     """The text of a `jobs_list` answer: one line per job, running or ended, in start order."""
     if not answer.jobs:
@@ -148,13 +160,22 @@ def error_text(code: str, message: str, reason: str | None = None) -> str:
     return f"{code} ({reason}): {message}" if reason else f"{code}: {message}"
 
 
-def progress_message(elapsed_s: float, job: str | None, row: JobRow | None) -> str:
-    """What a progress notification says: the time so far and, once the job shows its counts, its bytes and lines
-    (exact: kept plus dropped)."""
-    who = f"job {job} " if job is not None else ""
+def progress_message(elapsed_s: float, live: CallLive | None) -> str:
+    """What a progress notification says: the time so far; for a call that runs a job, its bytes and lines once it
+    shows them (exact: kept plus dropped) and the last line of its output; for a `collect`, how many of the awaited
+    children have ended."""
+    if live is not None and live.children_awaited is not None:
+        ended = live.children_ended or 0
+        if ended == live.children_awaited:
+            return f"waiting for children for {elapsed_s:.1f} s: all {live.children_awaited} ended"
+        said = f"waiting for children for {elapsed_s:.1f} s: {ended} of {live.children_awaited} ended"
+        return f"{said}; running: {', '.join(live.children_running)}" if live.children_running else said
+    row = None if live is None else live.job
     if row is None:
-        return f"{who}running for {elapsed_s:.1f} s"
-    return f"{who}running for {elapsed_s:.1f} s: {written(row)} of output so far"
+        return f"running for {elapsed_s:.1f} s"
+    last = (live.tail or "").splitlines()[-1:] if live is not None else []
+    said = f"job {row.id} running for {elapsed_s:.1f} s: {written(row)} of output so far"
+    return f"{said}; last: {last[0]}" if last and last[0].strip() else said
 
 
 # --- texts that are not an output window ----------------------------------------------------------------------------
@@ -318,19 +339,6 @@ def reports_text(answer: Reports) -> str:
     if running:
         text += f"\n[still running: {', '.join(running)}; collect again to wait on]"
     return text
-
-
-def collect_progress_message(elapsed_s: float, roster: Roster | None, names: Sequence[str] | None) -> str:
-    """What a `collect` progress notification says: the time so far and how many of the awaited children still
-    run (from the roster, when it was read)."""
-    if roster is None:
-        return f"waiting for children for {elapsed_s:.1f} s"
-    rows = [row for row in roster.children if names is None or row.name in names]
-    running = [row.name for row in rows if row.status == "running"]
-    ended = len(rows) - len(running)
-    if not running:
-        return f"waiting for children for {elapsed_s:.1f} s: all {len(rows)} ended"
-    return f"waiting for children for {elapsed_s:.1f} s: {ended} of {len(rows)} ended; running: {', '.join(running)}"
 
 
 def remote_text(answer: RemoteCallAnswer) -> str:

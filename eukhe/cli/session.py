@@ -1,7 +1,8 @@
-"""`eukhe session create|list|show|close|delete`: sessions hosted by the daemon.
+"""`eukhe session create|list|show|calls|close|delete`: sessions hosted by the daemon.
 
 --json keys scripts rely on: `create` -> `id`; `list` -> `sessions` (each with `id`); `show` -> `entries` (each with
-`id`, `parent`, `kind`) and `leaf`; `close` -> `session`, `was_open`; `delete` -> `session`, `was_open`, `removed`.
+`id`, `parent`, `kind`) and `leaf`; `calls` -> `calls` (each with `call`, `tool`, `status`) and, with `--call`,
+`settle`; `close` -> `session`, `was_open`; `delete` -> `session`, `was_open`, `removed`.
 """
 
 from __future__ import annotations
@@ -68,6 +69,39 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calls(args: argparse.Namespace) -> int:
+    """List a session's tool calls (a model's, journaled), or print one call's settle whole (`--call`)."""
+    from eukhe.records.daemon import CallList  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    result = call(args, "session.calls", {"session": args.id, "call": args.call}, answer=CallList)
+    if args.json:
+        emit_json(result.to_json())
+        return 0
+    if args.call is not None:
+        if result.settle is None:
+            print(f"call {args.call} is still running: no settle yet")
+        else:
+            print(json.dumps(result.settle, indent=2, ensure_ascii=False))
+        return 0
+    if not result.calls:
+        print(f"session {args.id} has no tool calls")
+    for row in result.calls:
+        status = row.status if row.outcome != "failed" else "failed"
+        print(f"{row.call}  {row.tool:11} {status:11} {when(row.started_ms)}  {row.args}")
+        if row.summary:
+            print(f"    -> {row.summary}")
+    return 0
+
+
+def when(ms: int | None) -> str:
+    """A wall-clock time in ms since the epoch, as the local time of day."""
+    if ms is None:
+        return "--:--:--"
+    import time  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    return time.strftime("%H:%M:%S", time.localtime(ms / 1000))
+
+
 def cmd_close(args: argparse.Namespace) -> int:
     """Stop a session's worker (its kernel and jobs end); refused while jobs run unless --force."""
     from eukhe.records.daemon import SessionClosed  # noqa: PLC0415  (lazy: CLI start-up time)
@@ -106,7 +140,9 @@ def summary(content: Any) -> str:
 
 def register(subparsers: Any) -> None:
     """Add `eukhe session ...` to the parser."""
-    session = subparsers.add_parser("session", help="create, list, show, close or delete daemon-hosted sessions")
+    session = subparsers.add_parser(
+        "session", help="create, list, show, close or delete daemon-hosted sessions; list their tool calls"
+    )
     commands = session.add_subparsers(dest="session_command", required=True, parser_class=type(session))
     create = commands.add_parser("create", help="create a session (prints its id)")
     create.add_argument("--cwd", required=True, help="the session's working directory (must exist)")
@@ -117,6 +153,10 @@ def register(subparsers: Any) -> None:
     show = commands.add_parser("show", help="show a session's entry tree and leaf")
     show.add_argument("id")
     show.set_defaults(handler=cmd_show)
+    calls = commands.add_parser("calls", help="list a session's tool calls (a model's, journaled), or one's settle")
+    calls.add_argument("id")
+    calls.add_argument("--call", metavar="CALL_ID", help="print this call's settle whole (its tool_result entry)")
+    calls.set_defaults(handler=cmd_calls)
     close = commands.add_parser("close", help="stop a session's worker, kernel and jobs (the session stays)")
     close.add_argument("id")
     close.add_argument("--force", action="store_true", help="kill running jobs (else a close is refused)")
@@ -125,5 +165,5 @@ def register(subparsers: Any) -> None:
     delete.add_argument("id")
     delete.add_argument("--force", action="store_true", help="kill running jobs (else a delete is refused)")
     delete.set_defaults(handler=cmd_delete)
-    for parser in (create, listing, show, close, delete):
+    for parser in (create, listing, show, calls, close, delete):
         add_daemon_options(parser)

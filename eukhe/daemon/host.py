@@ -17,10 +17,11 @@ from typing import Any
 
 import msgspec
 
+from eukhe.calls import ToolCalls, calls_of
+from eukhe.calls.runner import answer_now
 from eukhe.children import AgentSession
 from eukhe.children.family import AgentSessions
 from eukhe.clock import Clock, MonotonicClock, poll_until, sleep_ms
-from eukhe.core import job as core
 from eukhe.core.jobdocs import JOB_DOC_TYPE
 from eukhe.daemon.protocol import JSON, Request
 from eukhe.daemon.server import EventSink, RequestError
@@ -35,6 +36,8 @@ from eukhe.records.daemon import (
     CREATION_ENV,
     WORKER_OPS,
     BashArgs,
+    CallList,
+    CallsArgs,
     CallStarted,
     ChildrenCollectArgs,
     ChildrenDeleteArgs,
@@ -60,6 +63,8 @@ from eukhe.records.daemon import (
     SessionArgs,
     SessionPong,
     SessionShow,
+    ToolCallAnswer,
+    ToolCallArgs,
     WatchEnded,
 )
 from eukhe.records.jobs import CallAnswer, JobList, Rewound
@@ -132,6 +137,7 @@ class SessionHost:
         self.last_artifacts: list[str] = []
         """The artifacts the last answer named (an artifact collection keeps them)."""
         self._unsubscribe = session.job_table.subscribe(self)
+        self.calls = ToolCalls(session)
 
     def job_started(self, job: Job) -> None:
         self.active_at_ms = self.clock.now_ms()
@@ -253,7 +259,15 @@ class SessionHost:
             job = self.session.job_table.get(started[0]) if started else None
             if job is None:
                 raise
-            raise CallCancelledError(_answer_now(job)) from None
+            raise CallCancelledError(answer_now(job)) from None
+
+    async def tool_call(self, args: ToolCallArgs, emit: EventSink) -> ToolCallAnswer:
+        """One tool call a model makes, journaled by the session (its start, its settle); its call id and its job's
+        go out as events at once."""
+        return await self.calls.call(args.tool, args.args, on_event=emit)
+
+    async def session_calls(self, args: CallsArgs, emit: EventSink) -> CallList:
+        return calls_of(self.session, args.call)
 
     async def jobs_list(self, args: SessionArgs, emit: EventSink) -> JobList:
         return JobList(jobs=self.session.jobs.list())
@@ -358,6 +372,8 @@ HANDLERS: dict[str, Handler] = {
     "session.show": SessionHost.show,
     "bash": SessionHost.bash,
     "ipython": SessionHost.ipython,
+    "tool.call": SessionHost.tool_call,
+    "session.calls": SessionHost.session_calls,
     "jobs.list": SessionHost.jobs_list,
     "jobs.wait": SessionHost.jobs_wait,
     "jobs.cancel": SessionHost.jobs_cancel,
@@ -377,7 +393,7 @@ HANDLERS: dict[str, Handler] = {
 }
 """The requests a worker answers, each with its handler."""
 
-CALL_OPS = frozenset({"bash", "ipython", "jobs.wait", "jobs.cancel", "child.run", "children.collect"})
+CALL_OPS = frozenset({"tool.call", "bash", "ipython", "jobs.wait", "jobs.cancel", "child.run", "children.collect"})
 """The ops whose answer is a call's: the artifacts the last one names are kept by every artifact collection."""
 
 
@@ -395,14 +411,6 @@ def artifacts_named(answer: JSON) -> list[str]:
         elif isinstance(item, list):
             stack.extend(item)
     return sorted(set(found))
-
-
-def _answer_now(job: Job) -> CallAnswer:
-    """A job's answer as it stands: its end if it ended, else the output so far."""
-    verdict: core.EndedInTime | core.DeadlinePassed = (
-        core.EndedInTime(job.end) if job.end is not None else core.DeadlinePassed(0)
-    )
-    return job.answer(verdict, 0)
 
 
 def creation_of(text: str | None) -> SandboxPolicy | SandboxChoice | None:

@@ -57,8 +57,10 @@ class DaemonConnection:
         *,
         on_event: EventHandler | None = None,
         cancel_in_daemon: Callable[[], bool] | None = None,
+        what: str | None = None,
     ) -> Any:
         """Send one request and return its result; its events go to `on_event`; an error reply raises DaemonError.
+        `what` names the request in diagnostics (default: its op).
 
         Cancelled while it waits, it asks `cancel_in_daemon()` whether the daemon should cancel the request too
         (the client cancelled the call; not when the server shuts down, whose calls go on in the daemon). If so it
@@ -72,9 +74,11 @@ class DaemonConnection:
             if cancel_in_daemon is None or not cancel_in_daemon():
                 raise
             with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT_S) as waited:
-                await self._cancel(op, request_id, on_event)
+                await self._cancel(what or op, request_id, on_event)
             if waited.cancelled_caught:
-                log.warning("%s: no answer to its cancel within %.0f s; the daemon goes on with it", op, CANCEL_WAIT_S)
+                log.warning(
+                    "%s: no answer to its cancel within %.0f s; the daemon goes on with it", what or op, CANCEL_WAIT_S
+                )
             raise
 
     async def _cancel(self, op: str, request_id: int, on_event: EventHandler | None) -> None:
@@ -159,13 +163,14 @@ class DaemonLink:
         *,
         on_event: EventHandler | None = None,
         cancel_in_daemon: Callable[[], bool] | None = None,
+        what: str | None = None,
     ) -> Any:
         """One request on a connection of its own while it runs (see DaemonConnection.request); an answered
         connection goes back to the pool."""
         connection = await self._take()
         answered = False
         try:
-            result = await connection.request(op, args, on_event=on_event, cancel_in_daemon=cancel_in_daemon)
+            result = await connection.request(op, args, on_event=on_event, cancel_in_daemon=cancel_in_daemon, what=what)
             answered = True
             return result
         except DaemonError:

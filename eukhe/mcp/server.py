@@ -9,7 +9,7 @@ as always).
 Each `tools/call` is one daemon request on a connection of its own (`eukhe.mcp.link`), so calls run concurrently.
 Arguments are decoded strictly as the tool's record: an unknown or mistyped argument is a tool error (`isError`)
 naming the field, and so is any refusal of the daemon (an unknown job...). A result carries the model-facing text
-(`eukhe.mcp.results`) and the answer record itself as `structuredContent`, checked by its `outputSchema`.
+(`eukhe.calls.texts`) and the answer record itself as `structuredContent`, checked by its `outputSchema`.
 
 Cancellation: the SDK cancels a handler both when the client sends `notifications/cancelled` and when the server
 shuts down (its input closed). Only the first cancels the call's job in the daemon (the `cancel` op: the group ends,
@@ -33,13 +33,19 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from eukhe import __version__
+from eukhe.calls.texts import error_text
 from eukhe.daemon.client import DaemonClient, connect
 from eukhe.errors import EukheError, InputError, error_code, error_details
 from eukhe.mcp.link import DaemonLink
-from eukhe.mcp.progress import CallProgress, ChildrenProgress
-from eukhe.mcp.results import error_text
+from eukhe.mcp.progress import CallProgress
+from eukhe.mcp.resources import RESOURCES
 from eukhe.mcp.stdio import stdio_streams
 from eukhe.mcp.tools import TOOLS, Tool
+from eukhe.records.base import convert
+from eukhe.records.daemon import ToolCallAnswer
+
+CALL_OP = "tool.call"
+"""Every tool call is this one daemon op: the session journals it (start, settle) and runs the tool."""
 
 log = logging.getLogger("eukhe.mcp")
 
@@ -77,7 +83,9 @@ def instructions(target: Target) -> str:
         "group), jobs_list shows them all. The Python kernel keeps its state between ipython calls. read, write, "
         "edit (one patch, all or nothing), grep and glob work on files; relative paths start from the working "
         "directory. spawn starts a child (Python code in a session of its own, in this directory or an isolated "
-        "copy handed back at its end), collect waits for children's reports, subagents lists them."
+        "copy handed back at its end), collect waits for children's reports, subagents lists them. Every call is "
+        "journaled in the session; the resources eukhe://session/running-jobs and eukhe://session/calls show the "
+        "running jobs and the calls so far."
     )
 
 
@@ -116,57 +124,76 @@ class EukheServer:
             instructions=instructions(self.target),
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
+            on_list_resources=self.list_resources,
+            on_read_resource=self.read_resource,
+        )
+
+    async def list_resources(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[resource.listing() for resource in RESOURCES.values()])
+
+    async def read_resource(self, ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        """A resource's text as it stands now (read from the session through the daemon)."""
+        resource = RESOURCES.get(str(params.uri))
+        if resource is None:
+            known = ", ".join(RESOURCES)
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown resource: {params.uri}; known: {known}")
+        try:
+            answer = await self.link.call(resource.op, {"session": self.target.session})
+            text = resource.text(answer)
+        except (EukheError, OSError) as error:
+            raise MCPError(code=types.INTERNAL_ERROR, message=f"{resource.uri}: {error}") from error
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=resource.uri, mime_type=resource.mime_type, text=text)]
         )
 
     async def list_tools(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return self.listing
 
     async def call_tool(self, ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
-        """Run one tool call: decode its arguments, ask the daemon, show the answer (or why it was refused)."""
+        """Run one tool call: decode its arguments, ask the session to run it as a journaled call (`tool.call`),
+        show the text it settled with (or why it was refused)."""
         tool = TOOLS.get(params.name)
         if tool is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}; known: {', '.join(TOOLS)}")
         try:
             args = tool.decode(params.arguments or {})
-            payload = {"session": self.target.session, **args.to_json()}
-            answer = tool.read_answer(await self._ask(ctx, tool, payload))
+            payload = {"session": self.target.session, "tool": tool.name, "args": args.to_json()}
+            settled = convert(
+                await self._ask(ctx, tool, payload), ToolCallAnswer, code="daemon_protocol", what="a call"
+            )
+            answer = tool.read_answer(settled.answer)
         except InputError as error:
             return refused(error.code, str(error))
         except EukheError as error:
             return refused(error_code(error), str(error), error_details(error))
         except OSError as error:
             return refused("daemon_unavailable", f"the daemon connection failed: {error}")
-        return types.CallToolResult(
-            content=[types.TextContent(text=tool.text(answer))], structured_content=answer.to_json()
-        )
+        return types.CallToolResult(content=[types.TextContent(text=settled.text)], structured_content=answer.to_json())
 
     async def _ask(self, ctx: Context, tool: Tool, payload: dict[str, Any]) -> Any:
-        """The daemon's answer to the call's op; with progress reports while it runs, when the client asked."""
+        """The session's settled call; with progress reports from its board while it runs, when the client asked."""
 
         def cancel_in_daemon() -> bool:
             return peer_cancelled(ctx)
 
         if not (tool.progress and wants_progress(ctx)):
-            return await self.link.call(tool.op, payload, cancel_in_daemon=cancel_in_daemon)
+            return await self.link.call(CALL_OP, payload, cancel_in_daemon=cancel_in_daemon, what=tool.name)
 
         async def report(progress: float, message: str) -> None:
             await ctx.session.report_progress(progress, None, message)
 
-        on_event = None
         failure: Exception | None = None
         answer: Any = None
+        progress = CallProgress(report)
         async with anyio.create_task_group() as group:  # the reports live exactly as long as the call
-            if tool.progress == "children":
-                names = payload.get("names")
-                group.start_soon(ChildrenProgress(report, names).run, self.link, self.target.session)
-            else:
-                job = payload.get("job")
-                progress = CallProgress(report, job if isinstance(job, str) else None)
-                on_event = progress.on_call_event
-                group.start_soon(progress.follow, self.link, self.target.session)
-                group.start_soon(progress.run)
+            group.start_soon(progress.follow, self.link, self.target.session)
+            group.start_soon(progress.run)
             try:
-                answer = await self.link.call(tool.op, payload, on_event=on_event, cancel_in_daemon=cancel_in_daemon)
+                answer = await self.link.call(
+                    CALL_OP, payload, on_event=progress.on_call_event, cancel_in_daemon=cancel_in_daemon, what=tool.name
+                )
             except Exception as error:  # raised from here, not as a task group's ExceptionGroup
                 failure = error
             finally:

@@ -1,7 +1,7 @@
 """The table of MCP tools: one row per tool, each a daemon op seen from a model.
 
 A row names the tool, the daemon op it calls, its arguments record (`eukhe.records.mcp`: the op's record without
-`session`), its answer record, the text a model reads of an answer (`eukhe.mcp.results`), a description written for
+`session`), its answer record, the text a model reads of an answer (`eukhe.calls.texts`), a description written for
 a model, hints for the client, and what a running call reports as progress. Input and output schemas are generated
 from the records; nothing here is a hand-written schema. A tool is one more row over an existing daemon op: its
 arguments record beside the others, its answer record, its text; `python -m tools.mcp_doc` then writes its section of
@@ -12,51 +12,50 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import mcp_types as types
 
+from eukhe.calls.catalog import CALL_TOOLS, CallTool, ProgressKind
 from eukhe.core.bound import DEFAULT_LIMITS
-from eukhe.mcp import results
 from eukhe.records.base import Record, convert
-from eukhe.records.children import ChildRow, Reports, Roster
-from eukhe.records.fs import EditAnswer, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
-from eukhe.records.jobs import CallAnswer, JobList
-from eukhe.records.mcp import (
-    BashTool,
-    CollectTool,
-    EditTool,
-    GlobTool,
-    GrepTool,
-    IpythonTool,
-    JobsCancelTool,
-    JobsListTool,
-    JobsWaitTool,
-    ReadTool,
-    RemoteCallTool,
-    SpawnTool,
-    SubagentsTool,
-    WriteTool,
-)
-from eukhe.records.remote import RemoteCallAnswer
 from eukhe.records.schema import schema_of
 from eukhe.records.settings import DEFAULT_BLOCKING_BUDGET_MS
 
 
 @dataclass(frozen=True, slots=True)
 class Tool:
-    """One MCP tool: a daemon op, its records, its text, its description."""
+    """One MCP tool: its row of the call catalog (records, text, how it runs), its description, its hints."""
 
-    name: str
-    op: str
-    args: type[Record]
-    answer: Any
-    text: Callable[[Any], str]
+    call: CallTool
     description: str
     annotations: types.ToolAnnotations
-    progress: Literal["job", "children"] | None = None
-    """What a running call reports as progress (when the client gives a progressToken): its job's bytes and lines
-    so far (`job`), or how many of the awaited children still run (`children`)."""
+
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+    @property
+    def op(self) -> str:
+        """The daemon op that does the same work outside a tool call (what the CLI asks for)."""
+        return self.call.op
+
+    @property
+    def args(self) -> type[Record]:
+        return self.call.args
+
+    @property
+    def answer(self) -> Any:
+        return self.call.answer
+
+    @property
+    def text(self) -> Callable[[Any], str]:
+        return self.call.text
+
+    @property
+    def progress(self) -> ProgressKind | None:
+        """What a running call reports as progress (when the client gives a progressToken)."""
+        return self.call.progress
 
     def decode(self, arguments: dict[str, Any]) -> Record:
         """The call's arguments as the tool's record; InputError (`bad_tool_arguments`) naming the field."""
@@ -65,7 +64,7 @@ class Tool:
 
     def read_answer(self, answer: Any) -> Record:
         """The daemon's answer as the tool's answer record (strict: a drift between them is a loud error)."""
-        record: Record = convert(answer, self.answer, code="daemon_protocol", what=f"the daemon's answer to {self.op}")
+        record: Record = convert(answer, self.answer, code="daemon_protocol", what=f"the answer of {self.name}")
         return record
 
     def listing(self) -> types.Tool:
@@ -150,67 +149,40 @@ TOOLS: dict[str, Tool] = {
     tool.name: tool
     for tool in (
         Tool(
-            "bash",
-            "bash",
-            BashTool,
-            CallAnswer,
-            results.answer_text,
+            CALL_TOOLS["bash"],
             "Run a shell command with bash in the session's working directory. " + CONFINED + BLOCKS + BOUNDED + " "
             "Cancelling the call ends the command's whole process group.",
             SHELL,
-            progress="job",
         ),
         Tool(
-            "ipython",
-            "ipython",
-            IpythonTool,
-            CallAnswer,
-            results.answer_text,
+            CALL_TOOLS["ipython"],
             "Run Python code as a cell on the session's persistent kernel: variables, imports and background tasks "
             "live on between calls; top-level await works. The answer has what the cell printed, the value of its "
             "last expression (Out:) or its traceback. " + BLOCKS + BOUNDED + " Cancelling the call interrupts the "
             "cell.",
             SHELL,
-            progress="job",
         ),
         Tool(
-            "jobs_list",
-            "jobs.list",
-            JobsListTool,
-            JobList,
-            results.job_list_text,
+            CALL_TOOLS["jobs_list"],
             "List the session's jobs (every bash command, and every cell that outlived its budget), running or "
             "ended: id, kind, exit, how many bytes and lines of output, command.",
             LOOK,
         ),
         Tool(
-            "jobs_wait",
-            "jobs.wait",
-            JobsWaitTool,
-            CallAnswer,
-            results.answer_text,
+            CALL_TOOLS["jobs_wait"],
             "Wait for a job's end, at most timeout_ms (and the session's budget): the answer is its output and exit "
             "if it ended, else its output so far and it goes on. Cancelling the wait leaves the job running. "
             + BOUNDED,
             LOOK,
-            progress="job",
         ),
         Tool(
-            "jobs_cancel",
-            "jobs.cancel",
-            JobsCancelTool,
-            CallAnswer,
-            results.answer_text,
+            CALL_TOOLS["jobs_cancel"],
             "Cancel a job: a command's whole process group is killed, a cell is interrupted (its kernel killed if "
             "it does not stop). Answers once the job ended (or is still stopping), with its output.",
             types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True),
         ),
         Tool(
-            "read",
-            "fs.read",
-            ReadTool,
-            ReadAnswer,
-            results.read_text,
+            CALL_TOOLS["read"],
             "Read a text file's lines, from line offset (1-based) for limit lines (default: the whole file). "
             + FILES
             + FILE_BOUNDED
@@ -219,11 +191,7 @@ TOOLS: dict[str, Tool] = {
             LOOK,
         ),
         Tool(
-            "write",
-            "fs.write",
-            WriteTool,
-            WriteAnswer,
-            results.write_text,
+            CALL_TOOLS["write"],
             "Create a file, or replace its whole content, atomically (a reader sees the old file or the new one); "
             "missing parent directories are made. " + FILES + "Prefer edit to change part of a file." + REFUSAL,
             types.ToolAnnotations(
@@ -231,11 +199,7 @@ TOOLS: dict[str, Tool] = {
             ),
         ),
         Tool(
-            "edit",
-            "fs.edit",
-            EditTool,
-            EditAnswer,
-            results.edit_text,
+            CALL_TOOLS["edit"],
             "Change files with one patch: add, delete, update (with hunks of context, removed and added lines) or "
             "move any number of files. The patch applies completely or not at all: if any hunk is not found, "
             "nothing changes and the error (patch_failed) names the file and the hunk. Hunks match exactly, else "
@@ -247,11 +211,7 @@ TOOLS: dict[str, Tool] = {
             CHANGE_FILES,
         ),
         Tool(
-            "grep",
-            "fs.grep",
-            GrepTool,
-            GrepAnswer,
-            results.grep_text,
+            CALL_TOOLS["grep"],
             "Search files for lines matching a regular expression (no look-around or backreferences) under path, "
             "optionally only in files matching glob; .gitignore'd, hidden and binary files are skipped. Matches "
             "come as PATH:LINE:TEXT lines, sorted by path then line; the answer ends with how many matches in how "
@@ -259,11 +219,7 @@ TOOLS: dict[str, Tool] = {
             LOOK,
         ),
         Tool(
-            "glob",
-            "fs.glob",
-            GlobTool,
-            GlobAnswer,
-            results.glob_text,
+            CALL_TOOLS["glob"],
             "List the files under path whose relative path matches a glob pattern, sorted, one a line (regular "
             "files only; .gitignore'd files and, unless the pattern names them, hidden ones are left out). "
             + FILES
@@ -272,11 +228,7 @@ TOOLS: dict[str, Tool] = {
             LOOK,
         ),
         Tool(
-            "spawn",
-            "children.spawn",
-            SpawnTool,
-            ChildRow,
-            results.spawn_text,
+            CALL_TOOLS["spawn"],
             "Start a child (a subagent): its Python code runs as one cell on a kernel of its own, in a session of "
             "its own, in the background; this call answers once it started. The child works in this session's "
             "directory (workspace shared) or in a copy of it (workspace isolated), whose changes are handed back "
@@ -287,35 +239,22 @@ TOOLS: dict[str, Tool] = {
             ),
         ),
         Tool(
-            "collect",
-            "children.collect",
-            CollectTool,
-            Reports,
-            results.reports_text,
+            CALL_TOOLS["collect"],
             "Wait for children's ends (the named ones, or all), at most timeout_ms (and the session's budget, "
             f"{DEFAULT_BLOCKING_BUDGET_MS // 1000} s by default), and give each one's report: its status "
             "(answered, failed, stalled, cancelled, or still running), its answer (JSON) or its error, and for an "
             "isolated child what was handed back (paths taken, conflicts). Cancelling the call stops the wait, "
             "never the children.",
             LOOK,
-            progress="children",
         ),
         Tool(
-            "subagents",
-            "children.list",
-            SubagentsTool,
-            Roster,
-            results.roster_text,
+            CALL_TOOLS["subagents"],
             "List this session's children, in spawn order: name, status, workspace, working directory, and for an "
             "isolated child that ended what was handed back.",
             LOOK,
         ),
         Tool(
-            "remote_call",
-            "remote.call",
-            RemoteCallTool,
-            RemoteCallAnswer,
-            results.remote_text,
+            CALL_TOOLS["remote_call"],
             "Call a function the session's kernel offers with @rlm.remote (define one in an ipython cell: "
             "`@rlm.remote` over a def with type hints). It runs beside the cells, never behind a busy one, within "
             "budget_ms (the session's budget caps it). The answer is the function's result as JSON (bounded like "

@@ -519,6 +519,77 @@ class JobUpdate(Record, tag="job_update", tag_field="type"):
     job: JobRow
 
 
+class CallBegan(Record, tag="call_started", tag_field="type"):
+    """A tool call's start is journaled: the call id its progress on the session's board goes under."""
+
+    call: str
+    tool: str
+
+
+class CallLive(Record):
+    """A running tool call's progress (the board's `details` while it runs): how long it has run, the row of the
+    job it runs (bytes and lines so far: kept + dropped, exact) with the last lines of its output, or how many of
+    the children it awaits have ended."""
+
+    elapsed_ms: int
+    job: JobRow | None = None
+    tail: str | None = None
+    children_awaited: int | None = None
+    children_ended: int | None = None
+    children_running: list[str] | None = None
+
+
+class ToolCallArgs(Record):
+    """`tool.call`: one tool call (`tool` a tool's name, `args` its arguments record), journaled by the session."""
+
+    session: str
+    tool: str
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ToolCallAnswer(Record):
+    """A settled tool call: its id and status, the text the model reads, the tool's answer record, every warning
+    and all usage, and the `tool_result` entry its settle committed."""
+
+    call: str
+    tool: str
+    status: Literal["returned", "failed", "cancelled", "interrupted"]
+    text: str
+    answer: Any
+    warnings: list[str]
+    usage: dict[str, int]
+    entry: str
+
+
+class CallsArgs(Record):
+    """`session.calls`: the session's tool calls, or one call's settle whole (`call`)."""
+
+    session: str
+    call: str | None = None
+
+
+class CallRow(Record):
+    """One tool call of a session: its tool, its arguments (bounded), its status (`running`, `done`, `cancelled`,
+    `interrupted`; `outcome` says whether a done call returned or failed), its start and settle times (wall clock,
+    ms since the epoch) and a one-line summary of its result."""
+
+    call: str
+    tool: str
+    args: str
+    status: Literal["running", "done", "cancelled", "interrupted"]
+    outcome: Literal["returned", "failed", "cancelled", "interrupted"] | None
+    started_ms: int | None
+    settled_ms: int | None
+    summary: str
+
+
+class CallList(Record):
+    """A session's tool calls, in start order (with one call's settle whole when `session.calls` named it)."""
+
+    calls: list[CallRow]
+    settle: dict[str, Any] | None = None
+
+
 class CallStarted(Record, tag="started", tag_field="type"):
     """A `bash` or `ipython` call started its run: the job id a cancel or a later wait names."""
 
@@ -527,7 +598,7 @@ class CallStarted(Record, tag="started", tag_field="type"):
 
 
 WatchEvent = Snapshot | ToolExecutionUpdate | ToolExecutionEnd | JobUpdate
-Event = WatchEvent | CallStarted
+Event = WatchEvent | CallStarted | CallBegan
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -569,6 +640,14 @@ OPS: dict[str, Op] = {
     "session.show": Op(SessionArgs, SessionShow, "session", "a session's entries, leaf and jobs"),
     "bash": Op(BashArgs, CallAnswer, "session", "run a command as a job; detaches past the budget", CallStarted),
     "ipython": Op(IpythonArgs, CallAnswer, "session", "run a Python cell; detaches past the budget", CallStarted),
+    "tool.call": Op(
+        ToolCallArgs,
+        ToolCallAnswer,
+        "session",
+        "one journaled tool call (a model's): start, settle",
+        CallBegan | CallStarted,
+    ),
+    "session.calls": Op(CallsArgs, CallList, "session", "a session's tool calls, or one call's settle whole"),
     "jobs.list": Op(SessionArgs, JobList, "session", "the session's jobs"),
     "jobs.wait": Op(JobWaitArgs, CallAnswer, "session", "wait for a job's end, at most the timeout and the budget"),
     "jobs.cancel": Op(JobArgs, CallAnswer, "session", "kill a job through its owner and wait for its end"),

@@ -3,7 +3,8 @@ inside functions).
 
 The order, bottom first (`A ← B`: B may import A, never the reverse):
 
-    core ← base ← store ← jobs, harness, fs, workspace ← session ← kernel ← children ← api ← daemon ← mcp ← cli
+    core ← base ← store ← jobs, harness, fs, workspace ← session ← kernel ← children ← calls ← api ← daemon ← mcp
+    ← cli
 
 - core: the pure decisions (`eukhe.core`).
 - base: what every layer shares and that decides nothing of its own: the records (the vocabulary), the error
@@ -12,6 +13,7 @@ The order, bottom first (`A ← B`: B may import A, never the reverse):
 - jobs, harness, fs (the file tools) and workspace (a child's copy and hand-back) are siblings: none imports
   another.
 - children: a session with children (each a session with its own kernel), built on the kernel's session.
+- calls: a model's tool calls on such a session, each through its Harness (the catalog of tools, their texts).
 - api is the public Python API (the session with its kernel); the daemon and the CLI are its clients.
 - mcp is the MCP server (`eukhe mcp`): a client of the daemon, like the CLI; only the CLI imports it.
 """
@@ -44,6 +46,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("eukhe.session",),
     ("eukhe.kernel",),
     ("eukhe.children",),
+    ("eukhe.calls",),
     ("eukhe.api",),
     ("eukhe.daemon",),
     ("eukhe.mcp",),

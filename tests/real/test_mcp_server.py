@@ -28,7 +28,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from eukhe.mcp.results import job_line
+from eukhe.calls.texts import job_line
 from eukhe.mcp.tools import TOOLS, object_schema
 from eukhe.procs import alive, group_alive
 from tests.real.conftest import DaemonEnv
@@ -396,10 +396,12 @@ def test_mcp_a_server_killed_mid_call_leaves_the_session_its_journal_and_its_job
 
         def journaled() -> Any:
             entries = world.json("session", "show", session)["entries"]
-            return [entry["content"] for entry in entries if isinstance(entry["content"], dict)]
+            return [entry["content"] for entry in entries if entry["kind"] == "notice"]
 
         rows = await eventually(journaled, "the run's row in the journal")
         assert [(row["job"], row["command"], row["exit_code"]) for row in rows] == [(job, command, 0)]
+        (settled,) = [row for row in world.json("session", "calls", session)["calls"] if row["tool"] == "bash"]
+        assert settled["status"] == "done", "the call ran on in the daemon to its settle"
 
         async with mcp_server(world, "--session", session) as again:
             assert again.session == session
@@ -684,7 +686,7 @@ def test_mcp_spawn_an_isolated_child_that_edits_a_file_collect_its_report_and_a_
                 scope.cancel()  # the client sends notifications/cancelled
             running = r"waiting for children for \d+\.\d s: 0 of 1 ended; running: worker"
             assert re.fullmatch(running, said[0] or ""), said
-            await eventually(lambda: "children.collect: cancelled by the client" in server.stderr, "the cancel")
+            await eventually(lambda: "collect: cancelled by the client" in server.stderr, "the cancel")
             (still,) = (await server.call("subagents", {})).structured_content["children"]
             assert still["status"] == "running", "cancelling a collect never ends a child"
 

@@ -54,7 +54,10 @@ def test_a_hand_edited_description_is_drift_and_the_generator_restores_it() -> N
 def test_a_changed_tool_table_is_drift() -> None:
     page = DOC.read_text()
     changed = dict(TOOLS)
-    changed["bash"] = dataclasses.replace(TOOLS["bash"], description="Run a command.", op="bash.run")
+    bash = TOOLS["bash"]
+    changed["bash"] = dataclasses.replace(
+        bash, description="Run a command.", call=dataclasses.replace(bash.call, op="bash.run")
+    )
     fresh = mcp_doc.update(page, changed)
     assert fresh != page
     assert "Run a command.\n\nInput schema:" in fresh

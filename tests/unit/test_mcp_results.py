@@ -9,15 +9,13 @@ import base64
 import msgspec
 import pytest
 
-from eukhe.core.bound import Keep, Slice, notice
-from eukhe.mcp.results import (
+from eukhe.calls.texts import (
     ANSWER_CLIP,
     CLIP,
     CUT_AT_START,
     answer_json,
     answer_text,
     clip,
-    collect_progress_message,
     edit_text,
     error_text,
     glob_text,
@@ -33,7 +31,9 @@ from eukhe.mcp.results import (
     spawn_text,
     write_text,
 )
+from eukhe.core.bound import Keep, Slice, notice
 from eukhe.records.children import ChildError, ChildReport, ChildRow, Reports, Roster
+from eukhe.records.daemon import CallLive
 from eukhe.records.fs import EditAnswer, EditChange, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
 from eukhe.records.jobs import CellError, Detached, JobList, JobRow, Settled
 from eukhe.records.output import OutputWindow
@@ -148,9 +148,12 @@ def test_the_jobs_list() -> None:
 
 
 def test_progress_says_the_bytes_and_lines_so_far() -> None:
-    assert progress_message(1.25, None, None) == "running for 1.2 s"
-    message = progress_message(2.0, "job-1", row(bytes_kept=1, bytes_dropped=0, lines_kept=1, lines_dropped=0))
+    assert progress_message(1.25, None) == "running for 1.2 s"
+    counts = row(bytes_kept=1, bytes_dropped=0, lines_kept=1, lines_dropped=0)
+    message = progress_message(2.0, CallLive(elapsed_ms=2000, job=counts))
     assert message == "job job-1 running for 2.0 s: 1 byte, 1 line of output so far"
+    message = progress_message(2.0, CallLive(elapsed_ms=2000, job=counts, tail="a\nstep 3 of 9"))
+    assert message == "job job-1 running for 2.0 s: 1 byte, 1 line of output so far; last: step 3 of 9"
 
 
 # --- the file tools ---------------------------------------------------------------------------------------------------
@@ -335,8 +338,8 @@ def test_clip_keeps_what_fits_and_counts_the_rest_exactly(lines: int, end: str) 
     assert f"({dropped} line{'s' if dropped > 1 else ''}) dropped" in said
 
 
-def test_collect_progress_says_who_still_runs() -> None:
-    assert collect_progress_message(1.0, None, None) == "waiting for children for 1.0 s"
-    roster = Roster(children=[child(), child(name="v", status="answered"), child(name="u")])
-    assert collect_progress_message(2.0, roster, None) == "waiting for children for 2.0 s: 1 of 3 ended; running: w, u"
-    assert collect_progress_message(2.0, roster, ["v"]) == "waiting for children for 2.0 s: all 1 ended"
+def test_collect_progress_says_how_many_ended() -> None:
+    live = CallLive(elapsed_ms=2000, children_awaited=3, children_ended=1, children_running=["w", "u"])
+    assert progress_message(2.0, live) == "waiting for children for 2.0 s: 1 of 3 ended; running: w, u"
+    live = CallLive(elapsed_ms=2000, children_awaited=1, children_ended=1)
+    assert progress_message(2.0, live) == "waiting for children for 2.0 s: all 1 ended"

@@ -26,6 +26,8 @@ VALID: dict[str, dict[str, Any]] = {
     "session.show": {"session": "s"},
     "bash": {"session": "s", "command": "true", "budget_ms": 5},
     "ipython": {"session": "s", "code": "1", "budget_ms": None},
+    "tool.call": {"session": "s", "tool": "bash", "args": {"command": "true"}},
+    "session.calls": {"session": "s"},
     "jobs.list": {"session": "s"},
     "jobs.wait": {"session": "s", "job": "j", "timeout_ms": 0},
     "jobs.cancel": {"session": "s", "job": "j"},

@@ -1,0 +1,288 @@
+"""A session's tool calls: every call a model makes runs through the session's Harness (S2 "A tool call").
+
+`ToolCalls` registers the catalog's tools on the session's Harness and runs one call at a time per request: the
+Harness journals its start (the tool, its arguments, the id of the job it will run) and its settle (slot `done` and
+the `tool_result` entry: the text the model reads, the tool's answer record as details, every warning, all usage),
+nothing between. While a call runs its progress goes on the session's board: the row and last output lines of the
+job it runs (a bash command, a cell), or how many of the children it awaits have ended, published on each change
+(looked at every PROGRESS_MS) and read by `eukhe watch` and MCP progress alike.
+
+`calls_of` lists a session's calls from its committed state (`eukhe session calls`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from eukhe.calls import texts
+from eukhe.calls.catalog import CALL_TOOLS, CallTool, Running
+from eukhe.children.family import AgentSession
+from eukhe.clock import sleep_ms
+from eukhe.core import job as core
+from eukhe.core.bound import Off
+from eukhe.core.render import render
+from eukhe.errors import UsageError
+from eukhe.harness.harness import UnknownToolError
+from eukhe.harness.tool import ToolExecutionApi, ToolRegistration
+from eukhe.jobs.job import Job
+from eukhe.jobs.wait import CallCancelledError
+from eukhe.records.base import Record
+from eukhe.records.daemon import CallBegan, CallList, CallLive, CallRow, CallStarted, ToolCallAnswer
+from eukhe.records.jobs import Detached, Settled
+from eukhe.store.tree import Slot
+
+PROGRESS_MS = 200
+"""How often a running call's job is looked at for a change to publish."""
+CHILDREN_PROGRESS_MS = 1000
+"""How often a running `collect` reads the roster."""
+TAIL_LINES = 5
+TAIL_BYTES = 1024
+ARGS_SHOWN = 200
+SUMMARY_SHOWN = 120
+
+EventListener = Callable[[Record], None]
+
+
+def answer_now(job: Job) -> Settled | Detached:
+    """A job's answer as it stands: its end if it ended, else the output so far."""
+    verdict: core.EndedInTime | core.DeadlinePassed = (
+        core.EndedInTime(job.end) if job.end is not None else core.DeadlinePassed(0)
+    )
+    return job.answer(verdict, 0)
+
+
+def tail_of(text: bytes) -> str:
+    """The last lines of an output so far, rendered as the model would read them (at most TAIL_LINES lines and
+    TAIL_BYTES bytes)."""
+    last = text[-TAIL_BYTES:]
+    shown = render(last).splitlines()[-TAIL_LINES:]
+    return "\n".join(shown)
+
+
+class _Progress:
+    """A running call's progress: what it watches (its job, or the children it awaits) and when it began."""
+
+    def __init__(self, session: AgentSession, api: ToolExecutionApi) -> None:
+        self.session = session
+        self.api = api
+        self.clock = session.job_table.clock
+        self.began_ms = self.clock.now_ms()
+        self.job: Job | None = None
+        self._seen: object = None
+
+    def live(self, job: Job) -> None:
+        self.job = job
+        self.look()
+
+    def look(self) -> None:
+        """Publish the call's progress if it changed since the last look."""
+        job = self.job
+        if job is None:
+            return
+        row = job.row()
+        key = (job.id, row.bytes_kept, row.bytes_dropped, row.lines_kept, row.lines_dropped, row.status)
+        if key == self._seen:
+            return
+        self._seen = key
+        elapsed = self.clock.now_ms() - self.began_ms
+        self.api.details(CallLive(elapsed_ms=elapsed, job=row, tail=tail_of(job.snapshot().text)).to_json())
+        self.api.publish_progress()
+
+    async def follow_job(self) -> None:
+        while True:
+            self.look()
+            await sleep_ms(self.clock, PROGRESS_MS)
+
+    async def follow_children(self, names: list[str] | None) -> None:
+        while True:
+            rows = [row for row in self.session.children.list() if names is None or row.name in names]
+            running = [row.name for row in rows if row.status == "running"]
+            if (len(rows), running) != self._seen:
+                self._seen = (len(rows), running)
+                elapsed = self.clock.now_ms() - self.began_ms
+                live = CallLive(
+                    elapsed_ms=elapsed,
+                    children_awaited=len(rows),
+                    children_ended=len(rows) - len(running),
+                    children_running=running,
+                )
+                self.api.details(live.to_json())
+                self.api.publish_progress()
+            await sleep_ms(self.clock, CHILDREN_PROGRESS_MS)
+
+
+def warnings_of(answer: Record) -> list[str]:
+    """What a call's answer warns the model of: a run that outlived its budget, an output cut at the bound."""
+    found: list[str] = []
+    if isinstance(answer, Detached):
+        found.append(f"the run outlived its budget ({answer.budget_ms} ms): it goes on as job {answer.job}")
+    output = getattr(answer, "output", None)
+    dropped = getattr(output, "bytes_dropped", 0)
+    if dropped:
+        found.append(f"output bounded: {dropped} bytes dropped; all of it is in {output.artifact}")  # type: ignore[union-attr]
+    return found
+
+
+class ToolCalls:
+    """The tool calls of one session: the catalog's tools on its Harness."""
+
+    def __init__(self, session: AgentSession) -> None:
+        self.session = session
+        self._listeners: dict[str, EventListener] = {}
+        self._cancels: dict[str, list[CallCancelledError]] = {}
+        for tool in CALL_TOOLS.values():
+            session.harness.register(
+                ToolRegistration(tool.name, tool.args, self._executor(tool), truncation=Off(), runs_job=tool.runs_job)
+            )
+
+    async def call(self, tool: str, args: dict[str, Any], *, on_event: EventListener | None = None) -> ToolCallAnswer:
+        """Run one tool call to its settle. `on_event` hears its start (`call_started`, with the call id) and the
+        id of the job it runs (`started`). A refusal (a bad argument, an unknown job, a file tool's reason) raises
+        once the call settled as failed; a cancelled call raises CallCancelledError with how its job ended."""
+        self.session.check_open()
+        if tool not in CALL_TOOLS:
+            raise UnknownToolError(tool)
+        call_id = f"call-{secrets.token_hex(6)}"
+        cancelled: list[CallCancelledError] = []
+
+        self._listeners[call_id] = on_event or _nobody
+        self._cancels[call_id] = cancelled
+        try:
+            result = await self.session.harness.call(tool, args, call_id=call_id, raise_failure=True)
+        except asyncio.CancelledError:
+            if cancelled:
+                raise cancelled[0] from None
+            raise
+        finally:
+            self._listeners.pop(call_id, None)
+            self._cancels.pop(call_id, None)
+        return ToolCallAnswer(
+            call=result.call_id,
+            tool=result.tool,
+            status=result.status,
+            text=result.output.text,
+            answer=result.details,
+            warnings=list(result.warnings),
+            usage=result.usage_totals,
+            entry=result.entry_id,
+        )
+
+    def calls(self, call: str | None = None) -> CallList:
+        """The session's tool calls (`calls_of`); with `call`, that call's settle whole."""
+        return calls_of(self.session, call)
+
+    def _executor(self, tool: CallTool) -> Callable[[Any, ToolExecutionApi], Any]:
+        async def execute(args: Record, api: ToolExecutionApi) -> str:
+            return await self._execute(tool, args, api)
+
+        return execute
+
+    async def _execute(self, tool: CallTool, args: Record, api: ToolExecutionApi) -> str:
+        """Run the tool; its answer is the call's details, its text the call's output."""
+        hear = self._listeners.get(api.call_id, _nobody)
+        hear(CallBegan(call=api.call_id, tool=tool.name))
+        progress = _Progress(self.session, api)
+        started: list[str] = []
+
+        def on_started(job_id: str) -> None:
+            started.append(job_id)
+            hear(CallStarted(job=job_id, kind="cell" if tool.name == "ipython" else "bash"))
+
+        follower: asyncio.Task[None] | None = None
+        if tool.progress == "job":
+            follower = asyncio.create_task(progress.follow_job())
+        elif tool.progress == "children":
+            names = getattr(args, "names", None)
+            follower = asyncio.create_task(progress.follow_children(names))
+        try:
+            answer = await tool.run(self.session, args, Running(api, on_started, progress.live))
+        except asyncio.CancelledError:
+            job = self.session.job_table.get(started[0]) if started else None
+            if job is not None:
+                now = answer_now(job)
+                api.details(now.to_json())
+                api.output(texts.answer_text(now))
+                self._cancels.get(api.call_id, []).append(CallCancelledError(now))
+            raise
+        finally:
+            if follower is not None:
+                follower.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await follower
+        api.details(answer.to_json())
+        for warning in warnings_of(answer):
+            api.diagnostic(warning)
+        return tool.text(answer)
+
+
+def _nobody(event: Record) -> None:
+    return None
+
+
+def clipped(text: str, limit: int) -> str:
+    """`text` on one line, at most `limit` characters (an ellipsis says it was cut)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def calls_of(session: AgentSession, call: str | None = None) -> CallList:
+    """The session's tool calls from its committed state, in start order; with `call`, that call's settle whole
+    (the content of its `tool_result` entry)."""
+    results: dict[str, dict[str, Any]] = {}
+    for entry in session.entries():
+        content = entry.content
+        if entry.kind == "tool_result" and isinstance(content, dict) and isinstance(content.get("call"), str):
+            results[content["call"]] = content
+    slots = session.view_state().slots
+    rows = [_row(slot, results.get(slot.call)) for slot in slots.values()]
+    settle = None
+    if call is not None:
+        if call not in slots:
+            raise UnknownCallError(call)
+        settle = results.get(call)
+    return CallList(calls=rows, settle=settle)
+
+
+def _row(slot: Slot, result: dict[str, Any] | None) -> CallRow:
+    outcome = slot.outcome
+    status = "running" if slot.status == "running" else "done"
+    if outcome in ("cancelled", "interrupted"):
+        status = outcome
+    return CallRow(
+        call=slot.call,
+        tool=slot.tool,
+        args=clipped(json.dumps(slot.args, ensure_ascii=False), ARGS_SHOWN),
+        status=status,  # type: ignore[arg-type]
+        outcome=outcome,  # type: ignore[arg-type]
+        started_ms=slot.started_ms,
+        settled_ms=slot.settled_ms,
+        summary=_summary(result),
+    )
+
+
+def _summary(result: dict[str, Any] | None) -> str:
+    """A settled call's result in one line: its text's first line, or its last warning when it failed."""
+    if result is None:
+        return ""
+    warnings = result.get("warnings") or []
+    if result.get("status") == "failed" and warnings:
+        return clipped(str(warnings[-1]), SUMMARY_SHOWN)
+    output = result.get("output")
+    text = output.get("text", "") if isinstance(output, dict) else ""
+    first = next((line for line in str(text).splitlines() if line.strip()), "")
+    return clipped(first, SUMMARY_SHOWN)
+
+
+class UnknownCallError(UsageError):
+    """`session calls --call` names a call the session does not have."""
+
+    code = "unknown_call"
+
+    def __init__(self, call: str) -> None:
+        super().__init__(f"no tool call {call!r} in this session")
+        self.call = call

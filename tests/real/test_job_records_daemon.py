@@ -141,3 +141,23 @@ def test_a_job_killed_with_its_worker_keeps_what_it_wrote(world: DaemonEnv, tmp_
         assert window["bytes_kept"] + window["bytes_dropped"] == 8
         assert window["lines_kept"] + window["lines_dropped"] == 1
     assert "started" in answer["output"]["text"] and "started" in again["text"]
+
+
+def test_a_cell_job_killed_with_its_worker_keeps_what_it_wrote(world: DaemonEnv, tmp_path: Path) -> None:
+    session = world.json("session", "create", "--cwd", str(tmp_path), "--sandbox", "off")["id"]
+    code = "import time\nprint('before', flush=True)\ntime.sleep(1)\nprint('started', flush=True)\ntime.sleep(300)"
+    detached = world.json("ipython", "--session", session, "--budget-ms", "500", "-c", code)
+    assert detached["status"] == "detached"
+    job = detached["job"]
+
+    def read_all() -> bool:  # what it wrote before it detached, then after
+        rows = {row["id"]: row for row in world.json("jobs", "list", "--session", session)["jobs"]}
+        return job in rows and rows[job]["bytes_kept"] == 15
+
+    eventually(read_all, "the worker to read the cell's two lines")
+    (worker,) = [w for w in world.json("daemon", "status")["workers"] if w["session"] == session]
+    os.kill(worker["pid"], signal.SIGKILL)
+    answer = assert_recorded(world, session, job, "worker_died", kind="cell")
+    output = answer["output"]
+    assert output["text"] == "before\nstarted\n"
+    assert (output["bytes_kept"] + output["bytes_dropped"], output["lines_kept"] + output["lines_dropped"]) == (15, 2)

@@ -19,7 +19,6 @@ import contextlib
 import fcntl
 import functools
 import os
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -322,9 +321,12 @@ class BoundedOutput:
         if self._artifact_dir is None:
             return
         try:
-            make_private_dirs(self._artifact_dir)
-            path = self._artifact_dir / f"{self._artifact_prefix}-{uuid.uuid4().hex[:16]}.log"
-            self._artifact_fd = create_private_file(path)
+            path = self._artifact_dir / f"{self._artifact_prefix}-{os.urandom(8).hex()}.log"
+            try:  # its dir is made only when missing: no stat per file (every job that writes opens one)
+                self._artifact_fd = create_private_file(path)
+            except FileNotFoundError:
+                make_private_dirs(self._artifact_dir)
+                self._artifact_fd = create_private_file(path)
             # Held (shared) while it is written: an artifact collection never removes an artifact being written.
             fcntl.flock(self._artifact_fd, fcntl.LOCK_SH)
             self._artifact_path = path

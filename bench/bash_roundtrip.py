@@ -1,7 +1,10 @@
 """Benchmark: a bash job for `true`, started and awaited to its end, vs `subprocess.run(["bash", "-c",
 "true"])` in the same run. Prints the mean of each and their ratio (target <= 1.5).
 
-    uv run python bench/bash_roundtrip.py [--runs N]
+    uv run python bench/bash_roundtrip.py [--runs N] [--artifacts] [--command CMD]
+
+`--artifacts` gives each job an artifact dir, as a session does (a job's output then goes to a spill file from its
+first byte: `true` writes none, `--command 'echo started'` one line). `--command` replaces `true` in both.
 """
 
 from __future__ import annotations
@@ -20,22 +23,22 @@ from eukhe.jobs.bash import bash_and_wait
 from eukhe.records.jobs import Settled
 
 
-def baseline(runs: int, cwd: Path) -> list[float]:
+def baseline(runs: int, cwd: Path, command: str) -> list[float]:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(["bash", "-c", "true"], cwd=cwd, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        subprocess.run(["bash", "-c", command], cwd=cwd, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         times.append(time.perf_counter() - start)
     return times
 
 
-async def jobs(runs: int, cwd: Path) -> list[float]:
+async def jobs(runs: int, cwd: Path, command: str, artifacts: Path | None) -> list[float]:
     table = JobTable()
     times = []
     for _ in range(runs):
         start = time.perf_counter()
         answer = await bash_and_wait(
-            "true", cwd, truncation=DEFAULT_TRUNCATION, artifact_dir=None, table=table, budget_ms=60_000
+            command, cwd, truncation=DEFAULT_TRUNCATION, artifact_dir=artifacts, table=table, budget_ms=60_000
         )
         times.append(time.perf_counter() - start)
         assert isinstance(answer, Settled)
@@ -46,19 +49,24 @@ async def jobs(runs: int, cwd: Path) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--artifacts", action="store_true", help="give each job an artifact dir, as a session does")
+    parser.add_argument("--command", default="true", help="what both run (default: true)")
     args = parser.parse_args()
+    command = args.command
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
-        baseline(10, cwd)  # warm-up
-        asyncio.run(jobs(10, cwd))
+        artifacts = cwd / "artifacts" if args.artifacts else None
+        baseline(10, cwd, command)  # warm-up
+        asyncio.run(jobs(10, cwd, command, artifacts))
         base: list[float] = []
         ours: list[float] = []
         for _ in range(4):  # interleave rounds so machine load hits both alike
-            base += baseline(args.runs // 4, cwd)
-            ours += asyncio.run(jobs(args.runs // 4, cwd))
+            base += baseline(args.runs // 4, cwd, command)
+            ours += asyncio.run(jobs(args.runs // 4, cwd, command, artifacts))
     b, o = statistics.median(base), statistics.median(ours)
-    print(f"subprocess.run(bash -c true): median {b * 1000:.2f} ms over {len(base)} runs")
-    print(f"bash job for true, to its end: median {o * 1000:.2f} ms over {len(ours)} runs")
+    where = f", artifact dir {'yes' if artifacts else 'no'}"
+    print(f"subprocess.run(bash -c {command!r}): median {b * 1000:.2f} ms over {len(base)} runs")
+    print(f"bash job for {command!r}, to its end{where}: median {o * 1000:.2f} ms over {len(ours)} runs")
     print(f"ratio job / subprocess.run: {o / b:.2f} (target <= 1.5)")
 
 

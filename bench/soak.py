@@ -907,8 +907,8 @@ class Soak:
         self, job: JobInfo, window: dict[str, Any], where: str, *, killed: bool, reason: str | None = None
     ) -> None:
         """kept + dropped = written: every line when the marker says all was written (or the job exited). A job that
-        ended with its host (a reopen recorded it: worker_died, daemon_stopped, host_restart) counts what its artifact
-        held, at most what it wrote: the output its host held in memory died with it."""
+        ended with its host (a reopen recorded it: worker_died, daemon_stopped, host_restart) counts the same: its
+        spill file held every byte its host read."""
         assert job.marker is not None
         total = window["bytes_kept"] + window["bytes_dropped"]
         lines = window["lines_kept"] + window["lines_dropped"]
@@ -916,11 +916,10 @@ class Soak:
         complete = job.marker.exists() or not killed
         self.stats.check("kept+dropped")
         short = (total, lines) != (len(expected), job.lines)
-        if complete and short and total < len(expected) and self.host_ended(job, reason):
-            self.stats.excused[f"output_lost_{reason}"] += 1
-        elif complete and short:
+        if complete and short:
+            ended = f" (ended: {reason})" if reason else ""
             self.stats.violation(
-                "kept+dropped", f"{where}: {total} bytes / {lines} lines, wrote {len(expected)} / {job.lines}"
+                "kept+dropped", f"{where}{ended}: {total} bytes / {lines} lines, wrote {len(expected)} / {job.lines}"
             )
         elif total > len(expected):
             self.stats.violation("kept+dropped", f"{where}: {total} bytes counted, at most {len(expected)} written")
@@ -933,16 +932,6 @@ class Soak:
             self.stats.check("artifact")
             if data != expected[: len(data)] or (window["artifact_error"] is None and len(data) != total):
                 self.stats.violation("artifact", f"{where}: {len(data)} bytes, {total} counted")
-
-    def host_ended(self, job: JobInfo, reason: str | None) -> bool:
-        """Whether a row's reason says its job ended with its host, so its counts are its artifact's (a reopen wrote
-        it): a host end, or `session_closed` when a fault that can end a host mid-close overlapped the job (the close
-        recorded its stop on the node, then the host died before the end row: the next open wrote the row)."""
-        if reason in HOST_ENDS:
-            return True
-        mid_close = {"kill_worker", "kill_supervisor", "enospc", "emfile"}
-        faults = self.registry.faults_between(job.started, time.monotonic(), mid_close)
-        return reason == "session_closed" and bool(faults)
 
     def check_rows(self, rows: list[dict[str, Any]]) -> None:
         with self.registry.lock:

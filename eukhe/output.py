@@ -6,15 +6,19 @@ store, what to trim, the window and the notice. Past the limits, the full output
 created in one step, flock'ed shared while it is written) that the notice names. Under `Off` every byte is kept and
 there is no artifact. Invariant: bytes_kept + bytes_dropped == bytes_written. Memory stays O(limit) under `On`,
 however long the stream.
+
+With `spill` (a job's output) every byte goes to that file from the first one, under `Off` too, so a crash of this
+process loses none of what it read: the file becomes the artifact once the output passes the limits, and a close
+within them removes it.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import functools
 import os
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -220,7 +224,15 @@ def _ask(request: bound.Request) -> Any:
 class BoundedOutput:
     """One output stream bounded by a `Truncation`; write any chunks, read snapshots, close once."""
 
-    def __init__(self, truncation: Truncation, artifact_dir: Path | None = None, artifact_prefix: str = "output"):
+    def __init__(
+        self,
+        truncation: Truncation,
+        artifact_dir: Path | None = None,
+        artifact_prefix: str = "output",
+        *,
+        spill: bool = False,
+    ):
+        """`spill`: write every byte to the file in `artifact_dir` from the first one (nothing without a dir)."""
         if not isinstance(truncation, On | Off):
             raise TypeError(f"truncation must be On(...) or Off(), got {truncation!r}")
         self.truncation = truncation
@@ -230,8 +242,10 @@ class BoundedOutput:
         self._artifact_path: Path | None = None
         self._artifact_fd: int | None = None
         self._artifact_error: str | None = None
+        self._spill = spill and artifact_dir is not None
         self._store = bytearray()
-        self._pending: bytearray | None = bytearray()  # all bytes so far, until they spill to the artifact
+        # All bytes so far, until they go to the artifact (a spill has them in its file already).
+        self._pending: bytearray | None = None if self._spill else bytearray()
         self._store_starts_inside_line = False
         self._final: BoundedResult | None = None
         self._stepper: bound.Stepper | None = None
@@ -250,13 +264,18 @@ class BoundedOutput:
         if not data:
             return
         self.bytes_written += len(data)
+        if self._spill:
+            if self._artifact_path is None and self._artifact_error is None:
+                self._open_artifact()
+            self._to_artifact(data)
         if self._stepper is None:
             self._store += data
             return
         for start in range(0, len(data), STREAM_PIECE):
             piece = data[start : start + STREAM_PIECE] if len(data) > STREAM_PIECE else data
             self._feed(piece)
-            self._keep_for_artifact(piece)
+            if not self._spill:
+                self._keep_for_artifact(piece)
 
     def _feed(self, piece: bytes | bytearray) -> None:
         stepper = self._stepper
@@ -302,9 +321,12 @@ class BoundedOutput:
         if self._artifact_dir is None:
             return
         try:
-            make_private_dirs(self._artifact_dir)
-            path = self._artifact_dir / f"{self._artifact_prefix}-{uuid.uuid4().hex[:16]}.log"
-            self._artifact_fd = create_private_file(path)
+            path = self._artifact_dir / f"{self._artifact_prefix}-{os.urandom(8).hex()}.log"
+            try:  # its dir is made only when missing: no stat per file (every job that writes opens one)
+                self._artifact_fd = create_private_file(path)
+            except FileNotFoundError:
+                make_private_dirs(self._artifact_dir)
+                self._artifact_fd = create_private_file(path)
             # Held (shared) while it is written: an artifact collection never removes an artifact being written.
             fcntl.flock(self._artifact_fd, fcntl.LOCK_SH)
             self._artifact_path = path
@@ -333,10 +355,15 @@ class BoundedOutput:
         return self._read(close=False)
 
     def close(self) -> BoundedResult:
-        """The final window; the artifact (if any) is complete and closed. Idempotent."""
+        """The final window; the artifact (if any) is complete and closed, a spill within the limits removed.
+        Idempotent."""
         if self._final is None:
+            final = self._read(close=True)
+            if self._spill and final.artifact is None and self._artifact_path is not None:
+                with contextlib.suppress(OSError):  # gone already: nothing to remove
+                    os.unlink(self._artifact_path)
             self._close_artifact()
-            self._final = self._read(close=True)
+            self._final = final
             self._pending = None
         return self._final
 
@@ -344,7 +371,7 @@ class BoundedOutput:
         if self._stepper is None:
             text = bytes(self._store)
             lines = count_newlines(text) + (1 if text and text[-1] != NEWLINE else 0)  # a last unended piece too
-            return BoundedResult(text, len(text), 0, lines, 0, None, None)
+            return BoundedResult(text, len(text), 0, lines, 0, None, None, self._artifact_error)
         limits = self._stepper.limits
         facts = read_facts(self._store, limits, self._store_starts_inside_line)
         if close:
@@ -353,9 +380,11 @@ class BoundedOutput:
         else:
             reading = _ask(bound.LookRequest(self._stepper, facts))
         counts = reading.counts
+        # A spill is the artifact only once the output passes the limits (until then its window drops nothing).
+        path = self._artifact_path if counts.truncated or not self._spill else None
         # An artifact a write failed on is not the full output: the notice then says it was not saved.
-        complete = self._artifact_path is not None and self._artifact_error is None
-        artifact = str(self._artifact_path) if complete else None
+        complete = path is not None and self._artifact_error is None
+        artifact = str(path) if complete else None
         text = bytes(self._store[reading.window.start : reading.window.end])
         notice = _ask(bound.NoticeRequest(limits.keep, counts, artifact))
         return BoundedResult(
@@ -365,7 +394,7 @@ class BoundedOutput:
             counts.lines_kept,
             counts.lines_dropped,
             notice,
-            self._artifact_path,
+            path,
             self._artifact_error,
         )
 

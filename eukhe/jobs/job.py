@@ -1,7 +1,9 @@
 """A job (spec S2 "Jobs" 1-3): one output bounded by the session's Truncation, one end, a kill through its owner.
 
 The model's state and the end are the core's (`eukhe.core.job.feed`); the window and the artifact are
-`BoundedOutput`'s, fed exactly the bytes the core accepts, so the window's kept + dropped equals the model's. What a
+`BoundedOutput`'s, fed exactly the bytes the core accepts, so the window's kept + dropped equals the model's. With an
+artifact dir, every byte of a job also reaches its spill file as it is read (the artifact past the limits; removed
+at an end within them), so the output outlives a host that dies. What a
 job reports (`row`, `answer`) counts from its window, in bytes and lines: the byte cap and the line limit both bind
 there, so the counts a caller sees always equal the window they get. The owner (a user bash, a kernel cell) writes
 output, asks nothing, and reports the end with `finish`.
@@ -38,7 +40,7 @@ class JobSpec:
     kind: str  # "bash", "cell", ...
     command: str  # the command, or a cell's first line (jobs.list, the prompt)
     truncation: Truncation  # the session's Truncation
-    artifact_dir: Path | None = None  # where BoundedOutput spills the full output; None: no artifact
+    artifact_dir: Path | None = None  # where the output's spill file and artifact go; None: neither
     written: bytes = b""  # bytes the run wrote before it became a job (a detached cell): counted first
     group: GroupMark | None = None  # its process group (bash): a reopen after its host died ends what is left of it
 
@@ -67,7 +69,9 @@ class Job:
         self._owner = owner
         self._on_end = on_end
         self._state = core.JobState(cap=core.cap_of(spec.truncation))
-        self._output = BoundedOutput(spec.truncation, spec.artifact_dir, artifact_prefix=f"job-{job_id}")
+        # Every byte reaches the spill file (`job-<id>-*` in the artifact dir) as it is read: what a job wrote before
+        # its host died is what a reopen finds there (`durable_output`).
+        self._output = BoundedOutput(spec.truncation, spec.artifact_dir, artifact_prefix=f"job-{job_id}", spill=True)
         self._final: BoundedResult | None = None
         self._kill_requested = False
         self._end_waiters: list[Callable[[], None]] = []

@@ -5,8 +5,8 @@ Every job's end records a row, a `notice` entry: the `eukhe.bash` row of a user 
 other job (a cell job). A job's node (`eukhe.job`) holds what it runs, when it started, the boot id of its host and,
 once its host began a clean stop, that stop's reason. On open, each node the history left belongs to a job that
 ended with its host: the reopen retires it and records its row (killed, the reason `core.jobends` reads from those
-facts, the output its artifact still holds). Then `jobs.list`, `jobs.wait` and `jobs.cancel` answer for every job the
-journal names, folded by `core.jobends.past_jobs`.
+facts, and every byte its host read of its output: its spill file's, bounded again). Then `jobs.list`, `jobs.wait`
+and `jobs.cancel` answer for every job the journal names, folded by `core.jobends.past_jobs`.
 """
 
 from __future__ import annotations
@@ -170,7 +170,8 @@ def reopened_row(
     end: ReopenedEnd, value: Any, artifact_dir: Path, truncation: TruncationSetting
 ) -> tuple[DocRetire, EndRow]:
     """What a reopen commits for a job that ended with its host: its node retired, and its row (killed, the reason,
-    the output its artifact still holds: the whole of it bounded again, else none; its live output died with it)."""
+    the output its spill file holds, `job-<id>-*` in the artifact dir: every byte its host read, bounded again under
+    the session's truncation, with exact counts; none when it wrote nothing)."""
     checkpoint = Checkpoint(artifact_dir=str(artifact_dir), artifact_prefix=f"job-{end.job}", truncation=truncation)
     window = durable_output(checkpoint, "job ended with its host").to_record()
     row = _end_row(end.job, value, exit_code=end.exit_code, killed=end.killed, reason=end.reason, output=window)

@@ -1,5 +1,6 @@
 """The artifact collection's removal step on real files and real flocks: an artifact a writer holds (its shared
-flock, as `BoundedOutput` takes it) is never unlinked, also when the writer took its lock after the listing."""
+flock, as `BoundedOutput` takes it) is never unlinked, also when the writer took its lock after the listing; nor is
+a running job's spill file, within the limits or past them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from eukhe.core import retention
+from eukhe.core.bound import On, OutputLimits
+from eukhe.output import BoundedOutput
 from eukhe.records.settings import Upkeep
 from eukhe.store import artifacts, dirs
 
@@ -77,3 +80,20 @@ def test_a_collection_keeps_and_does_not_report_an_artifact_whose_writer_locked_
     assert path.exists(), "an artifact whose writer holds its lock is not unlinked"
     assert report.removed == []
     assert report.bytes_freed == 0 and report.errors == []
+
+
+@pytest.mark.parametrize("past_the_limits", [False, True])
+def test_a_collection_never_removes_the_spill_file_of_a_running_job(tmp_path: Path, past_the_limits: bool) -> None:
+    directory = tmp_path / "s1" / dirs.ARTIFACTS_NAME
+    output = BoundedOutput(On(OutputLimits(100, 10)), directory, artifact_prefix="job-1", spill=True)
+    output.write(b"x\n" * (1000 if past_the_limits else 3))
+    (path,) = directory.iterdir()
+    month_ago = time.time() - 30 * 86_400
+    os.utime(path, (month_ago, month_ago))
+    upkeep = Upkeep(artifact_max_total_bytes=1, artifact_max_age_days=1)  # everything is over both limits
+    report = artifacts.collect(tmp_path, (), upkeep, int(time.time() * 1000), dry_run=False)
+    assert path.exists() and report.removed == [] and report.kept_being_written == 1
+    result = output.close()
+    assert path.exists() == past_the_limits and result.artifact == (path if past_the_limits else None)
+    report = artifacts.collect(tmp_path, (), upkeep, int(time.time() * 1000), dry_run=False)
+    assert [removed.path for removed in report.removed] == ([str(path)] if past_the_limits else [])

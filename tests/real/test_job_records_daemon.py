@@ -4,7 +4,8 @@ Each test starts a long detached job, ends its life one way, then asks `eukhe jo
 it from a later life: a worker killed -9 (`worker_died`), the supervisor killed -9 (its workers see their stdin close
 and stop cleanly: `daemon_stopped`), a clean `daemon stop` (`daemon_stopped`), a `session close --force`
 (`session_closed`), and the whole daemon killed -9 on a machine whose boot id then changed (`host_restart`, the boot
-id given by EUKHE_BOOT_ID). A job of an earlier life answers `jobs wait` at once, settled, with its reason.
+id given by EUKHE_BOOT_ID). A job of an earlier life answers `jobs wait` at once, settled, with its reason, and
+the output it wrote before its host died (read back from its spill file).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from eukhe.procs import BOOT_ID_ENV, group_alive
+from eukhe.procs import BOOT_ID_ENV, children_of, group_alive
 from tests.real.conftest import DaemonEnv
 from tests.real.test_daemon_reliability import alive, eventually, start_long_job
 
@@ -111,3 +112,52 @@ def test_a_cell_job_of_a_worker_killed_9_answers_with_worker_died(world: DaemonE
     os.kill(worker["pid"], signal.SIGKILL)
     answer = assert_recorded(world, session, job, "worker_died", kind="cell")
     assert answer["outcome"] == "killed"
+
+
+def test_a_job_killed_with_its_worker_keeps_what_it_wrote(world: DaemonEnv, tmp_path: Path) -> None:
+    session = world.json("session", "create", "--cwd", str(tmp_path), "--sandbox", "off")["id"]
+    detached = world.json("bash", "--session", session, "--budget-ms", "0", "--", "echo started; sleep 300")
+    assert detached["status"] == "detached"
+    job = detached["job"]
+
+    def live_row() -> dict[str, Any] | None:
+        rows = {row["id"]: row for row in world.json("jobs", "list", "--session", session)["jobs"]}
+        row = rows.get(job)
+        return row if row is not None and row["bytes_kept"] == 8 else None
+
+    eventually(live_row, "the worker to read the job's line")
+    eventually(lambda: job in world.json("session", "show", session)["job_nodes"], "the job node to be committed")
+    (worker,) = [w for w in world.json("daemon", "status")["workers"] if w["session"] == session]
+    worker_group = os.getpgid(worker["pid"])
+    groups = eventually(
+        lambda: sorted({g for _, g in children_of(worker["pid"]) if g != worker_group}), "the job's process group"
+    )
+    os.kill(worker["pid"], signal.SIGKILL)
+    eventually(lambda: not any(group_alive(g) for g in groups), "the dead worker's job group to end")
+    answer = assert_recorded(world, session, job, "worker_died")
+    (row,) = [row for row in world.json("jobs", "list", "--session", session)["jobs"] if row["id"] == job]
+    again = world.json("jobs", "wait", job, "--session", session)["output"]
+    for window in (answer["output"], again, row):  # every byte and line `echo started` wrote
+        assert window["bytes_kept"] + window["bytes_dropped"] == 8
+        assert window["lines_kept"] + window["lines_dropped"] == 1
+    assert "started" in answer["output"]["text"] and "started" in again["text"]
+
+
+def test_a_cell_job_killed_with_its_worker_keeps_what_it_wrote(world: DaemonEnv, tmp_path: Path) -> None:
+    session = world.json("session", "create", "--cwd", str(tmp_path), "--sandbox", "off")["id"]
+    code = "import time\nprint('before', flush=True)\ntime.sleep(1)\nprint('started', flush=True)\ntime.sleep(300)"
+    detached = world.json("ipython", "--session", session, "--budget-ms", "500", "-c", code)
+    assert detached["status"] == "detached"
+    job = detached["job"]
+
+    def read_all() -> bool:  # what it wrote before it detached, then after
+        rows = {row["id"]: row for row in world.json("jobs", "list", "--session", session)["jobs"]}
+        return job in rows and rows[job]["bytes_kept"] == 15
+
+    eventually(read_all, "the worker to read the cell's two lines")
+    (worker,) = [w for w in world.json("daemon", "status")["workers"] if w["session"] == session]
+    os.kill(worker["pid"], signal.SIGKILL)
+    answer = assert_recorded(world, session, job, "worker_died", kind="cell")
+    output = answer["output"]
+    assert output["text"] == "before\nstarted\n"
+    assert (output["bytes_kept"] + output["bytes_dropped"], output["lines_kept"] + output["lines_dropped"]) == (15, 2)

@@ -1,11 +1,14 @@
 """BoundedOutput, the shell over the bounder's core: snapshots equal bounding the whole stream, with skips, across
-chunkings; counts conserve every byte; the artifact holds the full output; `Off` keeps everything."""
+chunkings; counts conserve every byte; the artifact holds the full output; `Off` keeps everything; a spill holds
+every byte from the first one, becomes the artifact past the limits and goes at a close within them."""
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -172,3 +175,119 @@ def test_the_record_replaces_invalid_utf8_keeps_the_exact_bytes_and_names_every_
         "text_base64": "b2sg/wo=",
     }
     assert BoundedResult(b"ok\n", 3, 0, 1, 0, None, None).to_record().text_base64 is None
+
+
+# ---- spill: a job's output reaches its file from the first byte --------------------------------------------------
+
+
+def spill_files(directory: Path, prefix: str = "job-1") -> list[Path]:
+    """The spill files of `prefix` (named as `durable_output` looks them up)."""
+    return sorted(directory.glob(f"{prefix}-*")) if directory.is_dir() else []
+
+
+@given(limits_st, chunked(st.one_of(texts, big_pieces())))
+def test_a_spill_holds_every_byte_while_running_and_bounds_as_without_one(
+    limits: OutputLimits, chunks: list[bytes]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp) / "artifacts"
+        spilled = BoundedOutput(On(limits), directory, artifact_prefix="job-1", spill=True)
+        plain = BoundedOutput(On(limits))
+        written = b""
+        for chunk in chunks:
+            spilled.write(chunk)
+            plain.write(chunk)
+            written += chunk
+            files = spill_files(directory)
+            assert [path.read_bytes() for path in files] == ([written] if written else [])
+            window, expected = spilled.snapshot(), plain.snapshot()
+            assert window.text == expected.text and window.truncated == expected.truncated
+            assert window.artifact == (files[0] if window.truncated else None)
+        result, expected = spilled.close(), plain.close()
+        assert (result.text, result.bytes_kept, result.bytes_dropped, result.lines_kept, result.lines_dropped) == (
+            expected.text,
+            expected.bytes_kept,
+            expected.bytes_dropped,
+            expected.lines_kept,
+            expected.lines_dropped,
+        )
+        if result.truncated:
+            assert spill_files(directory) == [result.artifact]
+            assert result.artifact is not None and result.artifact.read_bytes() == written
+        else:
+            assert result.artifact is None and spill_files(directory) == []
+
+
+def test_a_spill_exists_from_the_first_byte_with_mode_0600_and_goes_at_a_close_within_the_limits(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "artifacts"
+    output = BoundedOutput(DEFAULT_TRUNCATION, directory, artifact_prefix="job-1", spill=True)
+    output.write(b"")
+    assert spill_files(directory) == []  # no byte yet: no file
+    output.write(b"s")
+    (path,) = spill_files(directory)
+    assert path.read_bytes() == b"s"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    output.write(b"tarted\n")
+    assert path.read_bytes() == b"started\n"
+    assert output.snapshot() == BoundedResult(b"started\n", 8, 0, 1, 0, None, None)
+    assert output.close() == BoundedResult(b"started\n", 8, 0, 1, 0, None, None)
+    assert not path.exists() and list(directory.iterdir()) == []
+
+
+def test_past_the_limits_the_spill_is_the_artifact_not_a_copy(tmp_path: Path) -> None:
+    limits = OutputLimits(100, 10, Keep.TAIL)
+    output = BoundedOutput(On(limits), tmp_path, artifact_prefix="job-1", spill=True)
+    output.write(b"first\n")
+    (path,) = spill_files(tmp_path)
+    inode = path.stat().st_ino
+    full = b"first\n" + b"".join(b"line %d\n" % i for i in range(1000))
+    output.write(full[6:])
+    running = output.snapshot()
+    assert running.artifact == path and running.notice is not None and str(path) in running.notice
+    result = output.close()
+    assert result.artifact == path and path.stat().st_ino == inode and path.read_bytes() == full
+    assert spill_files(tmp_path) == [path]
+    assert result.bytes_kept + result.bytes_dropped == len(full)
+
+
+def test_under_off_a_spill_holds_every_byte_and_goes_at_close(tmp_path: Path) -> None:
+    output = BoundedOutput(Off(), tmp_path, artifact_prefix="job-1", spill=True)
+    data = os.urandom(300_000)
+    for start in range(0, len(data), 4096):
+        output.write(data[start : start + 4096])
+        (path,) = spill_files(tmp_path)
+        assert path.read_bytes() == data[: start + 4096]
+    result = output.close()
+    assert result.text == data and result.bytes_dropped == 0 and result.artifact is None and result.notice is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_spill_without_an_artifact_dir_is_no_file() -> None:
+    output = BoundedOutput(DEFAULT_TRUNCATION, None, artifact_prefix="job-1", spill=True)
+    output.write(b"hello\n")
+    assert output.close() == BoundedResult(b"hello\n", 6, 0, 1, 0, None, None)
+
+
+@pytest.mark.parametrize("past_the_limits", [False, True])
+def test_a_spill_that_cannot_be_written_is_reported_not_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, past_the_limits: bool
+) -> None:
+    def full_disk(fd: int, data: bytes | bytearray | memoryview) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    output = BoundedOutput(On(OutputLimits(50, 5)), tmp_path, artifact_prefix="job-1", spill=True)
+    output.write(b"before\n")
+    monkeypatch.setattr("eukhe.output.write_all", full_disk)
+    output.write(b"after\n" * (20 if past_the_limits else 1))
+    running = output.snapshot()
+    assert running.artifact_error is not None and "No space left on device" in running.artifact_error
+    result = output.close()
+    assert result.artifact_error == running.artifact_error
+    if past_the_limits:
+        assert result.notice is not None and "the full output was not saved" in result.notice
+    else:
+        assert result.text == b"before\nafter\n" and result.notice is None and result.artifact is None
+        assert spill_files(tmp_path) == []  # a spill within the limits goes at close, written or not

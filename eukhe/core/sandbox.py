@@ -9,8 +9,9 @@ Theory of operation.
   `deny_read` paths. `tighten(user, project)` is the one scope rule: a project may only make the user's policy
   stricter; every looser key is named, and then the user's policy holds whole.
 - `layers(facts)` turns a policy and what the shell found on disk (real paths that exist) into layers: the root is
-  readable, the host's /tmp hidden (the session's private one shows there), each writable root writable, each
-  protected path and each read carve-out readable only, each denied path masked. The deepest layer holding a path
+  readable, the host's /tmp hidden (the session's private one shows there), each writable root writable (under
+  `read_only`, the working directory readable instead), each protected path and each read carve-out readable only,
+  each denied path masked. The deepest layer holding a path
   decides for it (at one path, the later kind in `Kind` wins: a denial beats a grant), exactly as the deepest mount
   decides in the sandbox.
 - `bwrap_argv(facts)` mounts the layers in that order (shallow first, so deeper ones land on top), then adds the
@@ -177,7 +178,8 @@ class Facts:
     `cwd`: the working directory; `tmp`: the session's private temp directory, seen as /tmp; `writable`: the extra
     writable roots and caches; `denied`: the `deny_read` paths and eukhe's own directories, each with whether it is a
     directory; `readable`: what a session needs of a denied directory (the kernel venv, its artifacts); `protected`:
-    the protected paths found below the writable roots; `sockets`: Unix sockets outside the writable roots."""
+    the protected paths found below the writable roots; `sockets`: Unix sockets outside the writable roots; `own`:
+    eukhe's own directories this launch writes (the kernel's snapshot directory), writable in every confined mode."""
 
     mode: Mode
     network: Network
@@ -188,17 +190,20 @@ class Facts:
     readable: tuple[str, ...] = ()
     protected: tuple[tuple[str, bool], ...] = ()
     sockets: tuple[str, ...] = ()
+    own: tuple[str, ...] = ()
 
 
 SANDBOX_TMP = "/tmp"
 
 
 def writable_roots(facts: Facts) -> tuple[str, ...]:
-    """The host directories a confined process may write: none under `read_only`; else the cwd, the private temp
-    directory and the other writable roots."""
+    """The host directories a confined process may write: under `read_only` only eukhe's own (`own`); else also the
+    cwd, the private temp directory and the other writable roots."""
+    if facts.mode is Mode.READ_ONLY:
+        return facts.own
     if facts.mode is not Mode.WORKSPACE_WRITE:
         return ()
-    return (facts.cwd, facts.tmp, *facts.writable)
+    return (facts.cwd, facts.tmp, *facts.writable, *facts.own)
 
 
 def protected_paths(roots: Sequence[str], present: frozenset[str]) -> tuple[str, ...]:
@@ -239,6 +244,8 @@ def layers(facts: Facts) -> tuple[Layer, ...]:
     """Every layer of a launch, shallow first; at one path, by kind (so a later layer always decides)."""
     found = [Layer("/", Kind.READ), Layer(SANDBOX_TMP, Kind.DENY)]  # the host's /tmp: the private one shows there
     found += [Layer(path, Kind.WRITE) for path in writable_roots(facts)]
+    if facts.mode is Mode.READ_ONLY:  # the working directory shows wherever it lies (under /tmp, in a child's copy)
+        found.append(Layer(facts.cwd, Kind.READ))
     found += [Layer(path, Kind.READ) for path in facts.readable]
     found += [Layer(path, Kind.PROTECT, is_dir) for path, is_dir in facts.protected]
     found += [Layer(path, Kind.DENY, is_dir) for path, is_dir in facts.denied]

@@ -99,11 +99,12 @@ class Confinement:
             self.rules.network,
             cwd=str(self.cwd),
             tmp=str(self.tmp),
-            writable_roots=[*self.rules.writable_roots, *writable],
+            writable_roots=self.rules.writable_roots,
             deny_read=self.rules.deny_read,
             hidden=[*eukhe_dirs(), *self.hidden],
             readable=[*self.readable, *readable],
             sockets=None if sockets else (),
+            own=writable,
         )
 
     def wrap(
@@ -115,7 +116,8 @@ class Confinement:
         writable: Sequence[str] = (),
     ) -> list[str]:
         """The argv that runs `command` confined (as it is when the policy is off); `readable` and `writable`: more
-        of eukhe's own paths this launch needs (the kernel's interpreter, its snapshot directory)."""
+        of eukhe's own paths this launch needs (the kernel's interpreter, its snapshot directory), `writable` ones
+        writable in every confined mode."""
         if not self.confined:
             return list(command)
         if self.bwrap is None:

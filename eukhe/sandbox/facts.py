@@ -67,10 +67,11 @@ def gather(
     readable: Iterable[str],
     home: str | None = None,
     sockets: Iterable[str] | None = None,
+    own: Iterable[str] = (),
 ) -> core.Facts:
     """The facts of one launch: `hidden` are eukhe's own directories (denied whatever the policy says), `readable`
-    what a session needs of them (its kernel venv, its artifacts); `sockets` the bound socket paths (None: read
-    them off /proc)."""
+    what a session needs of them (its kernel venv, its artifacts), `own` what a launch writes of them in every
+    confined mode (the kernel's snapshot directory); `sockets` the bound socket paths (None: read them off /proc)."""
     home = home if home is not None else os.path.expanduser("~")
     cwd_real = os.path.realpath(cwd)
     tmp_real = os.path.realpath(tmp)
@@ -104,6 +105,7 @@ def gather(
         readable=shown,
         protected=protected,
         sockets=tuple(masked),
+        own=tuple(dict.fromkeys(p for p in (real(path) for path in own) if p is not None)),
     )
 
 

@@ -3,13 +3,14 @@ verdict is what the mount plan does, over free policies and paths, and exhaustiv
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from eukhe.core import sandbox as core
-from eukhe.core.pathmap import is_within
+from eukhe.core.pathmap import is_within, normalize
 
 MODES = list(core.Mode)
 NETWORKS = list(core.Network)
@@ -56,6 +57,7 @@ facts_strategy = st.builds(
     denied=st.lists(st.tuples(paths, st.booleans()), max_size=3).map(tuple),
     readable=st.lists(paths, max_size=2).map(tuple),
     protected=st.lists(st.tuples(paths, st.booleans()), max_size=2).map(tuple),
+    own=st.lists(paths, max_size=1).map(tuple),
 )
 
 
@@ -94,6 +96,47 @@ def test_sandbox_access_is_the_mount_plan(facts: core.Facts, path: str, want: co
             for i in range(len(parts))
         )
         assert (verdict == core.ALLOWED) is not protected
+
+
+@given(facts_strategy, st.one_of(st.just(""), paths))
+def test_sandbox_read_only_reads_the_working_directory_as_workspace_write_does(facts: core.Facts, below: str) -> None:
+    """read_only takes writes away, never reads: at and below the working directory (also one under the host's /tmp,
+    or in one of eukhe's denied directories, as an isolated child's copy is), a read is allowed or refused alike."""
+    base = dataclasses.replace(facts, writable=())
+    path = normalize(base.cwd + below)
+    read_only = core.access(dataclasses.replace(base, mode=core.Mode.READ_ONLY), path, core.Want.READ)
+    workspace_write = core.access(dataclasses.replace(base, mode=core.Mode.WORKSPACE_WRITE), path, core.Want.READ)
+    assert read_only == workspace_write
+
+
+def triples(argv: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """Every run of three words in an argv (a flag and its two paths)."""
+    return [(argv[i], argv[i + 1], argv[i + 2]) for i in range(len(argv) - 2)]
+
+
+def test_sandbox_read_only_shows_a_working_directory_under_tmp_or_a_denied_one() -> None:
+    for cwd, denied in (("/tmp/work", ()), ("/agent/workspaces/child/copy", (("/agent", True),))):
+        facts = core.Facts(core.Mode.READ_ONLY, core.Network.ON, cwd=cwd, tmp="/t/tmp", denied=denied)
+        assert core.access(facts, cwd + "/f", core.Want.READ) == core.ALLOWED
+        assert isinstance(core.access(facts, cwd + "/f", core.Want.WRITE), core.Denied)
+        argv = core.bwrap_argv(facts, ["true"])
+        assert ("--ro-bind", cwd, cwd) in triples(argv)
+        assert argv.index(cwd) > max(i for i, word in enumerate(argv) if word in ("--tmpfs", "--bind"))
+
+
+def test_sandbox_own_directories_are_writable_in_every_confined_mode_small_scope() -> None:
+    """eukhe's own directories a launch writes (the kernel's snapshot directory) are writable under read_only too,
+    and are the only host paths that are; `off` mounts nothing."""
+    for mode in (core.Mode.WORKSPACE_WRITE, core.Mode.READ_ONLY):
+        facts = core.Facts(mode, core.Network.ON, cwd="/w", tmp="/t/tmp", denied=(("/agent", True),), own=("/agent/k",))
+        roots = core.writable_roots(facts)
+        assert "/agent/k" in roots
+        assert (roots == ("/agent/k",)) is (mode is core.Mode.READ_ONLY)
+        assert core.deciding(core.layers(facts), "/agent/k/snapshot").kind is core.Kind.WRITE
+        argv = core.bwrap_argv(facts, ["true"])
+        assert ("--bind", "/agent/k", "/agent/k") in triples(argv)
+    off = core.Facts(core.Mode.OFF, core.Network.ON, cwd="/w", tmp="/t/tmp", own=("/agent/k",))
+    assert core.writable_roots(off) == ()
 
 
 @given(facts_strategy)

@@ -59,8 +59,11 @@ def git(cwd: Path, *args: str) -> None:
     )
 
 
-def make_box(world: DaemonEnv, mode: str) -> Box:
-    project = world.root / "project"
+def make_box(world: DaemonEnv, mode: str, base: Path) -> Box:
+    """The box's files live in `base`, outside the host's /tmp (which no confined process sees at all), as a user's
+    home and projects do: so each attempt meets the read-only root, the writable roots and the masks themselves."""
+    world.env["HOME"] = str(base / "home")
+    project = base / "project"
     (project / "sub").mkdir(parents=True)
     (project / "README").write_text("hello\n")
     git(project, "init", "-q")
@@ -69,15 +72,19 @@ def make_box(world: DaemonEnv, mode: str) -> Box:
     home = Path(world.env["HOME"])
     (home / ".ssh").mkdir(parents=True, mode=0o700)
     (home / ".ssh" / "id_ed25519").write_text(SECRET)
-    outside = world.root / "outside.txt"
+    outside = base / "outside.txt"
     outside.write_text("untouched\n")
     session = world.json("session", "create", "--cwd", str(project), "--sandbox", mode)["id"]
     return Box(world, project, home, outside, str(session), mode != "off")
 
 
 @pytest.fixture(params=MODES)
-def box(world: DaemonEnv, request: pytest.FixtureRequest) -> Box:
-    return make_box(world, request.param)
+def box(world: DaemonEnv, request: pytest.FixtureRequest) -> Iterator[Box]:
+    base = Path(tempfile.mkdtemp(prefix="eukhe-box-", dir="/var/tmp"))
+    try:
+        yield make_box(world, request.param, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_session_show_names_the_policy_in_force(box: Box) -> None:
@@ -189,7 +196,7 @@ def test_the_daemons_socket_is_out_of_reach_and_eukhe_bash_inside_runs_nothing_o
     sock = box.world.socket
     probe = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(sock)!r}); print('connected')"
     assert ("connected" in box.text(f"python3 -c {shlex_quote(probe)}")) is not box.confined
-    marker = box.world.root / "from-inside"
+    marker = box.project.parent / "from-inside"
     inner = f"{sys.executable} -m eukhe.cli.main bash --session {box.session} -- 'touch {marker}'"
     if box.confined:  # eukhe itself must be there to try: its tree and venv (under /tmp in a CI clone) made visible
         probe_box = make_confined_with_eukhe(box)
@@ -306,7 +313,10 @@ def test_a_stricter_project_policy_tightens_the_session(world: DaemonEnv) -> Non
     (project / ".eukhe" / "settings.json").write_text(json.dumps({"sandbox": {"mode": "read_only"}}))
     session = world.json("session", "create", "--cwd", str(project))["id"]
     assert world.json("session", "show", session)["sandbox"]["mode"] == "read_only"
-    assert world.json("bash", "--session", session, "--", "echo x > inside")["exit_code"] != 0
+    read = world.json("bash", "--session", session, "--", "cat .eukhe/settings.json")
+    assert read["exit_code"] == 0 and "read_only" in read["output"]["text"], read  # the cwd shows, read-only
+    wrote = world.json("bash", "--session", session, "--", "echo x > inside")
+    assert wrote["exit_code"] != 0 and "Read-only file system" in wrote["output"]["text"], wrote
     assert not (project / "inside").exists()
 
 
@@ -426,3 +436,19 @@ def test_a_network_off_policy_with_a_users_kernel_transport_is_refused_as_a_conf
     assert error["error"] == "sandbox_conflict", error
     assert "kernel_transport" in error["message"] and "network" in error["message"]
     assert world.json("session", "create", "--cwd", str(project))["id"]  # network on: the transport runs as it is
+
+
+@pytest.mark.parametrize("spelling", ["symlink", "dotdot"])
+def test_a_file_tool_write_through_a_symlink_or_dotdot_is_refused_and_leaves_the_host_unchanged(
+    box: Box, spelling: str
+) -> None:
+    (box.project / "out").symlink_to(box.outside.parent)
+    path = {"symlink": "out/outside.txt", "dotdot": "sub/../../outside.txt"}[spelling]
+    code, answer = box.world.json_any(
+        "fs", "write", str(box.project / path), "--session", box.session, "--content", "x"
+    )
+    assert (code != 0) is box.confined, answer
+    if box.confined:
+        assert answer["details"]["reason"] == "sandbox", answer
+        assert str(box.outside) in answer["message"], answer  # the resolved path, the one the rule is about
+    assert (box.outside.read_text() == "untouched\n") is box.confined

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 from eukhe.cli.common import add_sandbox_options, emit_json, sandbox_args, sandbox_line
 from eukhe.cli.daemon import add_daemon_options, call
@@ -26,6 +27,8 @@ def cmd_create(args: argparse.Namespace) -> int:
     from eukhe.records.daemon import SessionCreated  # noqa: PLC0415  (lazy: CLI start-up time)
 
     result = call(args, "session.create", {"cwd": cwd, **sandbox_args(args)}, answer=SessionCreated)
+    for notice in result.notices:
+        sys.stderr.write(f"eukhe: {notice}\n")
     if args.json:
         emit_json(result.to_json())
     else:

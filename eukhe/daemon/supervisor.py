@@ -134,6 +134,8 @@ class Worker:
     closing: bool = False
     """Asked to stop (`session.close`, `session.delete`, idle culling): its end is not a death, and the session is not
     reopened until asked."""
+    notices: list[str] = field(default_factory=list)
+    """What its ready line said of the settings files (a new session's)."""
     inflight: int = 0
     """Client requests forwarded to it and not answered yet (a watch, a blocking call): idle culling waits for 0."""
     idle: list[WorkerConnection] = field(default_factory=list)
@@ -494,7 +496,9 @@ class Supervisor:
             else encode(SandboxCreation(sandbox=args.sandbox, policy=args.policy))
         )
         worker = await self._spawn(None, str(cwd), creation=creation)
-        return SessionCreated(id=worker.session_id, cwd=worker.cwd, pid=worker.process.pid)
+        return SessionCreated(
+            id=worker.session_id, cwd=worker.cwd, pid=worker.process.pid, notices=list(worker.notices)
+        )
 
     async def ensure_worker(self, session_id: str) -> Worker:
         """The session's live worker, starting one (reopening the session) if none runs."""
@@ -564,6 +568,7 @@ class Supervisor:
             code = ready.error if ready.error in CATALOGUE else "worker_start_failed"
             raise WorkerStartError(code or "worker_start_failed", str(ready.message))
         worker = Worker(ready.session, cwd, sock, process, placeholder.started_ms, self.clock.now_ms())
+        worker.notices = list(ready.notices)
         self.workers[worker.session_id] = worker
         monitor = asyncio.create_task(self._monitor(worker))
         self._monitors.add(monitor)

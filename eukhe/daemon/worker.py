@@ -78,7 +78,14 @@ async def run_worker(socket_path: Path, session_id: str | None, daemon_socket: P
         _announce(WorkerReady(ready=False, error=error_code(error), message=str(error)))
         return 1
     try:
-        _announce(WorkerReady(ready=True, session=host.session_id, pid=os.getpid(), socket=str(socket_path)))
+        ready = WorkerReady(
+            ready=True,
+            session=host.session_id,
+            pid=os.getpid(),
+            socket=str(socket_path),
+            notices=list(host.session.notices),
+        )
+        _announce(ready)
         await _serve_until_stopped(host, listener)
     finally:
         listener.close()

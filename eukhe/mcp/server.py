@@ -70,6 +70,8 @@ def open_session(
         return Target(session=str(pong["session"]), cwd=str(pong["cwd"]))
     where = os.path.abspath(cwd if cwd is not None else os.getcwd())
     created = client.call("session.create", {"cwd": where, **(sandbox or {})})
+    for notice in created.get("notices") or []:
+        log.warning("%s", notice)
     return Target(session=str(created["id"]), cwd=str(created["cwd"]))
 
 

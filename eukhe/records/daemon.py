@@ -374,6 +374,8 @@ class SessionCreated(Record):
     id: str
     cwd: str
     pid: int
+    notices: list[str] = msgspec.field(default_factory=list)
+    """What the settings files said at its start (a project key refused as looser than the user's policy...)."""
 
 
 class SessionRow(Record):
@@ -689,6 +691,8 @@ class WorkerReady(Record):
     socket: str | None = None
     error: str | None = None
     message: str | None = None
+    notices: list[str] = msgspec.field(default_factory=list)
+    """A new session's settings notices (`SessionCreated.notices`)."""
 
 
 class ForkRequest(Record):

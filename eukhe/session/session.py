@@ -261,6 +261,8 @@ class Session:
         self._closed = False
         self.last_read: JournalRead | None = None  # what the reopen read: its commits and skipped lines
         self.boot_id = boot_id()  # this boot of the machine: each job node records it
+        self.notices: tuple[str, ...] = ()
+        """What the settings files said when this session was made (each also a `settings` notice entry)."""
         self.past_jobs: dict[str, PastJob[EndRow]] = {}  # the jobs of earlier lives, by id (read at open)
         self._stop_reason: StopReason | None = None
         self.parts: tuple[SessionPart, ...] = () if parts is None else tuple(parts(self))
@@ -330,6 +332,7 @@ class Session:
             bash_options=bash_options,
             parts=parts,
         )
+        session.notices = loaded.diagnostics
         session._start_or_close()
         session.writer.start()
         return session

@@ -298,6 +298,11 @@ def test_a_project_settings_file_that_loosens_the_policy_is_refused_by_name(worl
     done = world.cli("session", "create", "--cwd", str(project))
     assert done.returncode == 0, done.stderr
     session = done.stdout.strip()
+    said = [line for line in done.stderr.splitlines() if "would loosen the sandbox" in line]
+    assert len(said) == 2 and all(str(project / ".eukhe" / "settings.json") in line for line in said), done.stderr
+    assert "sandbox.mode" in said[0] + said[1] and "sandbox.writable_roots" in said[0] + said[1]
+    again = world.json("session", "create", "--cwd", str(project))
+    assert len(again["notices"]) == 2, "the create answer carries the notices"
     shown = world.json("session", "show", session)
     assert shown["sandbox"]["mode"] == "workspace_write"
     notices = json.dumps(shown["entries"])

@@ -56,7 +56,7 @@ def show(label: str, times: list[float]) -> None:
 async def measure(runs: int, root: Path, env: dict[str, str]) -> None:
     cwd = root / "p"
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "eukhe.cli.main", "mcp", "--cwd", str(cwd)], env=env
+        command=sys.executable, args=["-m", "eukhe.cli.main", "mcp", "--sandbox", "off", "--cwd", str(cwd)], env=env
     )
     with (root / "mcp.err").open("w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:

@@ -78,8 +78,9 @@ class CallNotRunningError(EukheError):
 class Committer(Protocol):
     """What the Harness needs from its session: one durable commit at a time, entries at the current leaf."""
 
-    def commit(self, records: Sequence[JournalRecord]) -> Commit:
-        """Make `records` one durable commit (raise JournalError if it did not happen)."""
+    def commit(self, records: Sequence[JournalRecord], *, sync: bool = True) -> Commit:
+        """Make `records` one durable commit (raise JournalError if it did not happen); `sync=False`: written at
+        once, durable against a machine's crash with the next commit."""
         ...
 
     def entry_record(self, kind: str, content: JSON) -> EntryRecord:
@@ -256,8 +257,10 @@ class Harness:
             truncation=setting_of(truncation),
             job=job,
         )
+        # The start is written before the call runs (a crash of this process keeps it) and made durable by the next
+        # commit's fdatasync, at the latest its settle's: one fdatasync per call.
         self._committer.commit(
-            [CallStart(call=call, tool=tool, args=dict(args), checkpoint=checkpoint, at_ms=wall_ms())]
+            [CallStart(call=call, tool=tool, args=dict(args), checkpoint=checkpoint, at_ms=wall_ms())], sync=False
         )
         self.board.add(running)
         api = ToolExecutionApi(call, _Reports(running), truncation, job_id=job)

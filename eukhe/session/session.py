@@ -546,9 +546,10 @@ class Session:
         """A new entry record; its parent is set at commit time to the leaf it follows."""
         return self._ledger.entry_record(kind, content)
 
-    def commit(self, records: Sequence[JournalRecord]) -> Commit:
-        """One durable commit; then the trees fold it and the job table observes each entry (the rewind order)."""
-        return self._ledger.commit(records)
+    def commit(self, records: Sequence[JournalRecord], *, sync: bool = True) -> Commit:
+        """One durable commit (`sync=False`: durable with the next one, see `Journal.commit`); then the trees fold it
+        and the job table observes each entry (the rewind order)."""
+        return self._ledger.commit(records, sync=sync)
 
     def check_open(self) -> None:
         """SessionClosedError once the session is closed."""

@@ -234,8 +234,11 @@ class Journal:
         to the file's size, zeros written ahead."""
         return self._end
 
-    def commit(self, records: Sequence[JournalRecord]) -> Commit:
-        """Append `records` as one commit and make it durable; raise JournalError and commit nothing on failure."""
+    def commit(self, records: Sequence[JournalRecord], *, sync: bool = True) -> Commit:
+        """Append `records` as one commit and make it durable; raise JournalError and commit nothing on failure.
+
+        With `sync=False` the commit is written (a crash of this process keeps it: the page cache holds it) and made
+        durable against a crash of the machine by the next commit's fdatasync, which flushes every byte before it."""
         if self._fd < 0:
             raise JournalError(self.path, "journal is closed")
         done = Commit(seq=self._next_seq, records=list(records))
@@ -246,7 +249,7 @@ class Journal:
             raise JournalError(self.path, f"cannot encode: {error}") from error
         self._before_write(records)
         try:
-            self._write_all(b"\n" + data if self._torn else data)
+            self._write_all(b"\n" + data if self._torn else data, sync=sync)
         except OSError as error:
             self._torn = True  # part of the line may be on disk: never let the next commit join it
             raise JournalError(self.path, str(error)) from error
@@ -259,9 +262,10 @@ class Journal:
     def _before_write(self, records: Sequence[JournalRecord]) -> None:
         """A hook for fault-injection in tests (a journal whose disk refuses some records); does nothing here."""
 
-    def _write_all(self, data: bytes) -> None:
-        """Write `data` at the end of the commits, then fdatasync. A short write means the disk is full (the next
-        write raises ENOSPC or EFBIG); whatever part reached the file stays before the next commit."""
+    def _write_all(self, data: bytes, *, sync: bool = True) -> None:
+        """Write `data` at the end of the commits, then fdatasync (unless `sync` is off). A short write means the
+        disk is full (the next write raises ENOSPC or EFBIG); whatever part reached the file stays before the next
+        commit."""
         if self._end + len(data) > self._allocated:
             self._preallocate(self._end + len(data))
         view = memoryview(data)
@@ -272,7 +276,8 @@ class Journal:
         finally:
             self._end += written
             self._allocated = max(self._allocated, self._end)
-        os.fdatasync(self._fd)
+        if sync:
+            os.fdatasync(self._fd)
 
     def _preallocate(self, needed: int) -> None:
         """Zeros on disk up to past `needed`: the file grows by its size (at least PREALLOCATE_MIN, at most

@@ -62,8 +62,9 @@ class Ledger:
         # Content is kept as plain JSON values (a record's snake_case keys), as a reopen reads it back.
         return EntryRecord(id=entry_id, parent=None, kind=entry_kind, content=msgspec.to_builtins(content))
 
-    def commit(self, records: Sequence[JournalRecord]) -> Commit:
-        """One durable commit (JournalError: nothing happened); then fold it; then tell the entry listeners."""
+    def commit(self, records: Sequence[JournalRecord], *, sync: bool = True) -> Commit:
+        """One durable commit (JournalError: nothing happened; `sync=False`: see `Journal.commit`); then fold it;
+        then tell the entry listeners."""
         leaf = self.trees.leaf
         placed: list[JournalRecord] = []
         for record in records:
@@ -72,7 +73,7 @@ class Ledger:
                 leaf = record.id
             else:
                 placed.append(record)
-        done = self.journal.commit(placed)
+        done = self.journal.commit(placed, sync=sync)
         self.commits.append((done.seq, tuple(done.records)))
         for record in done.records:
             self.trees.apply(done.seq, record)

@@ -1,4 +1,4 @@
-"""The soak (bench/soak.py) for 60 seconds: concurrent clients, random operations, faults injected at random times;
+"""The soak (bench/soak.py) for 30 seconds: concurrent clients, random operations, faults injected at random times;
 every invariant holds (0 violations). Marked `soak` (and `slow`): `pytest -m "not soak"` leaves it out.
 
 SOAK_SECONDS sets its length (60 by default); SOAK_SEED replays a run (the seed is printed either way).
@@ -22,7 +22,7 @@ SOAK = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
 @pytest.mark.real
 @pytest.mark.timeout(900)
 def test_a_soak_with_faults_keeps_every_invariant() -> None:
-    seconds = os.environ.get("SOAK_SECONDS", "60")
+    seconds = os.environ.get("SOAK_SECONDS", "30")
     seed = os.environ.get("SOAK_SEED", str(int.from_bytes(os.urandom(3), "big")))
     done = subprocess.run(
         [sys.executable, str(SOAK), "--seconds", seconds, "--seed", seed, "--round-seconds", "15"],

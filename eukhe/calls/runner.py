@@ -34,6 +34,7 @@ from eukhe.jobs.wait import CallCancelledError
 from eukhe.records.base import Record
 from eukhe.records.daemon import CallBegan, CallList, CallLive, CallRow, CallStarted, ToolCallAnswer
 from eukhe.records.jobs import Detached, Settled
+from eukhe.records.output import OutputWindow
 from eukhe.store.tree import Slot
 
 PROGRESS_MS = 200
@@ -122,9 +123,9 @@ def warnings_of(answer: Record) -> list[str]:
     if isinstance(answer, Detached):
         found.append(f"the run outlived its budget ({answer.budget_ms} ms): it goes on as job {answer.job}")
     output = getattr(answer, "output", None)
-    dropped = getattr(output, "bytes_dropped", 0)
-    if dropped:
-        found.append(f"output bounded: {dropped} bytes dropped; all of it is in {output.artifact}")  # type: ignore[union-attr]
+    if isinstance(output, OutputWindow) and output.bytes_dropped:
+        where = f"; all of it is in {output.artifact}" if output.artifact else ""
+        found.append(f"output bounded: {output.bytes_dropped} bytes dropped{where}")
     return found
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
-import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,19 +39,25 @@ from eukhe.records.output import OutputWindow
 
 NEWLINE = 0x0A
 WIDE_COUNT_BYTES = 1 << 14
-"""A newline count over at least this many bytes runs in numpy (about 16 GB/s here, against 3 for `bytes.count`, whose
-one-byte loop was most of a busy host's CPU time: bench/many_jobs.py); a shorter one stays with `bytes.count`."""
+"""A newline count over at least this many bytes runs in numpy once a host process loaded it (`load_numpy`: about
+16 GB/s here, against 3 for `bytes.count`, whose one-byte loop was most of a busy host's CPU time: bench/many_jobs.py);
+a shorter one, or one in a process that did not load numpy, stays with `bytes.count`."""
 
 
 SINGLE_THREADED = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 """Set while numpy loads: its BLAS would start a thread pool at load (a fork server must not hold threads, and the
 counts use no BLAS). Put back right after, so no job or kernel inherits them."""
 
+_WIDE: list[ModuleType] = []
+"""numpy, once `load_numpy` loaded it for the wide counts (empty: every count is `bytes.count`)."""
 
-@functools.cache
+
 def load_numpy() -> ModuleType:
-    """numpy, imported on the first wide count (a CLI that never streams much output never loads it; the daemon's
-    fork server loads it before any fork), with its BLAS single-threaded."""
+    """Load numpy for the wide newline counts, with its BLAS single-threaded. Only a process that streams many jobs'
+    output calls it (the daemon's fork server, before any fork, so its workers share the 20 MB; a worker started
+    without one): a CLI or a lone bounder counts with `bytes.count` and never pays numpy's memory."""
+    if _WIDE:
+        return _WIDE[0]
     saved = {name: os.environ.get(name) for name in SINGLE_THREADED}
     os.environ.update(SINGLE_THREADED)
     try:
@@ -63,6 +68,7 @@ def load_numpy() -> ModuleType:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+    _WIDE.append(numpy)
     return numpy
 
 
@@ -70,9 +76,9 @@ def count_newlines(data: bytes | bytearray, start: int = 0, end: int | None = No
     """The newlines in `data[start:end]`, for 0 <= start <= end <= len(data): what `bytes.count` says, counted in
     place (no slice is copied)."""
     stop = len(data) if end is None else end
-    if stop - start < WIDE_COUNT_BYTES:
+    if stop - start < WIDE_COUNT_BYTES or not _WIDE:
         return data.count(b"\n", start, stop)
-    numpy = load_numpy()
+    numpy = _WIDE[0]
     window = numpy.frombuffer(data, dtype=numpy.uint8, count=stop - start, offset=start)
     return int(numpy.count_nonzero(window == NEWLINE))
 

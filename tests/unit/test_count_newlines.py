@@ -1,5 +1,6 @@
-"""`count_newlines` (the bounder's hot path: numpy past WIDE_COUNT_BYTES, `bytes.count` below) says what
-`bytes.count` says, for bytes and bytearrays, any window, on both sides of the threshold."""
+"""`count_newlines` (the bounder's hot path: numpy past WIDE_COUNT_BYTES once a host loaded it, `bytes.count`
+below or without it) says what `bytes.count` says, for bytes and bytearrays, any window, on both sides of the
+threshold; a process that did not load numpy never imports it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eukhe.output import WIDE_COUNT_BYTES, count_newlines, count_text
+from eukhe.output import WIDE_COUNT_BYTES, count_newlines, count_text, load_numpy
+
+load_numpy()  # the counts below run the wide path (a host's); the path without numpy is checked in a fresh process
 
 SIZES = st.sampled_from([0, 1, WIDE_COUNT_BYTES - 1, WIDE_COUNT_BYTES, WIDE_COUNT_BYTES + 1, 3 * WIDE_COUNT_BYTES + 7])
 
@@ -59,3 +62,19 @@ def test_numpy_loads_without_a_blas_thread_and_leaves_the_environment_as_it_was(
     env["OMP_NUM_THREADS"] = "3"  # one the user set stays theirs
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
     assert json.loads(done.stdout) == [1, None, "3"]
+
+
+def test_a_process_that_did_not_load_numpy_bounds_a_wide_output_without_importing_it() -> None:
+    """A CLI or a lone bounder counts with `bytes.count`: numpy's 20 MB are a busy host's choice, not every one's."""
+    script = (
+        "import sys\n"
+        "from eukhe.core.bound import DEFAULT_TRUNCATION\n"
+        "from eukhe.output import BoundedOutput\n"
+        "out = BoundedOutput(DEFAULT_TRUNCATION)\n"
+        "for _ in range(8):\n"
+        "    out.write(b'a line\\n' * 100_000)\n"
+        "result = out.close()\n"
+        "print(result.lines_kept + result.lines_dropped, 'numpy' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["800000", "False"]

@@ -107,7 +107,10 @@ def test_every_byte_a_cell_wrote_precedes_its_done() -> None:
                 ]
                 for marker in (b"raw-out", b"raw-err", b"from-a-child", b"err-python", b"\xff-bytes", b"via-bash"):
                     assert marker + b"\n" in text
-                assert text.endswith(b"last\n")
+                # Python-level writes keep their order; raw fd writes come through a pump of their own, so under
+                # load they may land after a later Python-level write, but always before the cell's done.
+                tagged = [line for line in lines if line in (b"err-python", b"\xff-bytes", b"via-bash", b"last")]
+                assert tagged == [b"err-python", b"\xff-bytes", b"via-bash", b"last"]
                 assert outcome.output.bytes_dropped == 0
 
     run(scenario())

@@ -52,6 +52,7 @@ def test_ipython_answers_the_bash_keys_plus_result_and_error(world: DaemonEnv, s
 
 def test_a_cell_past_its_budget_is_a_job_to_wait_for_and_cancel(world: DaemonEnv, session: str) -> None:
     world.json("ipython", "--session", session, "-c", "1")  # the kernel is up
+    go = world.root / "project" / "go"  # in the cwd, which the sandbox shows: the cell runs until it exists
     detached = world.json(
         "ipython",
         "--session",
@@ -59,7 +60,7 @@ def test_a_cell_past_its_budget_is_a_job_to_wait_for_and_cancel(world: DaemonEnv
         "--budget-ms",
         "100",
         "-c",
-        "import time\nprint('begun')\ntime.sleep(1.5)\n'end'",
+        f"import os, time\nprint('begun')\nwhile not os.path.exists({str(go)!r}):\n    time.sleep(0.01)\n'end'",
     )
     assert (detached["status"], detached["budget_ms"], detached["kind"]) == ("detached", 100, "cell")
     assert set(detached) >= ANSWER_KEYS
@@ -68,6 +69,7 @@ def test_a_cell_past_its_budget_is_a_job_to_wait_for_and_cancel(world: DaemonEnv
     listed = {j["id"]: j for j in world.json("jobs", "list", "--session", session)["jobs"]}
     assert listed[job]["kind"] == "cell"
     assert listed[job]["status"] == "running"
+    go.touch()
     waited = world.json("jobs", "wait", "--session", session, job, "--timeout-ms", "20000")
     assert waited["status"] == "settled"
     assert waited["exit_code"] == 0

@@ -25,7 +25,7 @@ from eukhe.core.skills import (
     decide,
     split_frontmatter,
 )
-from eukhe.errors import EukheError
+from eukhe.errors import CodedError, EukheError
 from eukhe.paths import agent_dir
 from eukhe.records.skills import SkillDiagnostic, SkillListing, SkillRoot, SkillRow, SkillShown
 
@@ -143,6 +143,8 @@ class Skills:
 def discover(cwd: str | os.PathLike[str] | None = None) -> Skills:
     """Every skill found for `cwd` (default: the current directory), decided."""
     where = os.path.abspath(cwd if cwd is not None else os.getcwd())
+    if not os.path.isdir(where):
+        raise CodedError("working_dir_error", f"not a directory: {where}", field="cwd")
     searched, facts = find(where)
     return Skills(where, searched, decide(facts))
 

@@ -35,6 +35,13 @@ from tests.skills_support import write_python_skill, write_skill
 pytestmark = pytest.mark.real
 
 
+NEEDS_AN_INDEX = (
+    '[project]\nname = "needs-index"\nversion = "0.1.0"\n\n[build-system]\n'
+    'requires = ["surely-not-cached-backend-xyz"]\nbuild-backend = "surely_not_cached"\n'
+)
+"""A pyproject whose build backend no cache holds: offline, uv cannot build it."""
+
+
 async def cell(session: Session, code: str) -> Any:
     answer = await session.ipython(code, budget_ms=60_000)
     assert isinstance(answer, Settled), answer
@@ -59,6 +66,7 @@ def test_kernel_install_installs_a_python_skill_with_no_network(
     assert install()  # the venv, built once (the shared uv cache holds the wheels)
     project, _ = project_with_a_skill(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    write_skill(project / ".agents" / "skills", "needs-index", files={"pyproject.toml": NEEDS_AN_INDEX})
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
         ["unshare", "-n", sys.executable, "-m", "eukhe.cli.main", "kernel", "install", "--python", BASE_PYTHON],
@@ -69,8 +77,9 @@ def test_kernel_install_installs_a_python_skill_with_no_network(
         timeout=300,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
-    assert "did not install" not in done.stderr
+    assert done.returncode == 0, done.stderr  # a skill that fails stops nothing
+    [failed] = [line for line in done.stderr.splitlines() if "did not install" in line]
+    assert "the Python skill needs-index" in failed and "network was disabled" in failed  # named, with uv's message
     python = kernel_paths().python
     probe = subprocess.run(
         [str(python), "-I", "-c", "import hello_skill; print(hello_skill.GREETING, hello_skill.__file__)"],
@@ -83,7 +92,8 @@ def test_kernel_install_installs_a_python_skill_with_no_network(
     greeting, where = probe.stdout.split()
     assert greeting == "hi" and Path(where).is_relative_to(kernel_paths().venv)  # installed, not on a path
     record = read_skills_record(kernel_paths())
-    assert record is not None and [(s.name, s.error) for s in record.skills] == [("hello-skill", None)]
+    assert record is not None
+    assert [(s.name, s.error is None) for s in record.skills] == [("hello-skill", True), ("needs-index", False)]
 
 
 @pytest.mark.usefixtures("home")
@@ -97,17 +107,20 @@ def test_a_changed_skill_is_reinstalled_at_the_next_kernel_start_and_a_broken_on
         project / ".agents" / "skills", "broken-pkg", files={"pyproject.toml": "[project\nthis is not toml\n"}
     )
 
-    async def start_and_read() -> tuple[Any, Any]:
+    async def start_and_read() -> tuple[Any, Any, list[str]]:
         session = await Session.create(project, root=tmp_path / "sessions")
         try:
             greeting = await cell(session, "import hello_skill; hello_skill.GREETING")
             listed = await cell(session, "[(s.name, s.python, s.import_path) for s in rlm.skills()]")
+            notes = list(session.kernel.diagnostics)
         finally:
             await session.close()
-        return greeting, listed
+        return greeting, listed, notes
 
-    greeting, listed = asyncio.run(start_and_read())
+    greeting, listed, notes = asyncio.run(start_and_read())
     assert greeting == "hi"
+    named = [line for line in notes if "the Python skill broken-pkg" in line and "did not install" in line]
+    assert named and "pyproject.toml" in named[0]  # the kernel's start names it, with uv's message
     assert listed == [("broken-pkg", True, None), ("hello-skill", True, None)]  # on the venv: installed, no path
     record = read_skills_record(kernel_paths())
     assert record is not None
@@ -118,7 +131,7 @@ def test_a_changed_skill_is_reinstalled_at_the_next_kernel_start_and_a_broken_on
     first = record.fingerprint
 
     (skill / "hello_skill" / "__init__.py").write_text("GREETING = 'changed'\n")
-    greeting, _ = asyncio.run(start_and_read())
+    greeting, _, _ = asyncio.run(start_and_read())
     assert greeting == "changed"  # reinstalled at this kernel start
     again = read_skills_record(kernel_paths())
     assert again is not None and again.fingerprint != first
@@ -184,6 +197,8 @@ def test_a_python_skill_imports_in_a_bwrap_wrapped_kernel_by_its_sandbox_path(
                 )
                 refused = await session.ipython("import far_skill", budget_ms=60_000)
                 assert isinstance(refused, Settled) and refused.error is not None
+                left_out = [line for line in session.kernel.diagnostics if "far-skill" in line]
+                assert left_out and "outside every mount" in left_out[0] and str(outside) in left_out[0]
             finally:
                 await session.close()
             assert outside.is_dir()

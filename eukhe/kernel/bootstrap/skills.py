@@ -84,6 +84,12 @@ def read_skills_record(paths: KernelPaths) -> SkillsRecord | None:
         return None
 
 
+def uv_message(output: str) -> str:
+    """uv's message on one line: its lines without the one saying which environment it used."""
+    lines = (line.strip() for line in output.splitlines())
+    return " ".join(line for line in lines if line and not line.startswith("Using Python "))
+
+
 async def install_skills(
     skills: list[PythonSkill], paths: KernelPaths | None = None, *, uv: Path | None = None
 ) -> SkillsRecord:
@@ -100,7 +106,7 @@ async def install_skills(
         try:
             await run_argv(skill_install_args(uv, paths.python, skill.dir), f"install skill {skill.name}", env)
         except (KernelSetupError, OSError) as error:
-            message = error.output.strip() if isinstance(error, KernelSetupError) else str(error)
+            message = uv_message(error.output) if isinstance(error, KernelSetupError) else str(error)
             done.append(SkillInstall(name=skill.name, dir=str(skill.dir), error=message or str(error)))
         else:
             done.append(SkillInstall(name=skill.name, dir=str(skill.dir)))

@@ -30,6 +30,7 @@ from tests.real.test_kernel_install_real import (  # noqa: F401  (fixtures)
     needs_unshare,
     uv_cache,
 )
+from tests.real.test_kernel_transport import cell
 from tests.skills_support import write_python_skill, write_skill
 
 pytestmark = pytest.mark.real
@@ -40,14 +41,6 @@ NEEDS_AN_INDEX = (
     'requires = ["surely-not-cached-backend-xyz"]\nbuild-backend = "surely_not_cached"\n'
 )
 """A pyproject whose build backend no cache holds: offline, uv cannot build it."""
-
-
-async def cell(session: Session, code: str) -> Any:
-    answer = await session.ipython(code, budget_ms=60_000)
-    assert isinstance(answer, Settled), answer
-    assert answer.error is None, answer.error
-    assert answer.result is not None
-    return eval(answer.result)
 
 
 def project_with_a_skill(tmp_path: Path, greeting: str = "hi") -> tuple[Path, Path]:

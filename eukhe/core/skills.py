@@ -10,14 +10,16 @@ each SKILL.md's YAML frontmatter, and hands the facts here. This module decides,
   project's, and within a scope the root listed first in `ROOTS` wins; every other valid skill of that name is
   shadowed, and its row names the winner;
 - the catalog text the MCP instructions carry (`catalog_text`): each offered skill's name and description, the whole
-  within a byte limit, cut with a line saying how many were left out.
+  within a byte limit, cut with a line saying how many were left out;
+- what a kernel is told of the offered skills (`kernel_skills`): each one's path as the kernel sees it, and each
+  Python skill's import path in front of its PYTHONPATH, or left out with a diagnostic when no mount holds it.
 """
 
 from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 NAME_MAX = 64
@@ -302,3 +304,53 @@ def split_frontmatter(text: str) -> tuple[str, str] | None:
         if lines[index].rstrip("\r\n").rstrip() == "---":
             return "".join(lines[1:index]), "".join(lines[index + 1 :]).lstrip("\r\n")
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelSkill:
+    """One offered skill as a kernel lists it (`rlm.skills()`): `path` its directory as the kernel sees it (None: no
+    mount holds it), `import_path` what goes on the kernel's PYTHONPATH for it (None: nothing)."""
+
+    name: str
+    description: str
+    scope: Scope
+    path: str | None
+    python: bool
+    import_path: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelSkills:
+    """What a kernel is told of the skills: each one, the PYTHONPATH entries in order, a diagnostic per one left
+    out."""
+
+    skills: tuple[KernelSkill, ...]
+    python_path: tuple[str, ...]
+    left_out: tuple[str, ...]
+
+
+def kernel_skills(
+    offered_skills: Sequence[tuple[Fields, SkillFact, str, str]],
+    mapped: Callable[[str], str | None],
+    *,
+    installed: bool,
+) -> KernelSkills:
+    """From each offered skill (its fields, fact, host directory and host import directory) and the map of host
+    paths to the kernel's (None: outside every mount): a Python skill goes on the PYTHONPATH by its mapped import
+    directory, unless `installed` (its package is in the kernel venv), and one no mount holds is left out with a
+    diagnostic. Invariant: each Python skill not installed is on the path or left out, never both."""
+    skills: list[KernelSkill] = []
+    path: list[str] = []
+    left_out: list[str] = []
+    for fields, fact, host_dir, host_import in offered_skills:
+        entry = mapped(host_import) if fact.python and not installed else None
+        if fact.python and not installed:
+            if entry is None:
+                left_out.append(
+                    f"the Python skill {fields.name} ({host_dir}) is outside every mount of the kernel: left out of "
+                    "its PYTHONPATH"
+                )
+            else:
+                path.append(entry)
+        skills.append(KernelSkill(fields.name, fields.description, fact.scope, mapped(host_dir), fact.python, entry))
+    return KernelSkills(tuple(skills), tuple(path), tuple(left_out))

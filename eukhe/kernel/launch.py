@@ -112,37 +112,29 @@ def import_path(skill_dir: str) -> str:
 def skills_environment(
     cwd: str | os.PathLike[str], mapped: Callable[[str], str | None], *, installed: bool = False
 ) -> tuple[dict[str, str], list[str], list[str]]:
-    """The kernel's skills entry, the Python skills' import paths (each mapped to the kernel's path; `installed`:
-    none, their packages are in the venv) and the diagnostics of those left out (no mount holds them)."""
-    from eukhe.skills import discover  # noqa: PLC0415 - only a kernel start reads the skills
+    """The kernel's skills entry (`EUKHE_KERNEL_SKILLS`), the Python skills' import paths (each mapped to the
+    kernel's path; `installed`: none, their packages are in the venv) and the diagnostics of those left out (no
+    mount holds them): the core's `kernel_skills` for the skills offered in `cwd`."""
+    from eukhe.core.skills import kernel_skills  # noqa: PLC0415 - only a kernel start reads the skills
+    from eukhe.skills import discover  # noqa: PLC0415
 
-    rows: list[dict[str, object]] = []
-    paths: list[str] = []
-    diagnostics: list[str] = []
-    for fields, fact in discover(cwd).offered():
-        host_dir = os.path.dirname(fact.skill_file)
-        seen = mapped(host_dir)
-        entry: str | None = None
-        if fact.python and not installed:
-            entry = mapped(import_path(host_dir))
-            if entry is None:
-                diagnostics.append(
-                    f"the Python skill {fields.name} ({host_dir}) is outside every mount of the kernel: left out of "
-                    "its PYTHONPATH"
-                )
-            else:
-                paths.append(entry)
-        rows.append(
-            {
-                "name": fields.name,
-                "description": fields.description,
-                "scope": fact.scope.value,
-                "path": seen,
-                "python": fact.python,
-                "import_path": entry,
-            }
-        )
-    return {SKILLS_VARIABLE: json.dumps(rows)}, paths, diagnostics
+    found = [
+        (fields, fact, os.path.dirname(fact.skill_file), import_path(os.path.dirname(fact.skill_file)))
+        for fields, fact in discover(cwd).offered()
+    ]
+    told = kernel_skills(found, mapped, installed=installed)
+    rows = [
+        {
+            "name": skill.name,
+            "description": skill.description,
+            "scope": skill.scope.value,
+            "path": skill.path,
+            "python": skill.python,
+            "import_path": skill.import_path,
+        }
+        for skill in told.skills
+    ]
+    return {SKILLS_VARIABLE: json.dumps(rows)}, list(told.python_path), list(told.left_out)
 
 
 def in_front(paths: Sequence[str], existing: str | None) -> str:

@@ -26,6 +26,7 @@ from eukhe.core.skills import (
     catalog_text,
     cut_line,
     decide,
+    kernel_skills,
     split_frontmatter,
     validate,
 )
@@ -300,3 +301,51 @@ def test_skills_frontmatter_split(yaml_lines: list[str], body: str) -> None:
     assert split_frontmatter(f"---\n{yaml_text}---\n{body}") == (yaml_text, body.lstrip("\r\n"))
     assert split_frontmatter(f"x\n---\n{yaml_text}---\n") is None
     assert split_frontmatter(f"---\n{yaml_text}") is None
+
+
+# --- what a kernel is told --------------------------------------------------------------------------------------------
+
+
+@st.composite
+def offered_skills(draw: st.DrawFn) -> tuple[list[tuple[Fields, SkillFact, str, str]], dict[str, str]]:
+    """Offered skills (some Python, some with a src/ layout) and a mount map holding some of their directories."""
+    rows = []
+    mounts: dict[str, str] = {}
+    for index, name in enumerate(draw(st.lists(st.sampled_from(NAMES), unique=True))):
+        root = draw(st.sampled_from(range(len(ROOTS))))
+        one = fact({"name": name, "description": "d"}, name, root, python=draw(st.booleans()))
+        host_dir = f"/r{root}/{name}"
+        host_import = host_dir + "/src" if draw(st.booleans()) else host_dir
+        if draw(st.booleans()):
+            mounts[host_dir] = f"/sandbox/{index}"
+            mounts[host_import] = f"/sandbox/{index}" + host_import[len(host_dir) :]
+        fields, _ = validate(one)
+        assert fields is not None
+        rows.append((fields, one, host_dir, host_import))
+    return rows, mounts
+
+
+@given(offered_skills(), st.booleans())
+def test_skills_kernel_path_each_python_skill_on_the_path_or_left_out(
+    drawn: tuple[list[tuple[Fields, SkillFact, str, str]], dict[str, str]], installed: bool
+) -> None:
+    rows, mounts = drawn
+    told = kernel_skills(rows, mounts.get, installed=installed)
+    assert [skill.name for skill in told.skills] == [fields.name for fields, *_ in rows]  # each, in order
+    expected_path = []
+    expected_left = []
+    for (fields, one, host_dir, host_import), skill in zip(rows, told.skills, strict=True):
+        assert skill.path == mounts.get(host_dir)  # as the kernel sees it
+        assert skill.python == one.python
+        if not one.python or installed:
+            assert skill.import_path is None  # nothing on the path: not a package, or installed in the venv
+        elif host_import in mounts:
+            assert skill.import_path == mounts[host_import]
+            expected_path.append(mounts[host_import])
+        else:
+            assert skill.import_path is None
+            expected_left.append(fields.name)
+    assert list(told.python_path) == expected_path  # in front, in precedence order
+    assert len(told.left_out) == len(expected_left)
+    for line, name in zip(told.left_out, expected_left, strict=True):
+        assert f"the Python skill {name} " in line and "outside every mount" in line

@@ -131,6 +131,30 @@ def test_a_changed_skill_is_reinstalled_at_the_next_kernel_start_and_a_broken_on
     assert (kernel_paths().venv / SKILLS_RECORD).is_file()
 
 
+@pytest.mark.usefixtures("home")
+def test_a_rebuilt_venv_gets_the_python_skills_at_the_kernel_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert install()
+    project, _ = project_with_a_skill(tmp_path, greeting="rebuilt")
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    paths = kernel_paths()
+    stamp = json.loads(paths.stamp.read_text())
+    stamp["build"] = "0" * 64  # the venv of the build before an update: the kernel start rebuilds it
+    paths.stamp.write_text(json.dumps(stamp))
+    before = paths.venv.stat().st_ino
+
+    async def scenario() -> None:
+        session = await Session.create(project, root=tmp_path / "sessions")
+        try:
+            assert await cell(session, "import hello_skill; hello_skill.GREETING") == "rebuilt"
+        finally:
+            await session.close()
+
+    run(scenario())
+    assert paths.venv.stat().st_ino != before  # a new venv, and the skill in it
+    record = read_skills_record(paths)
+    assert record is not None and [(s.name, s.error) for s in record.skills] == [("hello-skill", None)]
+
+
 def test_a_python_skill_imports_in_a_local_kernel_on_a_users_python(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,7 +26,7 @@ NAME_MAX = 64
 DESCRIPTION_MAX = 1024
 COMPATIBILITY_MAX = 500
 CATALOG_MAX_BYTES = 2048
-"""The catalog's size limit in the MCP instructions (clients cut longer instructions)."""
+"""The MCP instructions' size limit, the catalog's included (clients cut longer instructions)."""
 
 NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 """A skill's name: lowercase letters, digits and single hyphens between them (no leading or trailing hyphen)."""

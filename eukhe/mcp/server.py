@@ -34,7 +34,7 @@ from mcp.shared.exceptions import MCPError
 
 from eukhe import __version__
 from eukhe.calls.texts import error_text
-from eukhe.core.skills import catalog_text, offered
+from eukhe.core.skills import CATALOG_MAX_BYTES, catalog_text, offered
 from eukhe.daemon.client import DaemonClient, connect
 from eukhe.errors import EukheError, InputError, error_code, error_details
 from eukhe.mcp.link import DaemonLink
@@ -86,16 +86,22 @@ def open_session(
 
 def instructions(target: Target) -> str:
     """What the server tells the model about itself (the `instructions` of its initialize result): what eukhe does,
-    then the catalog of the skills offered for the working directory (each one's name and description, within
-    2 KB), the first level of the skills' progressive disclosure."""
-    catalog = skills_catalog(target.cwd)
-    return base_instructions(target) + (f"\n\n{catalog}" if catalog else "")
+    then the catalog of the skills offered for the working directory (each one's name and description), the first
+    level of the skills' progressive disclosure. The whole stays within 2 KB: clients cut longer instructions."""
+    base = base_instructions(target)
+    room = CATALOG_MAX_BYTES - len(base.encode("utf-8", "surrogatepass")) - len(CATALOG_SEPARATOR)
+    catalog = skills_catalog(target.cwd, max(room, 0))
+    return base + (CATALOG_SEPARATOR + catalog if catalog else "")
 
 
-def skills_catalog(cwd: str) -> str:
-    """The skills catalog for a working directory ("" when none is offered, or the skills cannot be read)."""
+CATALOG_SEPARATOR = "\n\n"
+
+
+def skills_catalog(cwd: str, limit: int = CATALOG_MAX_BYTES) -> str:
+    """The skills catalog for a working directory within `limit` bytes ("" when none is offered, or the skills
+    cannot be read)."""
     try:
-        return catalog_text(offered(discover(cwd).verdicts))
+        return catalog_text(offered(discover(cwd).verdicts), limit)
     except (EukheError, OSError) as error:
         log.warning("no skills catalog for %s: %s", cwd, error)
         return ""

@@ -90,7 +90,7 @@ def test_the_instructions_carry_the_catalog_and_the_resources_each_skills_files(
     run(scenario)
 
 
-def test_the_catalog_stays_within_2_kb_and_says_how_many_were_left_out(world: DaemonEnv) -> None:
+def test_the_instructions_with_the_catalog_stay_within_2_kb_and_say_how_many_were_left_out(world: DaemonEnv) -> None:
     cwd = workdir(world)
     Path(world.env["HOME"]).mkdir(exist_ok=True)
     for index in range(40):
@@ -101,7 +101,8 @@ def test_the_catalog_stays_within_2_kb_and_says_how_many_were_left_out(world: Da
         async with mcp_server(world, "--cwd", str(cwd)) as server:
             instructions = server.init.instructions or ""
             catalog = instructions[instructions.index(CATALOG_HEAD) :]
-            assert len(catalog.encode()) <= 2048
+            assert len(instructions.encode()) <= 2048  # the whole, the catalog's part included
+            assert instructions.startswith("eukhe runs your shell commands")
             lines = catalog.splitlines()
             kept = len(lines) - 2
             assert 0 < kept < 40

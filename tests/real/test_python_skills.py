@@ -132,7 +132,9 @@ def test_a_changed_skill_is_reinstalled_at_the_next_kernel_start_and_a_broken_on
 
 
 @pytest.mark.usefixtures("home")
-def test_a_rebuilt_venv_gets_the_python_skills_at_the_kernel_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rebuilt_venv_gets_the_python_skills_at_the_kernel_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert install()
     project, _ = project_with_a_skill(tmp_path, greeting="rebuilt")
     monkeypatch.setenv("HOME", str(tmp_path / "user"))

@@ -22,7 +22,9 @@ from eukhe.records.jobs import Detached, JobRow, Rewound, Settled
 from eukhe.records.remote import RemoteCallAnswer, RemoteCallFailure, RemoteFunction
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import Limits, SessionSettings
+from eukhe.records.skills import SkillDiagnostic, SkillListing, SkillRow, SkillShown
 from eukhe.session.session import SessionClosedError, SessionHasJobsError, UnknownJobError
+from eukhe.skills import UnknownSkillError, list_skills, show_skill
 from eukhe.store.tree import UnknownEntryError
 
 __all__ = [
@@ -50,11 +52,18 @@ __all__ = [
     "SessionHasJobsError",
     "SessionSettings",
     "Settled",
+    "SkillDiagnostic",
+    "SkillListing",
+    "SkillRow",
+    "SkillShown",
     "ToolCallAnswer",
     "ToolCalls",
     "UnknownCallError",
     "UnknownChildError",
     "UnknownEntryError",
     "UnknownJobError",
+    "UnknownSkillError",
     "UsageError",
+    "list_skills",
+    "show_skill",
 ]

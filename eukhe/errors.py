@@ -61,6 +61,8 @@ CATALOGUE: dict[str, str] = {
     "unknown_child": "the parent has no child of this name",
     "child_exists": "the parent already has a child of this name (a delete frees it)",
     "session_has_jobs": "a session close or delete was refused because jobs run: force kills them",
+    # Agent Skills
+    "unknown_skill": "no skill of this name is offered for the working directory (`eukhe skills list` shows them)",
     # the Python kernel
     "kernel_error": "something went wrong with the Python kernel",
     "kernel_start_failed": "the Python kernel did not start or did not send its ready frame",

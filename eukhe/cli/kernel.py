@@ -60,6 +60,8 @@ def run_install(args: argparse.Namespace) -> int:
         user_python=result.user_python,
         commands=[list(command.argv) for command in result.commands],
     )
+    for failure in result.skill_failures:
+        sys.stderr.write(f"eukhe: {failure}\n")
     if args.json:
         emit_json(answer.to_json())
     elif result.user_python:

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "gc": "eukhe.cli.gc",
     "schema": "eukhe.cli.schema",
     "mcp": "eukhe.cli.mcp",
+    "skills": "eukhe.cli.skills",
 }
 """Each command's module has `register(subparsers)`, which adds the command and sets `handler` on it."""
 

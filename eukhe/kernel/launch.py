@@ -3,14 +3,16 @@
 The argv and environment come from here only. `kernel_launch()` runs the stub on the project's own interpreter;
 `installed_kernel_launch()` runs it on the installed kernel venv (`ensure_kernel_python`, spec "The kernel
 environment"), raising `KernelNotInstalledError` when local files are not enough. `KernelManager(launch=...)` takes
-either.
+either. `with_skills` adds the Agent Skills of the session's cwd: their listing for `rlm.skills()`, and each Python
+skill installed into the kernel venv (or, on another interpreter, its directory in front of `PYTHONPATH`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -20,6 +22,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from eukhe.sandbox.confine import Confinement
 
+SKILLS_VARIABLE = "EUKHE_KERNEL_SKILLS"
+"""The offered skills, as JSON, for `rlm.skills()` (eukhe_kernel/rlm/skills.py reads it)."""
 OWNER_PID_VARIABLE = "EUKHE_KERNEL_OWNER_PID"
 OWNER_VARIABLE = "EUKHE_KERNEL_OWNER"
 
@@ -97,3 +101,64 @@ def interpreter_paths(launch: KernelLaunch) -> list[str]:
 def with_snapshot(launch: KernelLaunch, path: str) -> KernelLaunch:
     """A Local kernel's launch with its namespace snapshot file (a host path: the kernel runs on the host)."""
     return replace(launch, env={**launch.env, SNAPSHOT_VARIABLE: path}, snapshot=True)
+
+
+def import_path(skill_dir: str) -> str:
+    """Where a Python skill's modules import from: its `src/` when it has one (the src layout), else its dir."""
+    source = os.path.join(skill_dir, "src")
+    return source if os.path.isdir(source) else skill_dir
+
+
+def skills_environment(
+    cwd: str | os.PathLike[str], mapped: Callable[[str], str | None], *, installed: bool = False
+) -> tuple[dict[str, str], list[str], list[str]]:
+    """The kernel's skills entry (`EUKHE_KERNEL_SKILLS`), the Python skills' import paths (each mapped to the
+    kernel's path; `installed`: none, their packages are in the venv) and the diagnostics of those left out (no
+    mount holds them): the core's `kernel_skills` for the skills offered in `cwd`."""
+    from eukhe.core.skills import kernel_skills  # noqa: PLC0415 - only a kernel start reads the skills
+    from eukhe.skills import discover  # noqa: PLC0415
+
+    found = [
+        (fields, fact, os.path.dirname(fact.skill_file), import_path(os.path.dirname(fact.skill_file)))
+        for fields, fact in discover(cwd).offered()
+    ]
+    told = kernel_skills(found, mapped, installed=installed)
+    rows = [
+        {
+            "name": skill.name,
+            "description": skill.description,
+            "scope": skill.scope.value,
+            "path": skill.path,
+            "python": skill.python,
+            "import_path": skill.import_path,
+        }
+        for skill in told.skills
+    ]
+    return {SKILLS_VARIABLE: json.dumps(rows)}, list(told.python_path), list(told.left_out)
+
+
+def in_front(paths: Sequence[str], existing: str | None) -> str:
+    """A PYTHONPATH with `paths` in front of `existing`."""
+    return os.pathsep.join([*paths, *([existing] if existing else [])])
+
+
+async def with_skills(launch: KernelLaunch, cwd: str | os.PathLike[str]) -> KernelLaunch:
+    """A Local launch with the skills of `cwd`: on the kernel venv each Python skill is installed there first
+    (again when their fingerprint changed; a failure is a diagnostic naming the skill and uv's message), on any
+    other interpreter its directory goes in front of PYTHONPATH. Nothing here stops the kernel's start."""
+    from eukhe.errors import EukheError  # noqa: PLC0415
+    from eukhe.kernel.bootstrap.skills import ensure_skills, failures  # noqa: PLC0415
+    from eukhe.kernel.bootstrap.venv import kernel_paths  # noqa: PLC0415
+
+    diagnostics = list(launch.diagnostics)
+    try:
+        on_venv = os.path.abspath(launch.argv[0]) == str(kernel_paths().python)
+        if on_venv:
+            diagnostics += failures(await ensure_skills(cwd))
+        entry, paths, left_out = skills_environment(cwd, lambda path: path, installed=on_venv)
+    except (EukheError, OSError) as error:
+        return replace(launch, diagnostics=(*diagnostics, f"the skills of {cwd} could not be read: {error}"))
+    env = {**launch.env, **entry}
+    if paths:
+        env["PYTHONPATH"] = in_front(paths, env.get("PYTHONPATH"))
+    return replace(launch, env=env, diagnostics=(*diagnostics, *left_out))

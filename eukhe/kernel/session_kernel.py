@@ -20,7 +20,7 @@ from typing import Unpack
 from eukhe.core.gate import Admission
 from eukhe.fs import REQUESTS as FS_REQUESTS
 from eukhe.kernel.cells import CellJobs
-from eukhe.kernel.launch import KernelLaunch, confined_launch, installed_kernel_launch, with_snapshot
+from eukhe.kernel.launch import KernelLaunch, confined_launch, installed_kernel_launch, with_skills, with_snapshot
 from eukhe.kernel.manager import HostHandler, KernelManager
 from eukhe.kernel.remote import REGISTER as REMOTE_REGISTER
 from eukhe.kernel.remote import SessionRemote
@@ -85,6 +85,7 @@ class SessionKernel:
     async def _local_launch(self) -> KernelLaunch:
         planned = self._launch()
         launch = await planned if inspect.isawaitable(planned) else planned
+        launch = await with_skills(launch, self.session.cwd)
         self.snapshot_path.parent.mkdir(mode=0o700, exist_ok=True)
         launch = with_snapshot(launch, str(self.snapshot_path))
         sandbox = self.session.sandbox

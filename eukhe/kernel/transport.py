@@ -25,7 +25,7 @@ from pathlib import Path
 
 from eukhe.core import pathmap
 from eukhe.errors import EukheError
-from eukhe.kernel.launch import KernelLaunch
+from eukhe.kernel.launch import KernelLaunch, in_front, skills_environment
 from eukhe.records.settings import KernelTransport
 from eukhe_kernel.snapshot import SNAPSHOT_VARIABLE
 
@@ -144,6 +144,21 @@ def snapshot_entry(transport: KernelTransport, snapshot: str | None) -> tuple[di
     return {SNAPSHOT_VARIABLE: mapped}, []
 
 
+def skills_entry(transport: KernelTransport, cwd: Path) -> tuple[dict[str, str], list[str], list[str]]:
+    """The wrapped kernel's skills: their listing with sandbox paths, each Python skill's sandbox import path (in
+    front of its PYTHONPATH), and a diagnostic for each one no mount holds (left out)."""
+    mounts = path_map_of(transport)
+
+    def mapped(path: str) -> str | None:
+        found = mounts.sandbox_of(path)
+        return None if isinstance(found, pathmap.Outside) else found
+
+    try:
+        return skills_environment(cwd, mapped)
+    except (EukheError, OSError) as error:
+        return {}, [], [f"the skills of {cwd} could not be read: {error}"]
+
+
 def wrapped_launch(transport: KernelTransport, cwd: Path, snapshot: str | None = None) -> KernelLaunch:
     """The launch of a wrapped kernel for a session in `cwd` (`snapshot`: the host path of its namespace snapshot
     file): the wrapper argv, the host's environment for the wrapper, and the stub with its settings as the stdin
@@ -153,6 +168,11 @@ def wrapped_launch(transport: KernelTransport, cwd: Path, snapshot: str | None =
     snapshot_env, snapshot_diagnostics = snapshot_entry(transport, snapshot)
     env.update(snapshot_env)
     diagnostics += snapshot_diagnostics
+    skills_env, skill_paths, skills_diagnostics = skills_entry(transport, cwd)
+    env.update(skills_env)
+    if skill_paths:
+        env["PYTHONPATH"] = in_front(skill_paths, env.get("PYTHONPATH"))
+    diagnostics += skills_diagnostics
     stub, modules = stub_archive()
     meta = json.dumps({"env": env, "cwd": start, "modules": list(modules)}).encode()
     preamble = f"{len(meta):010d}{len(stub):010d}".encode() + meta + stub

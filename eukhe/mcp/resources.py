@@ -4,20 +4,27 @@
   command and output so far; "running-jobs: none" when none does.
 - `eukhe://session/calls`: the session's tool calls, journaled (every client's, and those a crash interrupted and
   the next open settled), as `eukhe session calls --json` prints them.
+- `skill://<name>/SKILL.md` and `skill://<name>/<relative path>`: the files of each skill offered for the session's
+  working directory (docs/skills.md), found afresh at each list and read; a text file as text, any other as a blob.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import mimetypes
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote, urlsplit
 
 import mcp_types as types
 
 from eukhe.calls.texts import running_jobs_text
 from eukhe.records.base import convert
 from eukhe.records.jobs import JobList
+from eukhe.skills import SKILL_FILE, Skills, UnknownSkillError, discover, skill_files
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +72,80 @@ RESOURCES: dict[str, Resource] = {
     )
 }
 """Every resource the server offers, by URI."""
+
+
+SKILL_SCHEME = "skill"
+TEXT_TYPES = {".md": "text/markdown", ".py": "text/x-python", ".toml": "application/toml", ".txt": "text/plain"}
+"""Media types by suffix where `mimetypes` has none (or, for Markdown, may not on every system)."""
+
+
+def skill_uri(name: str, relative: str) -> str:
+    """`skill://<name>/<relative path>`, the path percent-encoded (its `/` kept)."""
+    return f"{SKILL_SCHEME}://{name}/{quote(relative)}"
+
+
+def parse_skill_uri(uri: str) -> tuple[str, str] | None:
+    """(name, relative path) of a `skill://` URI, or None when it is not one."""
+    parts = urlsplit(uri)
+    if parts.scheme != SKILL_SCHEME or not parts.netloc or not parts.path.strip("/"):
+        return None
+    return parts.netloc, unquote(parts.path.lstrip("/"))
+
+
+def _mime(relative: str) -> str:
+    suffix = Path(relative).suffix.lower()
+    return TEXT_TYPES.get(suffix) or mimetypes.guess_type(relative)[0] or "application/octet-stream"
+
+
+def skill_resources(skills: Skills) -> list[types.Resource]:
+    """One resource per file of each offered skill, SKILL.md first (its description the skill's)."""
+    listed: list[types.Resource] = []
+    for fields, fact in skills.offered():
+        skill_dir = Path(fact.skill_file).parent
+        for relative in skill_files(skill_dir):
+            is_skill_file = relative == SKILL_FILE
+            listed.append(
+                types.Resource(
+                    name=f"{fields.name}/{relative}",
+                    uri=skill_uri(fields.name, relative),
+                    description=fields.description if is_skill_file else f"A file of the skill {fields.name}.",
+                    mime_type="text/markdown" if is_skill_file else _mime(relative),
+                )
+            )
+    return listed
+
+
+class SkillFileMissingError(LookupError):
+    """A `skill://` URI names a file its skill does not hold (or no longer does)."""
+
+
+def read_skill_file(skills: Skills, uri: str) -> types.TextResourceContents | types.BlobResourceContents:
+    """A skill file's contents as it stands now: text when it is UTF-8, else a base64 blob. UnknownSkillError when
+    no skill of the name is offered, SkillFileMissingError when the skill holds no such file."""
+    parsed = parse_skill_uri(uri)
+    if parsed is None:
+        raise SkillFileMissingError(f"not a skill resource: {uri}")
+    name, relative = parsed
+    _, fact = skills.get(name)
+    skill_dir = Path(fact.skill_file).parent
+    if relative not in skill_files(skill_dir):  # only the files listed: no `..`, no hidden file, no cache
+        raise SkillFileMissingError(f"the skill {name} has no file {relative!r}")
+    data = (skill_dir / relative).read_bytes()
+    mime = "text/markdown" if relative == SKILL_FILE else _mime(relative)
+    try:
+        return types.TextResourceContents(uri=uri, mime_type=mime, text=data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return types.BlobResourceContents(uri=uri, mime_type=mime, blob=base64.b64encode(data).decode("ascii"))
+
+
+__all__ = [
+    "RESOURCES",
+    "Resource",
+    "SkillFileMissingError",
+    "UnknownSkillError",
+    "discover",
+    "parse_skill_uri",
+    "read_skill_file",
+    "skill_resources",
+    "skill_uri",
+]

@@ -34,11 +34,20 @@ from mcp.shared.exceptions import MCPError
 
 from eukhe import __version__
 from eukhe.calls.texts import error_text
+from eukhe.core.skills import CATALOG_MAX_BYTES, catalog_text, offered
 from eukhe.daemon.client import DaemonClient, connect
 from eukhe.errors import EukheError, InputError, error_code, error_details
 from eukhe.mcp.link import DaemonLink
 from eukhe.mcp.progress import CallProgress
-from eukhe.mcp.resources import RESOURCES
+from eukhe.mcp.resources import (
+    RESOURCES,
+    SkillFileMissingError,
+    UnknownSkillError,
+    discover,
+    parse_skill_uri,
+    read_skill_file,
+    skill_resources,
+)
 from eukhe.mcp.stdio import stdio_streams
 from eukhe.mcp.tools import TOOLS, Tool
 from eukhe.records.base import convert
@@ -76,7 +85,30 @@ def open_session(
 
 
 def instructions(target: Target) -> str:
-    """What the server tells the model about itself (the `instructions` of its initialize result)."""
+    """What the server tells the model about itself (the `instructions` of its initialize result): what eukhe does,
+    then the catalog of the skills offered for the working directory (each one's name and description), the first
+    level of the skills' progressive disclosure. The whole stays within 2 KB: clients cut longer instructions."""
+    base = base_instructions(target)
+    room = CATALOG_MAX_BYTES - len(base.encode("utf-8", "surrogatepass")) - len(CATALOG_SEPARATOR)
+    catalog = skills_catalog(target.cwd, max(room, 0))
+    return base + (CATALOG_SEPARATOR + catalog if catalog else "")
+
+
+CATALOG_SEPARATOR = "\n\n"
+
+
+def skills_catalog(cwd: str, limit: int = CATALOG_MAX_BYTES) -> str:
+    """The skills catalog for a working directory within `limit` bytes ("" when none is offered, or the skills
+    cannot be read)."""
+    try:
+        return catalog_text(offered(discover(cwd).verdicts), limit)
+    except (EukheError, OSError) as error:
+        log.warning("no skills catalog for %s: %s", cwd, error)
+        return ""
+
+
+def base_instructions(target: Target) -> str:
+    """The instructions' part about eukhe itself."""
     return (
         f"eukhe runs your shell commands (bash) and Python cells (ipython) in session {target.session}, working "
         f"directory {target.cwd}. Every output is bounded: past the limits you get one end of it, a notice with "
@@ -133,10 +165,18 @@ class EukheServer:
     async def list_resources(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[resource.listing() for resource in RESOURCES.values()])
+        listed = [resource.listing() for resource in RESOURCES.values()]
+        try:  # the skills are found afresh at each list: a skill changed on disk shows now
+            listed += await anyio.to_thread.run_sync(lambda: skill_resources(discover(self.target.cwd)))
+        except (EukheError, OSError) as error:
+            log.warning("skills not listed for %s: %s", self.target.cwd, error)
+        return types.ListResourcesResult(resources=listed)
 
     async def read_resource(self, ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        """A resource's text as it stands now (read from the session through the daemon)."""
+        """A resource's text as it stands now (read from the session through the daemon, or a skill's file from
+        the disk)."""
+        if parse_skill_uri(str(params.uri)) is not None:
+            return await self.read_skill_resource(str(params.uri))
         resource = RESOURCES.get(str(params.uri))
         if resource is None:
             known = ", ".join(RESOURCES)
@@ -149,6 +189,16 @@ class EukheServer:
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=resource.uri, mime_type=resource.mime_type, text=text)]
         )
+
+    async def read_skill_resource(self, uri: str) -> types.ReadResourceResult:
+        """A skill's file, read now (an unknown skill or file: invalid params)."""
+        try:
+            contents = await anyio.to_thread.run_sync(lambda: read_skill_file(discover(self.target.cwd), uri))
+        except (UnknownSkillError, SkillFileMissingError) as error:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown resource: {uri}: {error}") from error
+        except (EukheError, OSError) as error:
+            raise MCPError(code=types.INTERNAL_ERROR, message=f"{uri}: {error}") from error
+        return types.ReadResourceResult(contents=[contents])
 
     async def list_tools(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return self.listing

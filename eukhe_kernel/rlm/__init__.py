@@ -4,6 +4,7 @@
   directory, answers bounded by the session's output limits; a refusal raises `rlm.FsError`.
 - `rlm.spawn`, `rlm.list_subagents`, `rlm.collect`, `rlm.delete`: children, each a session with its own kernel, in
   this directory or an isolated copy of it handed back at its end; `rlm.answer` gives a child's answer.
+- `rlm.skills()`: the Agent Skills offered for the session's working directory (docs/skills.md).
 - `@rlm.remote` (or `@rlm.remote(name=...)`): offer a function to the host as tool `remote/<name>`, with the JSON
   Schema of its keyword arguments (docs/remote.md).
 
@@ -17,5 +18,6 @@ from eukhe_kernel.rlm import fs
 from eukhe_kernel.rlm.answers import Answer, FsError
 from eukhe_kernel.rlm.children import answer, collect, delete, list_subagents, spawn
 from eukhe_kernel.rlm.remote import remote
+from eukhe_kernel.rlm.skills import skills
 
-__all__ = ["Answer", "FsError", "answer", "collect", "delete", "fs", "list_subagents", "remote", "spawn"]
+__all__ = ["Answer", "FsError", "answer", "collect", "delete", "fs", "list_subagents", "remote", "skills", "spawn"]

@@ -3,13 +3,15 @@ inside functions).
 
 The order, bottom first (`A ← B`: B may import A, never the reverse):
 
-    core ← base ← store ← jobs, harness, fs, workspace ← session ← kernel ← children ← calls ← api ← daemon ← mcp
-    ← cli
+    core ← base ← store ← skills ← jobs, harness, fs, workspace ← session ← kernel ← children ← calls ← api ← daemon
+    ← mcp ← cli
 
 - core: the pure decisions (`eukhe.core`).
 - base: what every layer shares and that decides nothing of its own: the records (the vocabulary), the error
   catalogue, paths, the one write-all and atomic write, private files and dirs, process facts, the clocks, the
   output bounder's shell and `eukhe run`'s runner.
+- skills: the Agent Skills found on disk (discovery over the core's decisions); the kernel, the API, the MCP server
+  and the CLI read them.
 - jobs, harness, fs (the file tools) and workspace (a child's copy and hand-back) are siblings: none imports
   another.
 - children: a session with children (each a session with its own kernel), built on the kernel's session.
@@ -42,6 +44,7 @@ LAYERS: list[tuple[str, ...]] = [
         "eukhe.runner",
     ),
     ("eukhe.store",),
+    ("eukhe.skills",),
     ("eukhe.jobs", "eukhe.harness", "eukhe.fs", "eukhe.workspace"),
     ("eukhe.session",),
     ("eukhe.kernel",),

@@ -26,6 +26,7 @@ from eukhe.core.kernel_local import (
     judge_build_failure,
     plan_setup,
 )
+from eukhe.errors import EukheError
 from eukhe.kernel.bootstrap.dir_lock import bootstrap_lock
 from eukhe.kernel.bootstrap.errors import (
     KernelEnvError,
@@ -108,6 +109,7 @@ class InstallResult:
     commands: list[BuildCommand] = field(default_factory=list)
     user_python: bool = False
     waited: bool = False  # another process held the bootstrap lock first
+    skill_failures: list[str] = field(default_factory=list)  # each Python skill that did not install, with uv's text
 
 
 def _user_python_path() -> Path:
@@ -221,9 +223,24 @@ async def install_kernel_python(
     paths = paths or kernel_paths()
     # Without --python, a second run keeps the Python of the last install (so it keeps a ready venv).
     requested = await resolve_given_python(python) if python else (read_record(paths) or MANAGED_PYTHON)
-    return await _setup(
+    result = await _setup(
         Purpose.INSTALL, paths, requested, lock=lock, package_dir=package_dir, lock_timeout=lock_timeout
     )
+    if not result.user_python:
+        result.skill_failures = await _install_skills(paths, lock_timeout)
+    return result
+
+
+async def _install_skills(paths: KernelPaths, lock_timeout: float | None) -> list[str]:
+    """The Python skills found here and in the user's roots, installed into the venv now (under the lock)."""
+    from eukhe.kernel.bootstrap.skills import failures, install_skills, python_skills  # noqa: PLC0415
+
+    try:
+        skills = python_skills(os.getcwd())
+    except (KernelEnvError, OSError, EukheError) as error:
+        return [f"the skills could not be read: {error}"]
+    async with bootstrap_lock(paths.parent, timeout=lock_timeout):
+        return failures(await install_skills(skills, paths))
 
 
 def check_state(paths: KernelPaths | None = None, *, lock: Path = KERNEL_LOCK) -> KernelState:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 NAME_MAX = 64
@@ -333,18 +333,20 @@ def kernel_skills(
     offered_skills: Sequence[tuple[Fields, SkillFact, str, str]],
     mapped: Callable[[str], str | None],
     *,
-    installed: bool,
+    installed: Collection[str] = (),
 ) -> KernelSkills:
     """From each offered skill (its fields, fact, host directory and host import directory) and the map of host
     paths to the kernel's (None: outside every mount): a Python skill goes on the PYTHONPATH by its mapped import
-    directory, unless `installed` (its package is in the kernel venv), and one no mount holds is left out with a
-    diagnostic. Invariant: each Python skill not installed is on the path or left out, never both."""
+    directory, unless it is `installed` (by name: its package is in the kernel venv; one whose install failed is
+    imported from its source), and one no mount holds is left out with a diagnostic. Invariant: each Python skill
+    not installed is on the path or left out, never both."""
     skills: list[KernelSkill] = []
     path: list[str] = []
     left_out: list[str] = []
     for fields, fact, host_dir, host_import in offered_skills:
-        entry = mapped(host_import) if fact.python and not installed else None
-        if fact.python and not installed:
+        from_source = fact.python and fields.name not in installed
+        entry = mapped(host_import) if from_source else None
+        if from_source:
             if entry is None:
                 left_out.append(
                     f"the Python skill {fields.name} ({host_dir}) is outside every mount of the kernel: left out of "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -110,11 +110,11 @@ def import_path(skill_dir: str) -> str:
 
 
 def skills_environment(
-    cwd: str | os.PathLike[str], mapped: Callable[[str], str | None], *, installed: bool = False
+    cwd: str | os.PathLike[str], mapped: Callable[[str], str | None], *, installed: Collection[str] = ()
 ) -> tuple[dict[str, str], list[str], list[str]]:
     """The kernel's skills entry (`EUKHE_KERNEL_SKILLS`), the Python skills' import paths (each mapped to the
-    kernel's path; `installed`: none, their packages are in the venv) and the diagnostics of those left out (no
-    mount holds them): the core's `kernel_skills` for the skills offered in `cwd`."""
+    kernel's path; not for those `installed` by name, whose packages are in the venv) and the diagnostics of those
+    left out (no mount holds them): the core's `kernel_skills` for the skills offered in `cwd`."""
     from eukhe.core.skills import kernel_skills  # noqa: PLC0415 - only a kernel start reads the skills
     from eukhe.skills import discover  # noqa: PLC0415
 
@@ -144,8 +144,9 @@ def in_front(paths: Sequence[str], existing: str | None) -> str:
 
 async def with_skills(launch: KernelLaunch, cwd: str | os.PathLike[str]) -> KernelLaunch:
     """A Local launch with the skills of `cwd`: on the kernel venv each Python skill is installed there first
-    (again when their fingerprint changed; a failure is a diagnostic naming the skill and uv's message), on any
-    other interpreter its directory goes in front of PYTHONPATH. Nothing here stops the kernel's start."""
+    (again when their fingerprint changed; a failure is a diagnostic naming the skill and uv's message, and that
+    skill is imported from its source: its directory in front of PYTHONPATH, as on any other interpreter). Nothing
+    here stops the kernel's start."""
     from eukhe.errors import EukheError  # noqa: PLC0415
     from eukhe.kernel.bootstrap.skills import ensure_skills, failures  # noqa: PLC0415
     from eukhe.kernel.bootstrap.venv import kernel_paths  # noqa: PLC0415
@@ -153,9 +154,10 @@ async def with_skills(launch: KernelLaunch, cwd: str | os.PathLike[str]) -> Kern
     diagnostics = list(launch.diagnostics)
     try:
         on_venv = os.path.abspath(launch.argv[0]) == str(kernel_paths().python)
-        if on_venv:
-            diagnostics += failures(await ensure_skills(cwd))
-        entry, paths, left_out = skills_environment(cwd, lambda path: path, installed=on_venv)
+        record = await ensure_skills(cwd) if on_venv else None
+        diagnostics += failures(record)
+        installed = [] if record is None else [skill.name for skill in record.skills if skill.error is None]
+        entry, paths, left_out = skills_environment(cwd, lambda path: path, installed=installed)
     except (EukheError, OSError) as error:
         return replace(launch, diagnostics=(*diagnostics, f"the skills of {cwd} could not be read: {error}"))
     env = {**launch.env, **entry}

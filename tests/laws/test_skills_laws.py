@@ -325,19 +325,19 @@ def offered_skills(draw: st.DrawFn) -> tuple[list[tuple[Fields, SkillFact, str, 
     return rows, mounts
 
 
-@given(offered_skills(), st.booleans())
+@given(offered_skills(), st.sets(st.sampled_from(NAMES)))
 def test_skills_kernel_path_each_python_skill_on_the_path_or_left_out(
-    drawn: tuple[list[tuple[Fields, SkillFact, str, str]], dict[str, str]], installed: bool
+    drawn: tuple[list[tuple[Fields, SkillFact, str, str]], dict[str, str]], installed_names: set[str]
 ) -> None:
     rows, mounts = drawn
-    told = kernel_skills(rows, mounts.get, installed=installed)
+    told = kernel_skills(rows, mounts.get, installed=installed_names)
     assert [skill.name for skill in told.skills] == [fields.name for fields, *_ in rows]  # each, in order
     expected_path = []
     expected_left = []
     for (fields, one, host_dir, host_import), skill in zip(rows, told.skills, strict=True):
         assert skill.path == mounts.get(host_dir)  # as the kernel sees it
         assert skill.python == one.python
-        if not one.python or installed:
+        if not one.python or fields.name in installed_names:
             assert skill.import_path is None  # nothing on the path: not a package, or installed in the venv
         elif host_import in mounts:
             assert skill.import_path == mounts[host_import]

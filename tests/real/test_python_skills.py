@@ -97,13 +97,17 @@ def test_a_changed_skill_is_reinstalled_at_the_next_kernel_start_and_a_broken_on
     project, skill = project_with_a_skill(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     broken = write_skill(
-        project / ".agents" / "skills", "broken-pkg", files={"pyproject.toml": "[project\nthis is not toml\n"}
+        project / ".agents" / "skills",
+        "broken-pkg",
+        files={"pyproject.toml": "[project\nthis is not toml\n", "broken_pkg/__init__.py": "VALUE = 'from source'\n"},
     )
 
     async def start_and_read() -> tuple[Any, Any, list[str]]:
         session = await Session.create(project, root=tmp_path / "sessions")
         try:
             greeting = await cell(session, "import hello_skill; hello_skill.GREETING")
+            # A skill that did not install is imported from its source.
+            assert await cell(session, "import broken_pkg; broken_pkg.VALUE") == "from source"
             listed = await cell(session, "[(s.name, s.python, s.import_path) for s in rlm.skills()]")
             notes = list(session.kernel.diagnostics)
         finally:
@@ -114,7 +118,8 @@ def test_a_changed_skill_is_reinstalled_at_the_next_kernel_start_and_a_broken_on
     assert greeting == "hi"
     named = [line for line in notes if "the Python skill broken-pkg" in line and "did not install" in line]
     assert named and "pyproject.toml" in named[0]  # the kernel's start names it, with uv's message
-    assert listed == [("broken-pkg", True, None), ("hello-skill", True, None)]  # on the venv: installed, no path
+    # On the venv: an installed skill has no path; the one that did not install is imported from its directory.
+    assert listed == [("broken-pkg", True, str(broken)), ("hello-skill", True, None)]
     record = read_skills_record(kernel_paths())
     assert record is not None
     errors = {s.name: s.error for s in record.skills}

@@ -760,3 +760,19 @@ class _AnyText(str):
 
 
 ANY_TEXT = _AnyText()
+
+
+def test_mcp_logs_a_project_setting_that_would_loosen_the_sandbox(world: DaemonEnv) -> None:
+    """The session starts with the user's policy; the server's stderr names the file and the key refused."""
+    project = workdir(world)
+    (project / ".eukhe").mkdir()
+    (project / ".eukhe" / "settings.json").write_text(json.dumps({"sandbox": {"mode": "off"}}))
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(project)) as server:
+            said = [line for line in server.stderr.splitlines() if "would loosen the sandbox" in line]
+            assert said and "sandbox.mode" in said[0], server.stderr
+            assert str(project / ".eukhe" / "settings.json") in said[0]
+            only_diagnostics(server.stderr)
+
+    run(scenario)

@@ -79,7 +79,8 @@ class CallTool:
     answer: Any
     text: Callable[[Any], str]
     run: Run
-    runs_job: bool = False
+    runs_job: Literal["bash", "cell"] | None = None
+    """The kind of job the call runs (its id is chosen before the start is journaled), or None."""
     progress: ProgressKind | None = None
     """What a running call reports as progress: its job's bytes, lines and output so far (`job`), or how many of
     the awaited children have ended (`children`)."""
@@ -141,9 +142,9 @@ async def _remote_call(session: AgentSession, args: RemoteCallTool, running: Run
 CALL_TOOLS: dict[str, CallTool] = {
     tool.name: tool
     for tool in (
-        CallTool("bash", "bash", BashTool, CallAnswer, texts.answer_text, _bash, runs_job=True, progress="job"),
+        CallTool("bash", "bash", BashTool, CallAnswer, texts.answer_text, _bash, runs_job="bash", progress="job"),
         CallTool(
-            "ipython", "ipython", IpythonTool, CallAnswer, texts.answer_text, _ipython, runs_job=True, progress="job"
+            "ipython", "ipython", IpythonTool, CallAnswer, texts.answer_text, _ipython, runs_job="cell", progress="job"
         ),
         CallTool("jobs_list", "jobs.list", JobsListTool, JobList, texts.job_list_text, _jobs_list),
         CallTool("jobs_wait", "jobs.wait", JobsWaitTool, CallAnswer, texts.answer_text, _jobs_wait, progress="job"),

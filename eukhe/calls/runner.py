@@ -138,7 +138,9 @@ class ToolCalls:
         self._cancels: dict[str, list[CallCancelledError]] = {}
         for tool in CALL_TOOLS.values():
             session.harness.register(
-                ToolRegistration(tool.name, tool.args, self._executor(tool), truncation=Off(), runs_job=tool.runs_job)
+                ToolRegistration(
+                    tool.name, tool.args, self._executor(tool), truncation=Off(), runs_job=tool.runs_job is not None
+                )
             )
 
     async def call(self, tool: str, args: dict[str, Any], *, on_event: EventListener | None = None) -> ToolCallAnswer:
@@ -150,7 +152,6 @@ class ToolCalls:
             raise UnknownToolError(tool)
         call_id = f"call-{secrets.token_hex(6)}"
         cancelled: list[CallCancelledError] = []
-
         self._listeners[call_id] = on_event or _nobody
         self._cancels[call_id] = cancelled
         try:
@@ -192,7 +193,7 @@ class ToolCalls:
 
         def on_started(job_id: str) -> None:
             started.append(job_id)
-            hear(CallStarted(job=job_id, kind="cell" if tool.name == "ipython" else "bash"))
+            hear(CallStarted(job=job_id, kind=tool.runs_job or "bash"))
 
         follower: asyncio.Task[None] | None = None
         if tool.progress == "job":

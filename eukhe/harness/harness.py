@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -177,8 +177,12 @@ class Harness:
         truncation: Callable[[], Truncation],
         artifact_dir: Path,
         job_ids: Callable[[], str] | None = None,
+        before_settle: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._committer = committer
+        self._before_settle = before_settle
+        """Writes what the session queued during a call (its job's end) without an fdatasync of its own: the settle's
+        commit, in the same journal, makes it durable with its own."""
         self._truncation = truncation
         self._artifact_dir = artifact_dir
         self._job_ids = job_ids
@@ -285,6 +289,11 @@ class Harness:
             except Exception as error:  # the tool failed: it settles as failed, with the error as its last warning
                 running.error = error
                 ending = model.CallFail(f"{type(error).__name__}: {error}")
+            if self._before_settle is not None:
+                try:  # how the call ends is decided: a cancel now is re-raised after the settle
+                    await asyncio.shield(self._before_settle())
+                except asyncio.CancelledError as cancel:
+                    outer_cancel = outer_cancel or cancel
             result = self._settle(running, ending)
         finally:
             if running.settled is not None:

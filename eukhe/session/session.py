@@ -253,7 +253,13 @@ class Session:
         self.job_table = JobTable(clock)
         ledger.entry_listeners.append(self.job_table.observe)
         self._bash_options = bash_options or BashOptions()
-        self.harness = Harness(self, lambda: self.settings.bound, self.artifact_dir, job_ids=self.job_table.new_id)
+        self.harness = Harness(
+            self,
+            lambda: self.settings.bound,
+            self.artifact_dir,
+            job_ids=self.job_table.new_id,
+            before_settle=lambda: self.writer.idle(sync=False),
+        )
         self.jobs = SessionJobs(self)
         self.files = SessionFiles(self)
         self.writer = JobWriter(self.commit, self.entry_record, self._job_nodes, on_start_lost=self._start_lost)

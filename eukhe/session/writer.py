@@ -16,7 +16,7 @@ import contextlib
 import sys
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from eukhe.core.jobdocs import (
     JOB_DOC_TYPE,
@@ -34,6 +34,14 @@ from eukhe.records.journal import Commit, DocPut, DocRetire, EntryRecord, JobRec
 from eukhe.store.journal import JournalError
 
 JSON = Any
+
+
+class CommitFunction(Protocol):
+    """The session's commit: one commit of `records` (`sync=False`: without an fdatasync, durable with the next)."""
+
+    def __call__(self, records: Sequence[JournalRecord], *, sync: bool = True) -> Commit: ...
+
+
 BATCHES_KEPT = 64
 BATCH_WINDOW_S = 0.002
 """The writer takes a batch this long after its first record, unless someone waits for it (`idle`). A commit's
@@ -57,7 +65,7 @@ class JobWriter:
 
     def __init__(
         self,
-        commit: Callable[[Sequence[JournalRecord]], Commit],
+        commit: CommitFunction,
         entry_record: Callable[[str, JSON], EntryRecord],
         nodes: Callable[[], frozenset[str]],
         on_start_lost: Callable[[str], None] | None = None,
@@ -72,6 +80,8 @@ class JobWriter:
         self._idle = asyncio.Event()
         self._idle.set()
         self._hurry = asyncio.Event()
+        self._lazy = False
+        """The next batch is written without an fdatasync (`idle(sync=False)`)."""
         self._task: asyncio.Task[None] | None = None
         # The last batches taken, for tests and diagnostics (bounded: a long-lived worker must not keep them all).
         self.batches: deque[tuple[WriterRecord, ...]] = deque(maxlen=BATCHES_KEPT)
@@ -87,9 +97,13 @@ class JobWriter:
         self._idle.clear()
         self._wake.set()
 
-    async def idle(self) -> None:
-        """Wait until every record submitted so far is committed (or reported as failed)."""
+    async def idle(self, *, sync: bool = True) -> None:
+        """Wait until every record submitted so far is committed (or reported as failed). `sync=False`: the batch
+        this hurries is written without an fdatasync, for a caller whose own commit follows at once (a tool call's
+        settle): that commit's fdatasync makes both durable, one instead of two."""
         if not self._idle.is_set():
+            if not sync:
+                self._lazy = True
             self._hurry.set()
         await self._idle.wait()
 
@@ -112,10 +126,11 @@ class JobWriter:
                     await asyncio.wait_for(self._hurry.wait(), BATCH_WINDOW_S)
             self._wake.clear()
             batch, self._queue = tuple(self._queue), []
+            sync, self._lazy = not self._lazy, False
             try:
                 if batch:
                     self.batches.append(batch)
-                    self._write_batch(batch)
+                    self._write_batch(batch, sync)
             except Exception as error:  # a bug must not stop the writer: later records still get written
                 _say(f"eukhe: job writer could not write a batch: {error!r}")
             finally:
@@ -123,12 +138,12 @@ class JobWriter:
                     self._idle.set()
                     self._hurry.clear()
 
-    def _write_batch(self, batch: Sequence[WriterRecord]) -> None:
+    def _write_batch(self, batch: Sequence[WriterRecord], sync: bool) -> None:
         writes = plan_batch(self._nodes(), batch)
         if not writes:
             return
         try:
-            self._commit(self._records(writes))
+            self._commit(self._records(writes), sync=sync)
         except JournalError:
             for record in batch:
                 self._write_alone(record)

@@ -186,3 +186,33 @@ def test_the_writer_outlives_a_full_disk_under_its_own_diagnostics(tmp_path: Pat
         ledger.close()
 
     asyncio.run(scenario())
+
+
+class SyncRecordingJournal(RefusingJournal):
+    """The journal, noting whether each write it made was fdatasynced."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.syncs: list[bool] = []
+
+    def _write_all(self, data: bytes, *, sync: bool) -> None:
+        self.syncs.append(sync)
+        super()._write_all(data, sync=sync)
+
+
+def test_a_batch_hurried_for_a_commit_that_follows_is_written_without_an_fdatasync_of_its_own(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        journal = SyncRecordingJournal(tmp_path / "main.jsonl")
+        ledger = Ledger(journal, Trees(), [])
+        writer = JobWriter(ledger.commit, ledger.entry_record, frozenset)
+        writer.start()
+        writer.submit(WriterEntry("notice", {"notice": "eukhe.bash", "job": "a"}))
+        await writer.idle(sync=False)  # a tool call's settle commits next: its fdatasync covers this write
+        assert journal.syncs == [False]
+        writer.submit(WriterEntry("notice", {"notice": "eukhe.bash", "job": "b"}))
+        await writer.idle()  # nobody commits after it: the batch has its own fdatasync
+        assert journal.syncs == [False, True]
+        await writer.close()
+        ledger.close()
+
+    asyncio.run(scenario())

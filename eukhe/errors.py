@@ -100,6 +100,7 @@ CATALOGUE: dict[str, str] = {
     "worker_died": "the session's worker ended mid-request; it is reopened",
     "worker_unavailable": "the session's worker cannot be reached; it is reopened",
     "wrong_session": "a session's worker was asked about another session",
+    "worker_retiring": "a session's worker, found idle, is stopping: ask the daemon, which reopens the session",
     "resource_exhausted": "the daemon ran out of a system resource (file descriptors, disk space, memory); try again",
     "internal": "a bug: the message names the exception; the daemon keeps serving",
 }

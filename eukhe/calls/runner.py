@@ -77,8 +77,9 @@ class _Progress:
         self._seen: object = None
 
     def live(self, job: Job) -> None:
+        """The job that holds the call's output: looked at from the first tick on (a call that ends sooner, most
+        calls, never builds a progress report)."""
         self.job = job
-        self.look()
 
     def look(self) -> None:
         """Publish the call's progress if it changed since the last look."""
@@ -96,8 +97,8 @@ class _Progress:
 
     async def follow_job(self) -> None:
         while True:
-            self.look()
             await sleep_ms(self.clock, PROGRESS_MS)
+            self.look()
 
     async def follow_children(self, names: list[str] | None) -> None:
         while True:

@@ -138,6 +138,11 @@ class SessionHost:
         """The artifacts the last answer named (an artifact collection keeps them)."""
         self._unsubscribe = session.job_table.subscribe(self)
         self.calls = ToolCalls(session)
+        self.socket: str | None = None
+        """Where this worker listens (set once it is bound)."""
+        self.retiring = False
+        """Idle culling found the session idle: the supervisor stops this worker next. A direct request is refused
+        from then on (`worker_retiring`), so none starts in a worker that is about to stop."""
 
     def job_started(self, job: Job) -> None:
         self.active_at_ms = self.clock.now_ms()
@@ -171,6 +176,16 @@ class SessionHost:
             self.last_artifacts = artifacts_named(answer)
         return answer
 
+    async def handle_direct(self, request: Request, emit: EventSink) -> JSON:
+        """A request from a client that reached this worker's socket itself, not through the supervisor (the calls
+        of `eukhe mcp`): the supervisor's own questions are refused as to any client (`unknown_op`), and every
+        request once the worker is retiring (the client asks the supervisor instead, which reopens the session)."""
+        if request.op in WORKER_OPS:
+            raise RequestError("unknown_op", f"unknown request {request.op!r}")
+        if self.retiring:
+            raise RequestError("worker_retiring", f"session {self.session_id}: its worker stops (idle); ask the daemon")
+        return await self.handle(request, emit)
+
     async def cull(self, args: CullArgs, emit: EventSink) -> CullAnswer:
         """Idle culling, as the supervisor asks (after Jupyter's): stop the kernel if nothing runs on it and it has
         been idle `kernel_idle_ms`; then say whether the session is idle: no job running, no live kernel, no watcher,
@@ -197,6 +212,7 @@ class SessionHost:
             busy.append("children")
         idle_ms = self.clock.now_ms() - self.active_at_ms
         idle = args.session_idle_ms > 0 and not busy and idle_ms >= args.session_idle_ms
+        self.retiring = self.retiring or idle
         return CullAnswer(
             session=session.id,
             kernel_culled=culled,
@@ -214,7 +230,9 @@ class SessionHost:
 
     async def session_ping(self, args: SessionArgs, emit: EventSink) -> SessionPong:
         session = self.session
-        return SessionPong(session=session.id, pid=os.getpid(), cwd=str(session.cwd), watchers=self.watchers)
+        return SessionPong(
+            session=session.id, pid=os.getpid(), cwd=str(session.cwd), watchers=self.watchers, socket=self.socket
+        )
 
     async def show(self, args: SessionArgs, emit: EventSink) -> SessionShow:
         session = self.session
@@ -262,9 +280,9 @@ class SessionHost:
             raise CallCancelledError(answer_now(job)) from None
 
     async def tool_call(self, args: ToolCallArgs, emit: EventSink) -> ToolCallAnswer:
-        """One tool call a model makes, journaled by the session (its start, its settle); its call id and its job's
-        go out as events at once."""
-        return await self.calls.call(args.tool, args.args, on_event=emit)
+        """One tool call a model makes, journaled by the session (its start, its settle); with `events`, its call id
+        and its job's go out as events at once."""
+        return await self.calls.call(args.tool, args.args, on_event=emit if args.events else None)
 
     async def session_calls(self, args: CallsArgs, emit: EventSink) -> CallList:
         return calls_of(self.session, args.call)

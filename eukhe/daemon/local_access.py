@@ -17,6 +17,7 @@ import stat
 import struct
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from eukhe.clock import Clock, MonotonicClock, sleep_ms
 from eukhe.core.fsmode import (
@@ -173,14 +174,21 @@ def bind_private_socket(path: Path, daemon_uid: int | None = None) -> socket.soc
     return listener
 
 
-def peer_uid(conn: socket.socket) -> int | None:
-    """The peer's uid from SO_PEERCRED, or None when it cannot be read."""
+def peer_credentials(conn: Any) -> tuple[int, int] | None:
+    """The peer's (pid, uid) from SO_PEERCRED (of a socket, or the transport's wrapper of one), or None when they
+    cannot be read."""
     try:
         raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        _pid, uid, _gid = struct.unpack("3i", raw)
-    except (OSError, struct.error):
+        pid, uid, _gid = struct.unpack("3i", raw)
+    except (OSError, struct.error, AttributeError):
         return None
-    return int(uid) if uid >= 0 else None
+    return int(pid), int(uid)
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The peer's uid from SO_PEERCRED, or None when it cannot be read."""
+    found = peer_credentials(conn)
+    return found[1] if found is not None and found[1] >= 0 else None
 
 
 ConnectionHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

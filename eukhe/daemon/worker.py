@@ -26,7 +26,7 @@ from eukhe.core.jobends import StopReason
 from eukhe.daemon.children import daemon_children
 from eukhe.daemon.childwatch import PidfdOrThreadWatcher
 from eukhe.daemon.host import SessionHost, open_host
-from eukhe.daemon.local_access import bind_private_socket, serve_private
+from eukhe.daemon.local_access import bind_private_socket, peer_credentials, serve_private
 from eukhe.daemon.orphans import become_subreaper, end_orphans
 from eukhe.daemon.server import serve_requests
 from eukhe.errors import EukheError, error_code
@@ -75,6 +75,7 @@ async def run_worker(socket_path: Path, session_id: str | None, daemon_socket: P
         host.session.sandbox.hide(str(private))  # no confined process reaches the daemon or this worker
     try:
         listener = bind_private_socket(socket_path)
+        host.socket = str(socket_path)
     except EukheError as error:
         await host.close()  # the session opened: close it (its writer commits, its lock goes) before saying why
         _announce(WorkerReady(ready=False, error=error_code(error), message=str(error)))
@@ -108,7 +109,9 @@ async def _serve_until_stopped(host: SessionHost, listener: socket.socket) -> No
     loop.add_signal_handler(signal.SIGINT, stop.set)
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await serve_requests(reader, writer, host.handle)
+        peer = peer_credentials(writer.get_extra_info("socket"))
+        from_supervisor = peer is not None and peer[0] == os.getppid()  # the supervisor is this worker's reaper
+        await serve_requests(reader, writer, host.handle if from_supervisor else host.handle_direct)
 
     server = asyncio.create_task(serve_private(listener, connection, f"worker {host.session_id}"))
     watcher = asyncio.create_task(_stdin_closed())

@@ -9,6 +9,12 @@ shielded from the cancellation that asked for it). A connection whose request wa
 pool of idle ones for the next call (a connect and the supervisor's peer check cost about as much as a bash run's
 bookkeeping: bench/mcp_roundtrip.py); one that was cancelled, broke or that the daemon closed is not reused.
 
+Tool calls (`tool.call`) go to the session's worker directly, past the supervisor (two hops and a relay fewer per
+call): the worker's socket comes from `session.ping`, asked of the supervisor, which starts or reopens the worker
+first. A call the worker never took (its socket is gone, it is retiring after idle culling, it serves another session
+since a fork) goes through the supervisor instead, which reopens the session, and the next call asks for the route
+again. A direct connection closed mid-call is `worker_died`, as the supervisor would say.
+
 Requests are encoded by `eukhe.daemon.wire` and replies read by `eukhe.daemon.replies`, as the CLI's are.
 When no daemon answers, one is started as every CLI command starts it (`eukhe.daemon.client.connect`, in a thread).
 """
@@ -29,6 +35,7 @@ import anyio.to_thread
 from eukhe.daemon.client import DaemonUnavailableError, connect
 from eukhe.daemon.replies import EVENT, RESULT, DaemonError, DaemonProtocolError, decode_reply, reply_outcome
 from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
+from eukhe.errors import EukheError
 
 log = logging.getLogger("eukhe.mcp")
 
@@ -40,6 +47,21 @@ daemon kills a bash job's group at once and a cell's kernel after its grace, so 
 cancel still goes on in the daemon."""
 
 EventHandler = Callable[[Any], None]
+
+DIRECT_OPS = frozenset({"tool.call"})
+"""The requests sent to the session's worker itself."""
+NOT_TAKEN = frozenset({"worker_retiring", "wrong_session"})
+"""A worker's refusals of a request it did not start: sent through the supervisor instead."""
+
+
+class WorkerDiedError(EukheError):
+    """The worker closed a direct connection before it answered the call."""
+
+    code = "worker_died"
+
+
+class NotSentError(ConnectionError):
+    """The request never left: the connection broke at the send."""
 
 
 class DaemonConnection:
@@ -67,7 +89,10 @@ class DaemonConnection:
         sends the `cancel` op and waits for the request's answer, at most CANCEL_WAIT_S, before the cancellation
         goes on."""
         request_id = next(self._ids)
-        await self._send(encode_request(request_id, op, args))
+        try:
+            await self._send(encode_request(request_id, op, args))
+        except OSError as error:
+            raise NotSentError(error.errno, error.strerror or str(error)) from error
         try:
             return await self._answer(request_id, on_event)
         except anyio.get_cancelled_exc_class():
@@ -127,12 +152,46 @@ class DaemonConnection:
             await self._writer.wait_closed()
 
 
-class DaemonLink:
-    """Where the daemon listens; opens a connection per call, starting the daemon first when none answers."""
+class _Pool:
+    """Idle connections to one socket, kept for the next request."""
 
     def __init__(self, socket: str) -> None:
         self.socket = socket
-        self._idle: list[DaemonConnection] = []
+        self.idle: list[DaemonConnection] = []
+
+    async def take(self) -> DaemonConnection:
+        """An idle connection that is still good, else a new one."""
+        while self.idle:
+            connection = self.idle.pop()
+            if connection.reusable:
+                return connection
+            await connection.close()
+        reader, writer = await asyncio.open_unix_connection(self.socket, limit=MAX_REPLY_BYTES + 1)
+        return DaemonConnection(reader, writer)
+
+    async def give_back(self, connection: DaemonConnection, answered: bool) -> None:
+        """Keep an answered connection for the next request (up to IDLE_KEPT); close any other."""
+        if answered and connection.reusable and len(self.idle) < IDLE_KEPT:
+            self.idle.append(connection)
+        else:
+            with anyio.CancelScope(shield=True):
+                await connection.close()
+
+    async def aclose(self) -> None:
+        idle, self.idle = self.idle, []
+        for connection in idle:
+            await connection.close()
+
+
+class DaemonLink:
+    """Where the daemon listens; opens a connection per call, starting the daemon first when none answers; a tool
+    call goes to its session's worker."""
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+        self._supervisor = _Pool(socket)
+        self._workers: dict[str, _Pool] = {}
+        """Each session's route: its worker's socket, and the connections kept to it."""
 
     async def connect(self) -> DaemonConnection:
         """A fresh connection to the supervisor."""
@@ -166,34 +225,89 @@ class DaemonLink:
         what: str | None = None,
     ) -> Any:
         """One request on a connection of its own while it runs (see DaemonConnection.request); an answered
-        connection goes back to the pool."""
-        connection = await self._take()
+        connection goes back to the pool. A tool call goes to its session's worker when it can (the module's
+        docstring)."""
+        session = args.get("session")
+        if op in DIRECT_OPS and isinstance(session, str):
+            pool = await self._route(session)
+            if pool is not None:
+                try:
+                    return await self._request(
+                        pool, op, args, on_event=on_event, cancel_in_daemon=cancel_in_daemon, what=what, direct=True
+                    )
+                except NotTakenError:
+                    await self._forget(session, pool)
+        return await self._request(
+            self._supervisor, op, args, on_event=on_event, cancel_in_daemon=cancel_in_daemon, what=what
+        )
+
+    async def _request(
+        self,
+        pool: _Pool,
+        op: str,
+        args: dict[str, Any],
+        *,
+        on_event: EventHandler | None = None,
+        cancel_in_daemon: Callable[[], bool] | None = None,
+        what: str | None = None,
+        direct: bool = False,
+    ) -> Any:
+        """The request on a connection of `pool`; direct (to a worker): NotTakenError if the worker did not take it."""
+        try:
+            connection = await pool.take()
+        except OSError:
+            if direct:
+                raise NotTakenError() from None
+            connection = await self.connect()
         answered = False
         try:
             result = await connection.request(op, args, on_event=on_event, cancel_in_daemon=cancel_in_daemon, what=what)
             answered = True
             return result
-        except DaemonError:
+        except DaemonError as error:
             answered = True  # an error reply is an answer: the connection is in step
+            if direct and error.code in NOT_TAKEN:
+                raise NotTakenError() from error
+            raise
+        except NotSentError as error:
+            if direct:
+                raise NotTakenError() from error
+            raise
+        except DaemonProtocolError as error:
+            if direct:
+                raise WorkerDiedError(f"{what or op}: the session's worker ended before it answered") from error
             raise
         finally:
-            if answered and connection.reusable and len(self._idle) < IDLE_KEPT:
-                self._idle.append(connection)
-            else:
-                with anyio.CancelScope(shield=True):
-                    await connection.close()
+            await pool.give_back(connection, answered)
 
-    async def _take(self) -> DaemonConnection:
-        """An idle connection that is still good, else a new one."""
-        while self._idle:
-            connection = self._idle.pop()
-            if connection.reusable:
-                return connection
-            await connection.close()
-        return await self.connect()
+    async def _route(self, session: str) -> _Pool | None:
+        """The session's worker (its socket asked of the supervisor the first time), or None when it gives none."""
+        pool = self._workers.get(session)
+        if pool is None:
+            try:
+                pong = await self._request(self._supervisor, "session.ping", {"session": session})
+            except (EukheError, OSError) as error:
+                log.info("session %s: no direct route to its worker (%s); calls go through the daemon", session, error)
+                return None
+            socket = pong.get("socket") if isinstance(pong, dict) else None
+            if not isinstance(socket, str):
+                return None
+            pool = self._workers[session] = _Pool(socket)
+        return pool
+
+    async def _forget(self, session: str, pool: _Pool) -> None:
+        """The worker did not take a call: the next one asks for the route again."""
+        if self._workers.get(session) is pool:
+            del self._workers[session]
+        await pool.aclose()
 
     async def aclose(self) -> None:
         """Close the idle connections."""
-        idle, self._idle = self._idle, []
-        for connection in idle:
-            await connection.close()
+        await self._supervisor.aclose()
+        workers, self._workers = list(self._workers.values()), {}
+        for pool in workers:
+            await pool.aclose()
+
+
+class NotTakenError(Exception):
+    """A direct request the worker did not start: it goes through the supervisor."""

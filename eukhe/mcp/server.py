@@ -239,6 +239,7 @@ class EukheServer:
         failure: Exception | None = None
         answer: Any = None
         progress = CallProgress(report)
+        payload = {**payload, "events": True}  # `call_started` names the call whose progress the board shows
         async with anyio.create_task_group() as group:  # the reports live exactly as long as the call
             group.start_soon(progress.follow, self.link, self.target.session)
             group.start_soon(progress.run)

@@ -434,6 +434,9 @@ class SessionPong(Record):
     pid: int
     cwd: str
     watchers: int
+    socket: str | None = None
+    """The worker's own socket: a client that makes many calls of this session (`eukhe mcp`) sends them there,
+    past the supervisor (docs/daemon-protocol.md, "Direct calls")."""
 
 
 class EntryRow(Record):
@@ -547,6 +550,9 @@ class ToolCallArgs(Record):
     session: str
     tool: str
     args: dict[str, Any] = msgspec.field(default_factory=dict)
+    events: bool = False
+    """Send the call's `call_started` and its job's `started` as events (a client that follows its progress or
+    names its job); a call nobody follows gets its answer alone."""
 
 
 class ToolCallAnswer(Record):

@@ -2,8 +2,9 @@
 `eukhe mcp`, against `subprocess.run(["bash", "-c", "true"])` in the same run. Prints the median of each, their
 ratio (target: at most 3x), and where the time goes, each measured apart: an MCP `jobs_list` of an empty session
 (the MCP path without a process to run; first, since the list grows with every run), and the same `bash true` asked
-of the daemon directly over one persistent socket, as the `bash` op and as a journaled tool call (`tool.call`: the
-Harness's start and settle commits, each one write and one fdatasync); their difference is the journaling's share
+of the session's worker directly over one persistent socket (where `eukhe mcp` sends its calls), as the `bash` op and
+as a journaled tool call (`tool.call`: the Harness's start and settle, one commit each, one fdatasync for both and the
+job's row); their difference is the journaling's share
 (last, so that the work a run leaves in the daemon, its journal row, does not weigh on the two compared).
 
 The two compared are measured interleaved, one of each per round, so that load on a shared machine weighs on both
@@ -76,7 +77,9 @@ async def measure(runs: int, root: Path, env: dict[str, str]) -> None:
                 baseline(cwd)
 
             sock = root / "t" / f"eukhe-{os.getuid()}" / "daemon.sock"
-            with DaemonClient.connect(sock) as daemon:
+            with DaemonClient.connect(sock) as supervisor:
+                worker_socket = Path(supervisor.call("session.ping", {"session": session})["socket"])
+            with DaemonClient.connect(worker_socket) as daemon:  # as `eukhe mcp` sends its calls: to the worker
 
                 async def daemon_true() -> None:
                     daemon.call("bash", {"session": session, "command": "true"})
@@ -91,7 +94,7 @@ async def measure(runs: int, root: Path, env: dict[str, str]) -> None:
     show("subprocess.run(bash -c true):", times["bash"])
     show("MCP bash call of true (one stdio session):", times["mcp"])
     print(f"{'ratio MCP call / subprocess.run:':<44}{trip / base:.2f}x (target <= 3x; {runs} rounds)")
-    show("  bash true asked of the daemon directly:", direct["daemon"])
+    show("  bash true asked of the worker directly:", direct["daemon"])
     show("  the same as a journaled tool call:", direct["call"])
     journaling = statistics.median(direct["call"]) - statistics.median(direct["daemon"])
     print(

@@ -52,6 +52,11 @@ _WIDE: list[ModuleType] = []
 """numpy, once `load_numpy` loaded it for the wide counts (empty: every count is `bytes.count`)."""
 
 
+def job_artifact_prefix(job_id: str) -> str:
+    """The name a job's output artifact starts with: where its call's checkpoint and a reopen after a crash find it."""
+    return f"job-{job_id}"
+
+
 def load_numpy() -> ModuleType:
     """Load numpy for the wide newline counts, with its BLAS single-threaded. Only a process that streams many jobs'
     output calls it (the daemon's fork server, before any fork, so its workers share the 20 MB; a worker started

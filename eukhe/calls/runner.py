@@ -57,6 +57,12 @@ def answer_now(job: Job) -> Settled | Detached:
     return job.answer(verdict, 0)
 
 
+def cancelled_answer(session: AgentSession, started: list[str]) -> Settled | Detached | None:
+    """What a cancelled call answers: how the job it started stands now (None when it started none)."""
+    job = session.job_table.get(started[0]) if started else None
+    return None if job is None else answer_now(job)
+
+
 def tail_of(text: bytes) -> str:
     """The last lines of an output so far, rendered as the model would read them (at most TAIL_LINES lines and
     TAIL_BYTES bytes)."""
@@ -205,9 +211,8 @@ class ToolCalls:
         try:
             answer = await tool.run(self.session, args, Running(api, on_started, progress.live))
         except asyncio.CancelledError:
-            job = self.session.job_table.get(started[0]) if started else None
-            if job is not None:
-                now = answer_now(job)
+            now = cancelled_answer(self.session, started)
+            if now is not None:
                 api.details(now.to_json())
                 api.output(texts.answer_text(now))
                 self._cancels.get(api.call_id, []).append(CallCancelledError(now))

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from eukhe.calls import ToolCalls, calls_of
-from eukhe.calls.runner import answer_now
+from eukhe.calls.runner import cancelled_answer
 from eukhe.children import AgentSession
 from eukhe.children.family import AgentSessions
 from eukhe.clock import Clock, MonotonicClock, poll_until, sleep_ms
@@ -274,10 +274,10 @@ class SessionHost:
         try:
             return await run(on_start)
         except asyncio.CancelledError:
-            job = self.session.job_table.get(started[0]) if started else None
-            if job is None:
+            now = cancelled_answer(self.session, started)
+            if now is None:
                 raise
-            raise CallCancelledError(answer_now(job)) from None
+            raise CallCancelledError(now) from None
 
     async def tool_call(self, args: ToolCallArgs, emit: EventSink) -> ToolCallAnswer:
         """One tool call a model makes, journaled by the session (its start, its settle); with `events`, its call id

@@ -32,7 +32,7 @@ from eukhe.harness.tool import (
     reporting_for,
     usage_totals,
 )
-from eukhe.output import BoundedOutput, BoundedResult
+from eukhe.output import BoundedOutput, BoundedResult, job_artifact_prefix
 from eukhe.records.base import convert
 from eukhe.records.daemon import Progress
 from eukhe.records.journal import (
@@ -257,7 +257,7 @@ class Harness:
         job = self._job_ids() if registration.runs_job and self._job_ids is not None else None
         checkpoint = Checkpoint(
             artifact_dir=str(self._artifact_dir),
-            artifact_prefix=prefix if job is None else f"job-{job}",
+            artifact_prefix=prefix if job is None else job_artifact_prefix(job),
             truncation=setting_of(truncation),
             job=job,
         )

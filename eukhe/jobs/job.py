@@ -20,7 +20,7 @@ from eukhe.clock import Clock
 from eukhe.core import job as core
 from eukhe.core.bound import Truncation
 from eukhe.core.jobends import EndReason, GroupMark, StopReason
-from eukhe.output import BoundedOutput, BoundedResult
+from eukhe.output import BoundedOutput, BoundedResult, job_artifact_prefix
 from eukhe.records.jobs import CellError, CellOutcomeName, Detached, JobRow, Settled
 
 
@@ -71,7 +71,9 @@ class Job:
         self._state = core.JobState(cap=core.cap_of(spec.truncation))
         # Every byte reaches the spill file (`job-<id>-*` in the artifact dir) as it is read: what a job wrote before
         # its host died is what a reopen finds there (`durable_output`).
-        self._output = BoundedOutput(spec.truncation, spec.artifact_dir, artifact_prefix=f"job-{job_id}", spill=True)
+        self._output = BoundedOutput(
+            spec.truncation, spec.artifact_dir, artifact_prefix=job_artifact_prefix(job_id), spill=True
+        )
         self._final: BoundedResult | None = None
         self._kill_requested = False
         self._end_waiters: list[Callable[[], None]] = []

@@ -32,6 +32,7 @@ from eukhe.core.jobends import (
 from eukhe.harness.harness import durable_output
 from eukhe.jobs import Job
 from eukhe.jobs.job import end_fields
+from eukhe.output import job_artifact_prefix
 from eukhe.records.jobs import JobDocument, JobRow, Settled
 from eukhe.records.journal import BashRow, Checkpoint, DocPut, DocRetire, EntryRecord, JobEndRow, JournalRecord
 from eukhe.records.output import OutputWindow
@@ -172,7 +173,9 @@ def reopened_row(
     """What a reopen commits for a job that ended with its host: its node retired, and its row (killed, the reason,
     the output its spill file holds, `job-<id>-*` in the artifact dir: every byte its host read, bounded again under
     the session's truncation, with exact counts; none when it wrote nothing)."""
-    checkpoint = Checkpoint(artifact_dir=str(artifact_dir), artifact_prefix=f"job-{end.job}", truncation=truncation)
+    checkpoint = Checkpoint(
+        artifact_dir=str(artifact_dir), artifact_prefix=job_artifact_prefix(end.job), truncation=truncation
+    )
     window = durable_output(checkpoint, "job ended with its host").to_record()
     row = _end_row(end.job, value, exit_code=end.exit_code, killed=end.killed, reason=end.reason, output=window)
     return DocRetire(type=JOB_DOC_TYPE, key=end.job), row

@@ -190,8 +190,10 @@ def test_mcp_bash_settles_with_clean_text_and_exact_counts_and_a_flood_is_bounde
 
 def test_mcp_bash_detaches_at_its_budget_then_jobs_wait_settles_it(world: DaemonEnv) -> None:
     async def scenario() -> None:
-        async with mcp_server(world, "--cwd", str(workdir(world))) as server:
-            result = await server.call("bash", {"command": "echo start; sleep 2; echo done", "budget_ms": 300})
+        cwd = workdir(world)
+        command = "echo start; while [ ! -e go ]; do sleep 0.01; done; echo done"  # runs on until the test says go
+        async with mcp_server(world, "--cwd", str(cwd)) as server:
+            result = await server.call("bash", {"command": command, "budget_ms": 300})
             answer = result.structured_content
             assert answer["status"] == "detached"
             job = answer["job"]
@@ -203,9 +205,10 @@ def test_mcp_bash_detaches_at_its_budget_then_jobs_wait_settles_it(world: Daemon
 
             async def on_progress(progress: float, total: float | None, message: str | None) -> None:
                 reports.append(message)
+                (cwd / "go").touch()  # the job ends once its wait reported its progress
 
-            waited = await server.call("jobs_wait", {"job": job, "timeout_ms": 20_000}, progress_callback=on_progress)
-            assert reports, "a wait of about 1.7 s reports its job's progress (at least every second)"
+            waited = await server.call("jobs_wait", {"job": job, "timeout_ms": 60_000}, progress_callback=on_progress)
+            assert reports, "a wait reports its job's progress (at least every second) while the job runs"
             assert all((message or "").startswith(f"job {job} running for ") for message in reports), reports
             assert waited.structured_content["status"] == "settled"
             assert waited.structured_content["exit_code"] == 0

@@ -460,14 +460,15 @@ async def serve_http(link: DaemonLink, sock: socket.socket, token: str, opener: 
         )
         server = Uvicorn(config)
 
-        async def stop_on_signal() -> None:
+        async def stop_on_signal(*, task_status: anyio.abc.TaskStatus[None]) -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                task_status.started()
                 async for number in signals:
                     log.info("%s: stopping", signal.Signals(number).name)
                     endpoint.close()
                     server.should_exit = True
 
-        group.start_soon(stop_on_signal)
+        await group.start(stop_on_signal)  # the handlers are in place before the first request
         try:
             await server.serve(sockets=[sock])
         finally:

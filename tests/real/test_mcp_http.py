@@ -402,6 +402,7 @@ def test_mcp_http_on_a_unix_socket_0600_and_sigterm_leaves_the_call_in_flight_to
         assert not path.exists(), "the socket goes with the server"
         assert "SIGTERM: stopping" in server.stderr
         only_diagnostics(server.stderr)
+        assert ": ERROR " not in server.stderr, "the signal closed the connections before uvicorn stopped"
 
 
 # ---- the MCP Inspector's CLI ----------------------------------------------------------------------------------------
@@ -412,7 +413,8 @@ def inspector(world: DaemonEnv, *args: str) -> Any:
     npx = shutil.which("npx")
     if npx is None:
         pytest.skip("npx is not installed (Debian: nodejs npm)")
-    env = {**world.env, "npm_config_cache": str(Path.home() / ".npm"), "npm_config_prefer_offline": "true"}
+    cache = os.environ.get("npm_config_cache") or str(Path.home() / ".npm")  # noqa: SIM112  (npm spells it so)
+    env = {**world.env, "npm_config_cache": cache, "npm_config_prefer_offline": "true"}
     env["npm_config_update_notifier"] = "false"
     done = subprocess.run(
         [npx, "-y", INSPECTOR, "--cli", *args],

@@ -301,6 +301,9 @@ class Endpoint:
     async def forward(self, connection: Connection, scope: Scope, receive: Receive, send: Send) -> None:
         """A request of a connection, to its session manager; the connection ends when its MCP session does."""
         status = 0
+        if connection.done.is_set():  # it ended while this request waited for its turn
+            await respond(send, STATUS_OF_ROUTE[Route.UNKNOWN_SESSION], MESSAGES[Route.UNKNOWN_SESSION])
+            return
 
         async def watched(message: Message) -> None:
             nonlocal status

@@ -27,6 +27,7 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from mcp.client.client import Client as SdkClient
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -353,6 +354,11 @@ def test_mcp_http_a_missing_or_wrong_token_is_401_a_bad_origin_403_and_the_token
                 assert (await http.post(chosen.url, json=INITIALIZE, headers=headers)).status_code == 401
             async with http_client(chosen) as client:
                 assert await client.text("bash", {"command": "echo env"}) == "env\n[exit 0]"
+            async with (
+                chosen.http(Authorization="Bearer from-the-environment") as http,
+                SdkClient(streamable_http_client(chosen.url, http_client=http)) as auto,
+            ):  # the SDK's Client probes the 2026 era first, then falls back to initialize
+                assert text_of(await auto.call_tool("bash", {"command": "echo auto"})) == "auto\n[exit 0]"
 
         run(env_token)
 

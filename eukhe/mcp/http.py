@@ -8,9 +8,9 @@ One client connection is one MCP session of the SDK's transport: an `initialize`
 an eukhe session of its own (created in `--cwd`) or the one `--session` names, and an `EukheServer` over that
 session, exactly as stdio serves one. Each connection has its own `StreamableHTTPSessionManager` (the SDK's
 transport, progress and cancellation included), which then holds that one MCP session; its requests are routed to it
-by their `Mcp-Session-Id`. A connection ends when its client deletes it (DELETE), when the SDK expires it (idle for
-30 minutes), or when the server stops; as on stdio its eukhe session stays in the daemon, and the calls in flight run
-on there.
+by their `Mcp-Session-Id`. A connection ends when its client deletes it (DELETE), when the SDK expires it (30 minutes
+with no request in flight and no stream open), or when the server stops; as on stdio its eukhe session stays in the
+daemon, and the calls in flight run on there.
 
 SIGINT and SIGTERM stop the server: no new requests, every connection closed (a call in flight is left to the daemon:
 a shutdown is not a cancel), then uvicorn lets the open HTTP connections end, at most GRACE_S.
@@ -324,10 +324,10 @@ class Endpoint:
             log.warning("a new connection has no session: %s", error)
             await respond(send, 503, error_text(code, str(error)), request_id=request_id_of(body))
             return
+        # The server's instructions read the skills on disk: off the event loop, as the session was opened.
+        server = await anyio.to_thread.run_sync(lambda: EukheServer(self.link, target).sdk_server())
         self.opened += 1
-        connection = Connection(
-            self.opened, target, StreamableHTTPSessionManager(EukheServer(self.link, target).sdk_server())
-        )
+        connection = Connection(self.opened, target, StreamableHTTPSessionManager(server))
         await self.group.start(self.run_connection, connection)
 
         async def registered(message: Message) -> None:

@@ -49,7 +49,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     """Add `eukhe mcp` to the parser."""
     parser = subparsers.add_parser(
-        "mcp", help="serve MCP over stdio (bash, ipython, jobs) for one session, for any agent"
+        "mcp", help="serve MCP over stdio or HTTP (bash, ipython, jobs) for one session, for any agent"
     )
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--cwd", metavar="DIR", help="create the session in DIR (default: the current directory)")

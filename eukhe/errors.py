@@ -49,6 +49,10 @@ CATALOGUE: dict[str, str] = {
     "command_not_started": "`eukhe run` could not start the command (exit 127)",
     "cancelled": "the call was cancelled (Ctrl-C): its job was killed through its owner",
     "bound_refused": "the output bounder refused a request of the shell (a bug, reported with the core's reason)",
+    "job_has_no_terminal": "a write names a job that runs without a terminal (start it with bash's `tty`)",
+    "job_ended": "a write or a signal names a job that has ended: the error says how (`details`)",
+    "job_has_no_process_group": "a signal names a job that is no process group of its own (a cell)",
+    "unknown_signal": "a signal a job may not be sent (INT, TERM, HUP, QUIT, KILL, USR1, USR2, WINCH are)",
     # children's workspaces
     "workspace_error": "something went wrong with a child's isolated workspace",
     "workspace_name_error": "a child's name cannot name a workspace directory (letters, digits, `_.-`)",

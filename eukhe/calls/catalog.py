@@ -42,7 +42,9 @@ from eukhe.records.mcp import (
     IpythonTool,
     JobsCancelTool,
     JobsListTool,
+    JobsSignalTool,
     JobsWaitTool,
+    JobsWriteTool,
     ReadTool,
     RemoteCallTool,
     SpawnTool,
@@ -50,6 +52,7 @@ from eukhe.records.mcp import (
     WriteTool,
 )
 from eukhe.records.remote import RemoteCallAnswer
+from eukhe.records.tty import JobWriteAnswer, Signalled
 
 ProgressKind = Literal["job", "children"]
 
@@ -88,7 +91,14 @@ class CallTool:
 
 async def _bash(session: AgentSession, args: BashTool, running: Running) -> CallAnswer:
     return await session.execute_bash_and_wait(
-        args.command, args.budget_ms, on_start=running.started, on_live=running.live, job_id=running.api.job_id
+        args.command,
+        args.budget_ms,
+        on_start=running.started,
+        on_live=running.live,
+        job_id=running.api.job_id,
+        tty=args.tty,
+        cols=args.cols,
+        rows=args.rows,
     )
 
 
@@ -111,6 +121,14 @@ async def _jobs_wait(session: AgentSession, args: JobsWaitTool, running: Running
 
 async def _jobs_cancel(session: AgentSession, args: JobsCancelTool, running: Running) -> CallAnswer:
     return await session.jobs.cancel(args.job)
+
+
+async def _jobs_write(session: AgentSession, args: JobsWriteTool, running: Running) -> JobWriteAnswer:
+    return await session.jobs.write(args.job, args.input, args.budget_ms)
+
+
+async def _jobs_signal(session: AgentSession, args: JobsSignalTool, running: Running) -> Signalled:
+    return session.jobs.signal(args.job, args.signal)
 
 
 def _file_tool(kind: str, record: type[Record]) -> Run:
@@ -160,6 +178,8 @@ CALL_TOOLS: dict[str, CallTool] = {
         ),
         CallTool("subagents", "children.list", SubagentsTool, Roster, texts.roster_text, _subagents),
         CallTool("remote_call", "remote.call", RemoteCallTool, RemoteCallAnswer, texts.remote_text, _remote_call),
+        CallTool("jobs_write", "jobs.write", JobsWriteTool, JobWriteAnswer, texts.written_text, _jobs_write),
+        CallTool("jobs_signal", "jobs.signal", JobsSignalTool, Signalled, texts.signalled_text, _jobs_signal),
     )
 }
 """Every tool a model calls, by name."""

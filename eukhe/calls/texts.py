@@ -31,6 +31,7 @@ from eukhe.records.fs import EditAnswer, GlobAnswer, GrepAnswer, ReadAnswer, Wri
 from eukhe.records.jobs import Detached, JobList, JobRow, Settled
 from eukhe.records.output import OutputWindow
 from eukhe.records.remote import RemoteCallAnswer
+from eukhe.records.tty import Signalled, Written
 from eukhe.records.workspace import HandbackOutcome, HandbackReport
 
 NO_OUTPUT = "(no output)"
@@ -66,6 +67,30 @@ def output_text(window: OutputWindow) -> str:
     return "".join(lines)
 
 
+def screen_text(screen: str, window: OutputWindow) -> str:
+    """What a tty job's terminal shows, then (past the limits) the notice naming the file of its raw output."""
+    text = screen + "\n" if screen else ""
+    if window.notice is not None:
+        text += window.notice + "\n"
+    return text
+
+
+def written_text(answer: Written | Settled) -> str:
+    """The text of a `jobs_write` answer: what the terminal shows since the previous answer (a full-screen
+    program: its screen), then one line saying the job runs on; an ended job's as `jobs_wait` gives it."""
+    if isinstance(answer, Settled):
+        return answer_text(answer)
+    body = screen_text(answer.screen, answer.output) or "(no new output)\n"
+    why = {"idle": "it waits for input", "quiet": "its output was quiet", "budget": "the budget passed"}[answer.reason]
+    view = "its screen" if answer.view == "screen" else "new lines"
+    return body + f"[job {answer.job} runs on ({view}; answered as {why}): jobs_write types more]"
+
+
+def signalled_text(answer: Signalled) -> str:
+    """The text of a `jobs_signal` answer."""
+    return f"[SIG{answer.signal} sent to job {answer.job}]"
+
+
 def job_line(job: str, budget_ms: int) -> str:
     """The one line that says a call detached: its job and how to wait for it or cancel it."""
     return (
@@ -75,8 +100,8 @@ def job_line(job: str, budget_ms: int) -> str:
 
 
 def answer_text(answer: Settled | Detached) -> str:
-    """The text of a `bash`, `ipython`, `jobs_wait` or `jobs_cancel` answer."""
-    body = output_text(answer.output)
+    """The text of a `bash`, `ipython`, `jobs_wait` or `jobs_cancel` answer (a tty job's: what its screen shows)."""
+    body = output_text(answer.output) if answer.screen is None else screen_text(answer.screen, answer.output)
     if isinstance(answer, Detached):
         return body + job_line(answer.job, answer.budget_ms)
     if answer.kind == "cell" and answer.outcome is not None:

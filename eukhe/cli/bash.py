@@ -1,4 +1,5 @@
-"""`eukhe bash --session ID [--budget-ms N] -- CMD`: run a user command as a job of a daemon-hosted session (S2).
+"""`eukhe bash --session ID [--budget-ms N] [--tty [--cols C --rows R]] -- CMD`: run a user command as a job of a
+daemon-hosted session (S2); with --tty on a pseudo-terminal (`eukhe jobs write`, `eukhe jobs attach` drive it).
 
 It blocks at most the budget (the session's `tool_blocking_budget_ms`, lowered by --budget-ms): the run settles
 (--json: `status: settled`, `exit_code`, `killed`) or detaches (`status: detached`, `job`) with its output so far
@@ -103,6 +104,13 @@ def cmd_bash(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = {"session": args.session, "command": command_text(args.command)}
     if args.budget_ms is not None:
         payload["budget_ms"] = args.budget_ms
+    if args.tty:
+        payload["tty"] = True
+        for name in ("cols", "rows"):
+            if getattr(args, name) is not None:
+                payload[name] = getattr(args, name)
+    elif args.cols is not None or args.rows is not None:
+        raise UsageError("eukhe bash: --cols and --rows size a terminal: give --tty too")
     # As JSON, not as a CallAnswer record: msgspec imports typing, and a warm `eukhe bash` imports nothing heavy
     # (tests/real/test_cli_client_imports.py, bench/cli_roundtrip.py).
     result = blocking_call(args, "bash", payload, f"running {payload['command']!r}")
@@ -110,6 +118,9 @@ def cmd_bash(args: argparse.Namespace) -> int:
         emit_json(result)
         return 0
     print_output(result)
+    screen = result.get("screen")
+    if screen is not None and result["status"] == "detached":
+        sys.stderr.write(f"eukhe: `eukhe jobs attach --session {args.session} {result['job']}` attaches to it\n")
     if report_detached(args.session, result):
         return 0
     if result.get("killed"):
@@ -124,6 +135,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--budget-ms", type=non_negative_int, help="block at most this long (within the session budget)"
     )
+    parser.add_argument("--tty", action="store_true", help="run it on a pseudo-terminal (jobs write, jobs attach)")
+    parser.add_argument("--cols", type=non_negative_int, help="with --tty: the terminal's width (default 120)")
+    parser.add_argument("--rows", type=non_negative_int, help="with --tty: the terminal's height (default 40)")
     add_daemon_options(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
     parser.set_defaults(handler=cmd_bash)

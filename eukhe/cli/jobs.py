@@ -1,4 +1,4 @@
-"""`eukhe jobs list|wait|cancel --session ID`: the jobs of a daemon-hosted session (S2 "Jobs" 4).
+"""`eukhe jobs list|wait|cancel|write|signal|attach --session ID`: the jobs of a daemon-hosted session (S2 "Jobs" 4).
 
 `list` answers every job the session ever ran, those of its earlier worker or daemon lives too; `wait` and `cancel`
 on a job of an earlier life answer its recorded end at once.
@@ -7,7 +7,9 @@ on a job of an earlier life answer its recorded end at once.
 and, once ended, `exit_code` or `killed: true` with its `reason` when it ended with its host (`worker_died`,
 `daemon_stopped`, `host_restart`, `session_closed`; `forked` in a session whose running jobs went on in its
 fork); `wait` and `cancel` -> the call answer, `status` settled or
-detached, with `output` (docs/daemon-protocol.md).
+detached, with `output` (docs/daemon-protocol.md); `write` -> `status` written (the job runs on: `screen`, and the
+raw `output` since the previous answer) or settled; `signal` -> `{"job", "signal", "groups"}`. `attach` joins a
+person's terminal to a tty job's (docs/jobs.md, "Interactive jobs"; Ctrl-] detaches).
 """
 
 from __future__ import annotations
@@ -88,6 +90,42 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return _report(args, _call_answer(args, "jobs.cancel", payload, f"cancelling job {args.job}"))
 
 
+def cmd_write(args: argparse.Namespace) -> int:
+    """Type TEXT into a tty job's terminal; print what it shows since the previous answer."""
+    payload: dict[str, Any] = {"session": args.session, "job": args.job, "input": args.text}
+    if args.budget_ms is not None:
+        payload["budget_ms"] = args.budget_ms
+    result = call(args, "jobs.write", payload, wait_label=f"writing to job {args.job}")
+    if args.json:
+        emit_json(result)
+        return 0
+    if result.get("status") == "written":
+        print_window(result.get("screen") or "", result.get("output", {}).get("notice"))
+        sys.stderr.write(f"eukhe: job {args.job} runs on ({result.get('reason')})\n")
+        return 0
+    print_window(result.get("screen") or (result.get("output") or {}).get("text") or "", None)
+    end = "was killed" if result.get("killed") else f"exited with {result.get('exit_code')}"
+    sys.stderr.write(f"eukhe: job {args.job} {end}\n")
+    return 0
+
+
+def cmd_signal(args: argparse.Namespace) -> int:
+    """Send SIGNAL to a job's process group."""
+    result = call(args, "jobs.signal", {"session": args.session, "job": args.job, "signal": args.signal})
+    if args.json:
+        emit_json(result)
+        return 0
+    sys.stderr.write(f"eukhe: SIG{result['signal']} sent to job {args.job}\n")
+    return 0
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    """Attach this terminal to a tty job: see it live, type into it; Ctrl-] detaches and leaves it running."""
+    from eukhe.cli.attach import attach  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    return attach(args)
+
+
 def register(subparsers: Any) -> None:
     """Add `eukhe jobs ...` to the parser."""
     jobs = subparsers.add_parser("jobs", help="list, wait for or cancel a session's jobs")
@@ -101,6 +139,18 @@ def register(subparsers: Any) -> None:
     cancel = commands.add_parser("cancel", help="kill a job and wait for its end")
     cancel.add_argument("job")
     cancel.set_defaults(handler=cmd_cancel)
-    for parser in (listing, wait, cancel):
+    write = commands.add_parser("write", help="type into a tty job; print its output since the last answer")
+    write.add_argument("job")
+    write.add_argument("text", help="the keys to type ($'6*7\\n' in bash: Enter; $'\\x03': Ctrl-C)")
+    write.add_argument("--budget-ms", type=non_negative_int, help="wait at most this long for its output")
+    write.set_defaults(handler=cmd_write)
+    signal = commands.add_parser("signal", help="send a signal to a job's process group")
+    signal.add_argument("job")
+    signal.add_argument("signal", help="INT, TERM, HUP, QUIT, KILL, USR1, USR2 or WINCH")
+    signal.set_defaults(handler=cmd_signal)
+    attach = commands.add_parser("attach", help="attach this terminal to a tty job (Ctrl-] detaches)")
+    attach.add_argument("job")
+    attach.set_defaults(handler=cmd_attach)
+    for parser in (listing, wait, cancel, write, signal, attach):
         parser.add_argument("--session", required=True, help="the session id")
         add_daemon_options(parser)

@@ -53,8 +53,10 @@ from eukhe.records.daemon import (
     FsWriteArgs,
     IpythonArgs,
     JobArgs,
+    JobSignalArgs,
     JobUpdate,
     JobWaitArgs,
+    JobWriteArgs,
     Pins,
     Pong,
     RemoteCallArgs,
@@ -70,6 +72,7 @@ from eukhe.records.daemon import (
 from eukhe.records.jobs import CallAnswer, JobList, Rewound
 from eukhe.records.remote import RemoteCallAnswer, RemoteList
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
+from eukhe.records.tty import Attached, InputTaken, JobAttachArgs, JobInputArgs, JobWriteAnswer, Signalled
 from eukhe.store import dirs
 
 LOCK_NAME = dirs.WORKER_LOCK_NAME
@@ -250,7 +253,9 @@ class SessionHost:
 
     async def bash(self, args: BashArgs, emit: EventSink) -> CallAnswer:
         return await self._call(
-            lambda on_start: self.session.execute_bash_and_wait(args.command, args.budget_ms, on_start=on_start),
+            lambda on_start: self.session.execute_bash_and_wait(
+                args.command, args.budget_ms, on_start=on_start, tty=args.tty, cols=args.cols, rows=args.rows
+            ),
             "bash",
             emit,
         )
@@ -295,6 +300,23 @@ class SessionHost:
 
     async def jobs_cancel(self, args: JobArgs, emit: EventSink) -> CallAnswer:
         return await self.session.jobs.cancel(args.job)
+
+    async def jobs_write(self, args: JobWriteArgs, emit: EventSink) -> JobWriteAnswer:
+        return await self.session.jobs.write(args.job, args.input, args.budget_ms)
+
+    async def jobs_signal(self, args: JobSignalArgs, emit: EventSink) -> Signalled:
+        return self.session.jobs.signal(args.job, args.signal)
+
+    async def jobs_attach(self, args: JobAttachArgs, emit: EventSink) -> Attached:
+        """Stream a tty job's terminal until it ends or the client sends anything (`eukhe jobs attach`)."""
+        self.watchers += 1  # an attached person keeps the session from an idle cull
+        try:
+            return await self.session.jobs.attach(args.job, emit, emit.drain)
+        finally:
+            self.watchers -= 1
+
+    async def jobs_input(self, args: JobInputArgs, emit: EventSink) -> InputTaken:
+        return await self.session.jobs.input(args.job, args.input)
 
     async def navigate(self, args: RewindArgs, emit: EventSink) -> Rewound:
         return await self.session.navigate_tree(args.entry)
@@ -408,6 +430,10 @@ HANDLERS: dict[str, Handler] = {
     "session.cull": SessionHost.cull,
     "session.pins": SessionHost.pins,
     **dict.fromkeys(_FS_OPS.values(), _files),
+    "jobs.write": SessionHost.jobs_write,
+    "jobs.signal": SessionHost.jobs_signal,
+    "jobs.attach": SessionHost.jobs_attach,
+    "jobs.input": SessionHost.jobs_input,
 }
 """The requests a worker answers, each with its handler."""
 

@@ -31,7 +31,7 @@ from eukhe.records.daemon import OPS, CancelAccepted, CancelArgs, WatchEnded
 
 log = logging.getLogger("eukhe.daemon")
 
-STREAMING_OPS = frozenset({"watch"})
+STREAMING_OPS = frozenset({"watch", "jobs.attach"})
 """Requests that stream events until the client leaves: they end when the client closes or sends anything."""
 
 

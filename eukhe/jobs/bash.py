@@ -44,6 +44,7 @@ from eukhe.core.jobends import GroupMark, group_is_the_jobs
 from eukhe.errors import EukheError
 from eukhe.jobs.job import Job, JobSpec
 from eukhe.jobs.table import JobTable
+from eukhe.jobs.terminal import Terminal, set_size
 from eukhe.jobs.wait import settle_or_detach
 from eukhe.procs import (
     group_alive,
@@ -71,6 +72,28 @@ JOB_MARK_ENV = "EUKHE_JOB_MARK"
 """Every process of a bash job has this in its environment (unless it clears it): a random mark, which the job's
 node records. A reopen after the job's host died ends the group left behind only if it is still the job's."""
 EOF_AFTER_GROUP_MS = 1_000  # once the group is gone the pipe's EOF is due; only a process that left the group delays it
+
+
+TTY_TERM = "xterm-256color"
+"""$TERM of a tty job: what its screen's emulator (pyte) draws."""
+TTY_PRELUDE = 'exec 0<>/proc/self/fd/0 1>&0 2>&0 && exec bash -c "$1"'
+"""A tty job's first words: bash, a session leader without a controlling terminal, opens its terminal again (by
+/proc, which names the terminal in any mount namespace), so that it becomes its controlling terminal; then it runs
+the command as `bash -c` does."""
+
+
+@dataclass(frozen=True, slots=True)
+class TtySize:
+    """A tty job's terminal size, in columns and rows."""
+
+    cols: int
+    rows: int
+
+
+def tty_argv(command: str, *, confined: bool) -> list[str]:
+    """The argv of a tty job: inside a sandbox (whose command is no session leader) `setsid` makes its session."""
+    argv = ["bash", "-c", TTY_PRELUDE, "bash", command]
+    return ["setsid", *argv] if confined else argv
 
 
 class BashStartError(EukheError):
@@ -206,6 +229,17 @@ class BashRun:
         if self.sandbox is not None:
             self.sandbox.kill()
 
+    def groups(self) -> list[int]:
+        """The process groups a signal to the job goes to: its group (inside its sandbox when confined)."""
+        if self.sandbox is not None:
+            return [] if self.sandbox.pgid is None else [self.sandbox.pgid]
+        return [self.pgid]
+
+    def send(self, signum: int) -> None:
+        """Send `signum` to the job's process groups (`jobs_signal`)."""
+        for group in self.groups():
+            signal_group(group, signum)
+
     def alive(self) -> bool:
         """Whether any process of the job is left: its group, and a confined job's group inside the sandbox."""
         return group_alive(self.pgid) or (self.sandbox is not None and self.sandbox.alive())
@@ -239,6 +273,36 @@ class BashRun:
             job.finish(core.exited(code if code is not None else 0))
 
 
+class TtyRun(BashRun):
+    """The owner of a tty job: a BashRun whose signals also reach the groups of its terminal's session (inside a
+    sandbox the command's session is not bwrap's group); its terminal closes with it."""
+
+    terminal: Terminal
+
+    def groups(self) -> list[int]:
+        found = [self.terminal.session(), self.terminal.foreground()]
+        groups = [group for group in dict.fromkeys(found) if group is not None and group > 1]
+        return groups or super().groups()
+
+    def _terminate(self) -> None:
+        if not self._terminating:
+            for group in self.groups():  # a hang-up first, as a terminal closing would: an interactive shell ends
+                signal_group(group, signal.SIGHUP)
+                signal_group(group, signal.SIGTERM)
+        super()._terminate()
+
+    def _kill(self) -> None:
+        for group in self.groups():
+            kill_group(group)
+        super()._kill()
+
+    async def supervise(self, job: Job) -> None:
+        try:
+            await super().supervise(job)
+        finally:
+            self.terminal.close()
+
+
 async def start_bash(
     command: str,
     cwd: Path,
@@ -250,17 +314,21 @@ async def start_bash(
     env: Mapping[str, str] | None = None,
     confine: Confine | None = None,
     job_id: str | None = None,
+    tty: TtySize | None = None,
 ) -> Job:
     """Start `bash -c command` in `cwd` as a job of `table` (kind "bash", title the command; under `job_id` when it
     is free); with `confine`, under the argv it makes (a sandbox: its `--info-fd` names the group inside, which a
-    kill's SIGTERM goes to)."""
+    kill's SIGTERM goes to). With `tty`, on a pseudo-terminal of that size: its own session, whose controlling
+    terminal it is; its output is read from the master side, its input written there (`job.terminal`)."""
     opts = options if options is not None else BashOptions()
     loop = asyncio.get_running_loop()
     terminal = has_controlling_terminal()
     mark = uuid.uuid4().hex
     job_env = dict(os.environ if env is None else env)
     job_env[JOB_MARK_ENV] = mark  # a reopen after the host died knows the job's processes by it (see GroupMark)
-    argv = ["bash", "-c", command]
+    argv = ["bash", "-c", command] if tty is None else tty_argv(command, confined=confine is not None)
+    if tty is not None:
+        job_env["TERM"] = TTY_TERM
     info: SandboxGroup | None = None
     if confine is not None:
         info = SandboxGroup(loop)
@@ -270,7 +338,9 @@ async def start_bash(
             info.close()
             raise
     try:
-        read_end, write_end = os.pipe()
+        read_end, write_end = os.pipe() if tty is None else os.openpty()
+        if tty is not None:
+            set_size(read_end, tty.cols, tty.rows)
     except BaseException:  # out of fds (EMFILE): the sandbox's report pipe does not leak either
         if info is not None:
             info.close()
@@ -279,7 +349,7 @@ async def start_bash(
         transport, pipe = await loop.subprocess_exec(
             _Pipe,
             *argv,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if tty is None else write_end,
             stdout=write_end,
             stderr=write_end,
             cwd=cwd,
@@ -287,8 +357,9 @@ async def start_bash(
             # Own process group always (a kill reaches the whole group). Own session too when the host has a
             # terminal, so a job never reads it; without one (a daemon worker), the job stays in the host's session,
             # so the kernel's autogroup scheduling does not weigh the host as one group against each of its jobs.
-            start_new_session=terminal,
-            process_group=None if terminal else 0,
+            # A tty job is a session of its own: its terminal is its controlling terminal.
+            start_new_session=terminal or tty is not None,
+            process_group=None if terminal or tty is not None else 0,
             pass_fds=() if info is None else (info.write_end,),
         )
     except OSError as error:
@@ -301,8 +372,12 @@ async def start_bash(
         if info is not None:
             info.started()
     pipe.read_from(read_end)
-    run = BashRun(transport, pipe, opts, table.clock)
+    run = BashRun(transport, pipe, opts, table.clock) if tty is None else TtyRun(transport, pipe, opts, table.clock)
     run.sandbox = info
+    screen: Terminal | None = None
+    if isinstance(run, TtyRun) and tty is not None:
+        screen = Terminal(os.dup(read_end), tty.cols, tty.rows, truncation, table.clock.now_ms)
+        run.terminal = screen
     leader_start = start_ticks(run.pgid)  # None: the leader has ended already (its group may live on)
     group = None if leader_start is None else GroupMark(run.pgid, leader_start, mark)
     try:
@@ -312,7 +387,10 @@ async def start_bash(
         await wait_within(table.clock, pipe.exited, GIVE_UP_MS)  # reaped before the transport goes
         transport.close()
         pipe.close_output()
+        if screen is not None:
+            screen.close()
         raise
+    job.terminal = screen
     run.job = job
     pipe.attach(job)
     run.task = asyncio.create_task(run.supervise(job), name=f"bash {job.id}")
@@ -351,6 +429,7 @@ async def bash_and_wait(
     on_start: Callable[[Job], None] | None = None,
     confine: Confine | None = None,
     job_id: str | None = None,
+    tty: TtySize | None = None,
 ) -> Settled | Detached:
     """Start a bash job, wait at most `timeout_ms` within `budget_ms` (the session's; `core.deadline_for`): settled
     with its end, or detached with its output so far.
@@ -369,6 +448,7 @@ async def bash_and_wait(
         env=env,
         confine=confine,
         job_id=job_id,
+        tty=tty,
     )
     if on_start is not None:
         on_start(job)

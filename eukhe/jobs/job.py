@@ -20,6 +20,7 @@ from eukhe.clock import Clock
 from eukhe.core import job as core
 from eukhe.core.bound import Truncation
 from eukhe.core.jobends import EndReason, GroupMark, StopReason
+from eukhe.jobs.terminal import Terminal
 from eukhe.output import BoundedOutput, BoundedResult, job_artifact_prefix
 from eukhe.records.jobs import CellError, CellOutcomeName, Detached, JobRow, Settled
 
@@ -79,6 +80,7 @@ class Job:
         self._end_waiters: list[Callable[[], None]] = []
         self.cell: CellEnding | None = None  # set by a cell's owner before it reports the end
         self.stop_reason: StopReason | None = None  # set by its host when a clean stop (which kills it) begins
+        self.terminal: Terminal | None = None  # a tty job's (set by its owner before its first output)
         if spec.written:
             self.write(spec.written)
 
@@ -121,6 +123,8 @@ class Job:
         event = core.Output(len(data))
         taken = core.accepted(self._state, event)
         self._state = core.feed(self._state, event)
+        if self.terminal is not None and self._state.end is None:
+            self.terminal.feed(data)
         if taken:
             self._output.write(data if taken == len(data) else data[:taken])
 
@@ -178,7 +182,17 @@ class Job:
             exit_code=exit_code,
             killed=killed,
             reason=self.reason,
+            tty=self.terminal is not None,
         )
+
+    def screen(self) -> str | None:
+        """What a model reads of a tty job (its screen or scrollback), marking where the next write's answer starts;
+        None for any other job."""
+        if self.terminal is None:
+            return None
+        text = self.terminal.text()
+        self.terminal.mark()
+        return text
 
     def answer(self, verdict: core.EndedInTime | core.DeadlinePassed, waited_ms: int) -> Settled | Detached:
         """A blocking call's answer from its wait's verdict: the end and the final window, or the window so far."""
@@ -189,6 +203,7 @@ class Job:
                 command=self.spec.command,
                 budget_ms=waited_ms,
                 output=self.snapshot().to_record(),
+                screen=self.screen(),
             )
         exit_code, killed = end_fields(verdict.end)
         cell = self.cell
@@ -203,6 +218,7 @@ class Job:
             result=None if cell is None else cell.result,
             error=None if cell is None else cell.error,
             reason=self.reason,
+            screen=self.screen(),
         )
 
     def on_end_once(self, wake: Callable[[], None]) -> Callable[[], None]:

@@ -18,6 +18,7 @@ import mcp_types as types
 
 from eukhe.calls.catalog import CALL_TOOLS, CallTool, ProgressKind
 from eukhe.core.bound import DEFAULT_LIMITS
+from eukhe.core.tty import QUIET_MS
 from eukhe.records.base import Record, convert
 from eukhe.records.schema import schema_of
 from eukhe.records.settings import DEFAULT_BLOCKING_BUDGET_MS
@@ -151,7 +152,9 @@ TOOLS: dict[str, Tool] = {
         Tool(
             CALL_TOOLS["bash"],
             "Run a shell command with bash in the session's working directory. " + CONFINED + BLOCKS + BOUNDED + " "
-            "Cancelling the call ends the command's whole process group.",
+            "Cancelling the call ends the command's whole process group. Its input is empty (/dev/null), unless "
+            "tty is true: then it runs on a terminal (cols x rows, 120 x 40 by default), and you read what the "
+            "screen shows and type with jobs_write (give a small budget_ms to start a REPL or a server).",
             SHELL,
         ),
         Tool(
@@ -260,6 +263,23 @@ TOOLS: dict[str, Tool] = {
             "budget_ms (the session's budget caps it). The answer is the function's result as JSON (bounded like "
             "every output), or a typed error: not_running (no kernel), unreachable (the kernel stopped), unknown "
             "(no such function), timeout, failed (wrong arguments, an exception, or a result JSON cannot carry).",
+            SHELL,
+        ),
+        Tool(
+            CALL_TOOLS["jobs_write"],
+            "Type into the terminal of a job started with bash tty=true (a REPL, a prompt, a full-screen tool): "
+            'input is the keys, control characters included ("\\n" Enter, "\\u0003" Ctrl-C, "\\u0004" Ctrl-D); '
+            '"" only reads. The answer is what the terminal shows since the previous answer about the job (a '
+            "full-screen program such as less or top: its whole screen), once the program waits for input, its "
+            f"output was quiet {QUIET_MS} ms, or budget_ms passed; if the job ended, its end and output. A job "
+            "without a terminal refuses (job_has_no_terminal), an ended one says how it ended (job_ended).",
+            SHELL,
+        ),
+        Tool(
+            CALL_TOOLS["jobs_signal"],
+            "Send a signal to a job's process group (a tty job's: its terminal's session and foreground group): "
+            "INT (as Ctrl-C), TERM, HUP, QUIT, KILL, USR1, USR2 or WINCH; any other is refused (unknown_signal). "
+            "It answers at once; jobs_wait or jobs_write then show what the job did.",
             SHELL,
         ),
     )

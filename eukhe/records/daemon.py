@@ -41,6 +41,21 @@ from eukhe.records.output import OutputWindow
 from eukhe.records.remote import RemoteCallAnswer, RemoteList
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport, NonNegative, SessionSettings
+from eukhe.records.tty import (
+    Attached,
+    Cols,
+    InputTaken,
+    JobAttachArgs,
+    JobInputArgs,
+    JobWriteAnswer,
+    Rows,
+    Signalled,
+    SignalName,
+    Tty,
+    TtyOutput,
+    WriteBudgetMs,
+    WriteInput,
+)
 
 PROTOCOL_VERSION = 1
 
@@ -182,11 +197,15 @@ class ChildRunArgs(RunRequest, kw_only=True):
 
 
 class BashArgs(Record):
-    """`bash`: run `command` with bash as a job; block at most `budget_ms` (within the session's budget)."""
+    """`bash`: run `command` with bash as a job; block at most `budget_ms` (within the session's budget); with
+    `tty`, on a pseudo-terminal of `cols` x `rows`."""
 
     session: str
     command: str
     budget_ms: NonNegative | None = None
+    tty: Tty = False
+    cols: Cols = None
+    rows: Rows = None
 
 
 class IpythonArgs(Record):
@@ -202,6 +221,23 @@ class JobArgs(Record):
 
     session: str
     job: str
+
+
+class JobWriteArgs(Record):
+    """`jobs.write`: type `input` into a tty job's terminal; wait for its output at most `budget_ms`."""
+
+    session: str
+    job: str
+    input: WriteInput
+    budget_ms: WriteBudgetMs = None
+
+
+class JobSignalArgs(Record):
+    """`jobs.signal`: send `signal` to a job's process group."""
+
+    session: str
+    job: str
+    signal: SignalName
 
 
 class JobWaitArgs(Record):
@@ -677,6 +713,10 @@ OPS: dict[str, Op] = {
     "remote.list": Op(SessionArgs, RemoteList, "session", "the kernel's @rlm.remote functions and their schemas"),
     "remote.call": Op(RemoteCallArgs, RemoteCallAnswer, "session", "call a kernel's @rlm.remote function"),
     "cancel": Op(CancelArgs, CancelAccepted, "connection", "cancel a request in flight on this connection"),
+    "jobs.write": Op(JobWriteArgs, JobWriteAnswer, "session", "type into a tty job; its output since the last answer"),
+    "jobs.signal": Op(JobSignalArgs, Signalled, "session", "send a signal to a job's process group"),
+    "jobs.attach": Op(JobAttachArgs, Attached, "session", "stream a tty job's terminal (eukhe jobs attach)", TtyOutput),
+    "jobs.input": Op(JobInputArgs, InputTaken, "session", "type into a tty job's terminal, waiting for no output"),
 }
 """Every daemon operation."""
 

@@ -40,6 +40,9 @@ class Settled(Record, tag="settled", tag_field="status"):
     result: str | None = None
     error: CellError | None = None
     reason: EndReason | None = None
+    screen: str | None = None
+    """A tty job's screen as a terminal shows it (a full-screen program's screen, else its scrollback); null for
+    any other job. `output` keeps the raw bytes and their counts."""
 
 
 class Detached(Record, tag="detached", tag_field="status"):
@@ -50,6 +53,8 @@ class Detached(Record, tag="detached", tag_field="status"):
     command: str
     budget_ms: int
     output: OutputWindow
+    screen: str | None = None
+    """A tty job's screen as a terminal shows it (see `Settled.screen`)."""
 
 
 CallAnswer = Settled | Detached
@@ -72,6 +77,8 @@ class JobRow(Record):
     exit_code: int | None
     killed: bool
     reason: EndReason | None = None
+    tty: bool = False
+    """Whether the job runs on a pseudo-terminal (`bash` with `tty`): jobs_write writes to it."""
 
 
 class JobList(Record):

@@ -19,6 +19,7 @@ import msgspec
 from eukhe.records.base import Record
 from eukhe.records.children import WorkspaceMode
 from eukhe.records.settings import DEFAULT_BLOCKING_BUDGET_MS, NonNegative
+from eukhe.records.tty import Cols, Rows, SignalName, Tty, WriteBudgetMs, WriteInput
 
 BudgetMs = Annotated[
     NonNegative | None,
@@ -38,6 +39,9 @@ class BashTool(Record):
 
     command: Annotated[str, msgspec.Meta(description="The command, as one bash script (pipes, &&, loops...).")]
     budget_ms: BudgetMs = None
+    tty: Tty = False
+    cols: Cols = None
+    rows: Rows = None
 
 
 class IpythonTool(Record):
@@ -221,3 +225,18 @@ class RemoteCallTool(Record):
         msgspec.Meta(description="Its keyword arguments, as a JSON object matching the function's schema."),
     ] = msgspec.field(default_factory=dict)
     budget_ms: BudgetMs = None
+
+
+class JobsWriteTool(Record):
+    """Type into a tty job's terminal; the output since the previous answer."""
+
+    job: JobId
+    input: WriteInput
+    budget_ms: WriteBudgetMs = None
+
+
+class JobsSignalTool(Record):
+    """Send a signal to a job's process group."""
+
+    job: JobId
+    signal: SignalName

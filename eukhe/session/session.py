@@ -19,7 +19,7 @@ import enum
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self, TypedDict, TypeVar
@@ -30,11 +30,13 @@ from eukhe.clock import Clock
 from eukhe.core.job import EndedInTime, deadline_for
 from eukhe.core.jobdocs import JOB_DOC_TYPE, JobEnded, JobStarted, WriterEntry
 from eukhe.core.jobends import PastJob, StopReason, past_jobs, reopened_ends
-from eukhe.errors import CodedError, EukheError
+from eukhe.core.tty import DEFAULT_COLS, DEFAULT_ROWS, size_problem
+from eukhe.errors import CodedError, EukheError, InputError
 from eukhe.harness.board import EventStream
 from eukhe.harness.harness import Harness
 from eukhe.jobs import Job, JobTable, wait_until
-from eukhe.jobs.bash import BashOptions, bash_and_wait, end_left_group
+from eukhe.jobs.bash import BashOptions, TtySize, bash_and_wait, end_left_group
+from eukhe.jobs.tty import attach_to, ended_error, signal_job, type_into, write_to
 from eukhe.paths import kernel_venv_dir
 from eukhe.private_fs import check_working_dir
 from eukhe.procs import boot_id
@@ -52,6 +54,7 @@ from eukhe.records.journal import (
 from eukhe.records.output import OutputWindow
 from eukhe.records.sandbox import UNCONFINED, SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport, SessionSettings
+from eukhe.records.tty import Attached, InputTaken, Signalled, TtyOutput, Written
 from eukhe.sandbox.bwrap import available
 from eukhe.sandbox.confine import Confinement, check_composition, choose
 from eukhe.sandbox.group import Confine
@@ -226,6 +229,44 @@ class SessionJobs:
         now = job.clock.now_ms()
         deadline = deadline_for(now, None, self._session.budget_ms)
         return job.answer(await wait_until(job, deadline), deadline - now)
+
+    def _live(self, job_id: str) -> Job:
+        """A job of this life; one of an earlier life has ended: `job_ended`, saying how."""
+        job = self._job(job_id)
+        if isinstance(job, PastJob):
+            row = job.end
+            raise ended_error(
+                job_id,
+                None if row is None else row.exit_code,
+                False if row is None else row.killed,
+                None if row is None else row.reason,
+            )
+        return job
+
+    async def write(self, job_id: str, text: str, budget_ms: int | None = None) -> Written | Settled:
+        """Write `text` to a tty job's terminal (control characters too: "\u0003" is Ctrl-C, "\u0004" end of
+        file); answer with the output since the previous answer once it is quiet, the program idle or the budget
+        (at most the session's) passed; settled if the job ended. `job_has_no_terminal` for a job without one,
+        `job_ended` for one that ended."""
+        job = self._live(job_id)
+        deadline = deadline_for(job.clock.now_ms(), budget_ms, self._session.budget_ms)
+        return await write_to(job, text, deadline)
+
+    async def input(self, job_id: str, text: str) -> InputTaken:
+        """Type `text` into a tty job's terminal without waiting for its output (an attached person's keys)."""
+        job = self._live(job_id)
+        deadline = deadline_for(job.clock.now_ms(), None, self._session.budget_ms)
+        return InputTaken(job=job.id, input_bytes=await type_into(job, text, deadline))
+
+    async def attach(
+        self, job_id: str, emit: Callable[[TtyOutput], None], drain: Callable[[], Awaitable[None]]
+    ) -> Attached:
+        """Stream a tty job's terminal to `emit` (its screen now, then its output) until it ends."""
+        return await attach_to(self._live(job_id), emit, drain)
+
+    def signal(self, job_id: str, name: str) -> Signalled:
+        """Send a signal (INT, TERM, HUP, QUIT, KILL, USR1, USR2, WINCH) to the job's process group."""
+        return signal_job(self._live(job_id), name)
 
 
 class Session:
@@ -659,12 +700,22 @@ class Session:
         on_start: StartListener | None = None,
         on_live: LiveListener | None = None,
         job_id: str | None = None,
+        tty: bool = False,
+        cols: int | None = None,
+        rows: int | None = None,
     ) -> Settled | Detached:
         """Run `command` as a job (`job_id`: the id it takes when free); settled within the budget, else detached
         with the output so far (the job goes on; its end records its `eukhe.bash` row). `on_start` hears the job's
         id as soon as it runs, `on_live` the job itself (its output so far). Cancelling the call kills the job
-        through its owner (waiting for its end at most the budget), then re-raises."""
+        through its owner (waiting for its end at most the budget), then re-raises. With `tty`, on a
+        pseudo-terminal of `cols` x `rows` (120 x 40 by default), which `jobs.write` writes to."""
         self.check_open()
+        size = None
+        if tty:
+            size = TtySize(cols or DEFAULT_COLS, rows or DEFAULT_ROWS)
+            problem = size_problem(size.cols, size.rows)
+            if problem is not None:
+                raise InputError("usage_error", problem, field="cols" if problem.startswith("cols") else "rows")
         answer = await bash_and_wait(
             command,
             self.cwd,
@@ -677,6 +728,7 @@ class Session:
             on_start=lambda job: _heard(job, on_start, on_live),
             confine=self.bash_confinement(),
             job_id=job_id,
+            tty=size,
         )
         return await self.recorded(answer)
 

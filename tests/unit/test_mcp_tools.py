@@ -37,6 +37,8 @@ VALID: dict[str, dict[str, Any]] = {
     "collect": {"names": ["worker"], "timeout_ms": 0},
     "subagents": {},
     "remote_call": {"name": "add", "args": {"a": 2, "b": 3}, "budget_ms": 1000},
+    "jobs_write": {"job": "job-1", "input": "6*7\n", "budget_ms": 500},
+    "jobs_signal": {"job": "job-1", "signal": "INT"},
 }
 
 WINDOW = OutputWindow(
@@ -74,6 +76,8 @@ def test_the_tools_are_exactly_those_that_exist_now() -> None:
         "collect",
         "subagents",
         "remote_call",
+        "jobs_write",
+        "jobs_signal",
     ]
     assert set(VALID) == set(TOOLS)
 

@@ -52,6 +52,10 @@ VALID: dict[str, dict[str, Any]] = {
     "remote.list": {"session": "s"},
     "remote.call": {"session": "s", "name": "add", "args": {"a": 2, "b": 3}, "budget_ms": 1000},
     "cancel": {"request": 3},
+    "jobs.write": {"session": "s", "job": "j", "input": "6*7\n", "budget_ms": 100},
+    "jobs.signal": {"session": "s", "job": "j", "signal": "INT"},
+    "jobs.attach": {"session": "s", "job": "j"},
+    "jobs.input": {"session": "s", "job": "j", "input": "\u0003"},
 }
 """A valid request's arguments for every op (the test checks they cover OPS)."""
 

@@ -274,33 +274,75 @@ class BashRun:
 
 
 class TtyRun(BashRun):
-    """The owner of a tty job: a BashRun whose signals also reach the groups of its terminal's session (inside a
-    sandbox the command's session is not bwrap's group); its terminal closes with it."""
+    """The owner of a tty job: a BashRun whose job is its terminal's whole session (every process group of it: an
+    interactive shell makes one per command), inside a sandbox too (where the command's session is not bwrap's
+    group). A kill hangs the session up (SIGHUP, as a terminal closing would) with its SIGTERM, and its SIGKILL
+    reaches every process left in the session; its terminal closes with it."""
 
     terminal: Terminal
+    sid: int | None = None  # the session, once the job took its terminal (it outlives the terminal's end)
+
+    def session(self) -> int | None:
+        if self.sid is None:
+            found = self.terminal.session()
+            self.sid = found if found is not None and found > 1 else None
+        return self.sid
 
     def groups(self) -> list[int]:
-        found = [self.terminal.session(), self.terminal.foreground()]
+        found = [self.session(), self.terminal.foreground()]
         groups = [group for group in dict.fromkeys(found) if group is not None and group > 1]
         return groups or super().groups()
 
+    def members(self) -> list[int]:
+        """The live processes of the job's session."""
+        return [] if self.sid is None else session_members(self.sid)
+
+    def _every_group(self) -> set[int]:
+        groups = set(self.groups())
+        for pid in self.members():
+            with contextlib.suppress(OSError):
+                groups.add(os.getpgid(pid))
+        return groups
+
     def _terminate(self) -> None:
         if not self._terminating:
-            for group in self.groups():  # a hang-up first, as a terminal closing would: an interactive shell ends
+            self.session()
+            for group in self._every_group():
                 signal_group(group, signal.SIGHUP)
                 signal_group(group, signal.SIGTERM)
         super()._terminate()
 
     def _kill(self) -> None:
-        for group in self.groups():
+        for group in self._every_group():
             kill_group(group)
         super()._kill()
+
+    def alive(self) -> bool:
+        return super().alive() or bool(self.members())
 
     async def supervise(self, job: Job) -> None:
         try:
             await super().supervise(job)
         finally:
             self.terminal.close()
+
+
+def session_members(sid: int) -> list[int]:
+    """The live (non-zombie) processes of session `sid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.getsid(int(entry)) != sid:
+                continue
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        if text[text.rfind(b")") + 2 : text.rfind(b")") + 3] != b"Z":
+            found.append(int(entry))
+    return found
 
 
 async def start_bash(

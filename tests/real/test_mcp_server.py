@@ -134,7 +134,7 @@ def test_mcp_lists_the_tools_with_their_schemas_and_the_session_outlives_the_ser
         async with mcp_server(world, "--cwd", str(cwd)) as server:
             listing = await server.client.list_tools()
             assert [tool.name for tool in listing.tools] == list(TOOLS), "tests/unit/test_mcp_tools.py pins the names"
-            assert len(listing.tools) == 14
+            assert len(listing.tools) == 16
             for tool in listing.tools:
                 row = TOOLS[tool.name]
                 assert tool.input_schema == object_schema(row.args)

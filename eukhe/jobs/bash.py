@@ -77,9 +77,9 @@ EOF_AFTER_GROUP_MS = 1_000  # once the group is gone the pipe's EOF is due; only
 TTY_TERM = "xterm-256color"
 """$TERM of a tty job: what its screen's emulator (pyte) draws."""
 TTY_PRELUDE = 'exec 0<>/proc/self/fd/0 1>&0 2>&0 && exec bash -c "$1"'
-"""A tty job's first words: bash, a session leader without a controlling terminal, opens its terminal again (by
-/proc, which names the terminal in any mount namespace), so that it becomes its controlling terminal; then it runs
-the command as `bash -c` does."""
+"""A tty job's first words: bash, the leader of a session without a controlling terminal, opens its terminal again
+(by /proc, which names it in any mount namespace), so that it is the session's controlling terminal whatever bash
+does on its own; then it runs the command as `bash -c` does."""
 
 
 @dataclass(frozen=True, slots=True)

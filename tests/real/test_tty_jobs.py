@@ -104,6 +104,8 @@ def test_tty_python_repl_answers_42_and_ends_with_ctrl_d(tmp_path: Path, sandbox
             assert answer.view == "scrollback"
             assert answer.screen.splitlines()[-2:] == ["42", ">>>"]
             assert "6*7" in answer.output.text  # the raw bytes since the previous answer: the echo, the answer
+            interrupted = await read_until(session, job, shows("KeyboardInterrupt"), "while True: pass\n\x03")
+            assert isinstance(interrupted, Written)  # Ctrl-C reached the REPL: it lives on
             ended = await read_until(session, job, settled, "\x04")
             assert isinstance(ended, Settled)
             assert (ended.exit_code, ended.killed) == (0, False)
@@ -114,11 +116,13 @@ def test_tty_python_repl_answers_42_and_ends_with_ctrl_d(tmp_path: Path, sandbox
     asyncio.run(scenario())
 
 
-def test_tty_read_prompt_is_answered(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sandbox", policies())
+def test_tty_read_prompt_is_answered(tmp_path: Path, sandbox: object) -> None:
     async def scenario() -> None:
-        session = await new_session(tmp_path)
+        session = await new_session(tmp_path, sandbox)
         try:
-            job = await start(session, 'read -p "your name? " name; echo "hello, $name"')
+            # As ssh and git ask: on /dev/tty, which only a job with a controlling terminal can open.
+            job = await start(session, 'read -p "your name? " name </dev/tty; echo "hello, $name"')
             await read_until(session, job, shows("your name?"))
             ended = await read_until(session, job, settled, "eukhe\n")
             assert isinstance(ended, Settled) and ended.exit_code == 0

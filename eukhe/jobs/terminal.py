@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import os
 import struct
 import sys
@@ -51,8 +52,15 @@ class _Screen(pyte.Screen):
         super().__init__(columns, lines)
 
     def line_text(self, y: int) -> str:
-        line = self.buffer[y]
-        return "".join(line[x].data for x in range(self.columns)).rstrip()
+        """Row `y` as text, trailing spaces left out (only the cells drawn are read: most of a row is blank)."""
+        line = self.buffer.get(y)
+        if not line:
+            return ""
+        cells = [" "] * self.columns
+        for x, char in line.items():
+            if x < self.columns:
+                cells[x] = char.data
+        return "".join(cells).rstrip()
 
     def index(self) -> None:
         top, bottom = self.margins or pyte.screens.Margins(0, self.lines - 1)
@@ -142,17 +150,21 @@ class Terminal:
     def text(self, since_mark: bool = False) -> str:
         """What a model reads: the screen of a full-screen program; else the scrollback (from the line the cursor
         was on at the last answer with `since_mark`), its last lines within the limits."""
+        keep = self.truncation.limits.max_lines if isinstance(self.truncation, On) else None
         if self.view == "screen":
             lines = self.screen_lines()
         else:
             screen = self._screen
-            first = screen.scrolled - len(screen.scrollback)  # the absolute row of the oldest line kept
-            lines = list(screen.scrollback) + [screen.line_text(y) for y in range(self.rows)]
-            if since_mark:
-                lines = lines[max(0, self._mark_row - first) :]
+            kept = len(screen.scrollback)
+            first = screen.scrolled - kept  # the absolute row of the oldest line kept
+            start = max(0, self._mark_row - first) if since_mark else 0
+            if keep is not None:  # the last `keep` lines above the screen at most (its blank rows are trimmed)
+                start = max(start, kept - keep)
+            lines = list(itertools.islice(screen.scrollback, min(start, kept), None))
+            lines += [screen.line_text(y) for y in range(max(0, start - kept), self.rows)]
             lines = _trimmed(lines)
-        if isinstance(self.truncation, On):
-            lines = lines[-self.truncation.limits.max_lines :]
+        if keep is not None:
+            lines = lines[-keep:] if keep else []
         return "\n".join(lines)
 
     def since(self) -> BoundedResult:

@@ -23,6 +23,7 @@ from eukhe.records.remote import RemoteCallAnswer, RemoteCallFailure, RemoteFunc
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import Limits, SessionSettings
 from eukhe.records.skills import SkillDiagnostic, SkillListing, SkillRow, SkillShown
+from eukhe.records.tty import Signalled, Written
 from eukhe.session.session import SessionClosedError, SessionHasJobsError, UnknownJobError
 from eukhe.skills import UnknownSkillError, list_skills, show_skill
 from eukhe.store.tree import UnknownEntryError
@@ -52,6 +53,7 @@ __all__ = [
     "SessionHasJobsError",
     "SessionSettings",
     "Settled",
+    "Signalled",
     "SkillDiagnostic",
     "SkillListing",
     "SkillRow",
@@ -64,6 +66,7 @@ __all__ = [
     "UnknownJobError",
     "UnknownSkillError",
     "UsageError",
+    "Written",
     "list_skills",
     "show_skill",
 ]

@@ -2,7 +2,9 @@
 
 `bash -c COMMAND` runs in its own process group (and its own session when the host has a controlling terminal, so
 that a job never reads it), in the given working directory, stdin from /dev/null, stdout and stderr merged into one
-pipe that streams into the job (the session's Truncation bounds it; the full output spills to an artifact).
+pipe that streams into the job (the session's Truncation bounds it; the full output spills to an artifact). A tty
+job (`tty`) runs instead on a pseudo-terminal, as a session of its own whose controlling terminal it is: its output
+is read from the master side in the same way, and `job.terminal` writes to it (docs/jobs.md, "Interactive jobs").
 
 Many busy jobs at once (bench/many_jobs.py): the host reads each pipe itself, taking what it holds in one
 read (FIONREAD: the read allocates exactly what it returns, so no fresh pages are mapped and faulted per read), from

@@ -103,7 +103,10 @@ def answer_text(answer: Settled | Detached) -> str:
     """The text of a `bash`, `ipython`, `jobs_wait` or `jobs_cancel` answer (a tty job's: what its screen shows)."""
     body = output_text(answer.output) if answer.screen is None else screen_text(answer.screen, answer.output)
     if isinstance(answer, Detached):
-        return body + job_line(answer.job, answer.budget_ms)
+        typing = f' jobs_write {{"job": "{answer.job}", "input": "..."}} types into its terminal.' * (
+            answer.screen is not None
+        )
+        return body + job_line(answer.job, answer.budget_ms) + typing
     if answer.kind == "cell" and answer.outcome is not None:
         return _cell_text(answer, body)
     who = f"job {answer.job}: " if answer.job is not None and answer.kind != "bash" else ""

@@ -437,7 +437,9 @@ HANDLERS: dict[str, Handler] = {
 }
 """The requests a worker answers, each with its handler."""
 
-CALL_OPS = frozenset({"tool.call", "bash", "ipython", "jobs.wait", "jobs.cancel", "child.run", "children.collect"})
+CALL_OPS = frozenset(
+    {"tool.call", "bash", "ipython", "jobs.wait", "jobs.cancel", "child.run", "children.collect", "jobs.write"}
+)
 """The ops whose answer is a call's: the artifacts the last one names are kept by every artifact collection."""
 
 

@@ -32,6 +32,7 @@ JOB_ROW = {
     "exit_code": 0,
     "killed": False,
     "reason": None,
+    "tty": False,
 }
 WINDOW = {
     "text": "a.py\n",
@@ -56,6 +57,7 @@ SETTLED = {
     "result": None,
     "error": None,
     "reason": None,
+    "screen": None,
 }
 
 MISTYPED = [

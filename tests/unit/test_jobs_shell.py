@@ -92,6 +92,7 @@ def test_listeners_hear_one_start_and_one_end_in_order() -> None:
         "exit_code": None,
         "killed": True,
         "reason": None,
+        "tty": False,
     }
 
 

@@ -23,17 +23,23 @@ def alive(pid: int) -> bool:
         return False
 
 
-def start_ticks(pid: int) -> int | None:
-    """When the live process `pid` started, in clock ticks since boot (with its pid, it names the process across pid
-    reuse); None if there is none, or a zombie."""
+def stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name (the state first, then the parent, the group, the
+    session...); None if there is no such process."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             text = stat.read()
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: the fields after it follow the last ')'.
-    fields = text[text.rfind(b")") + 2 :].split()
-    if len(fields) < 20 or fields[0] in (b"Z", b"X", b"x"):
+    return text[text.rfind(b")") + 2 :].split()
+
+
+def start_ticks(pid: int) -> int | None:
+    """When the live process `pid` started, in clock ticks since boot (with its pid, it names the process across pid
+    reuse); None if there is none, or a zombie."""
+    fields = stat_fields(pid)
+    if fields is None or len(fields) < 20 or fields[0] in (b"Z", b"X", b"x"):
         return None
     return int(fields[19])
 

@@ -55,6 +55,7 @@ from eukhe.procs import (
     members_carrying,
     signal_group,
     start_ticks,
+    stat_fields,
 )
 from eukhe.records.jobs import Detached, Settled
 from eukhe.sandbox.group import Confine, SandboxGroup
@@ -335,14 +336,8 @@ def session_members(sid: int) -> list[int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            if os.getsid(int(entry)) != sid:
-                continue
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                text = stat.read()
-        except OSError:
-            continue
-        if text[text.rfind(b")") + 2 : text.rfind(b")") + 3] != b"Z":
+        fields = stat_fields(int(entry))
+        if fields is not None and len(fields) > 3 and fields[3] == b"%d" % sid and fields[0] != b"Z":
             found.append(int(entry))
     return found
 

@@ -27,6 +27,7 @@ import pyte
 from eukhe.core import tty as core
 from eukhe.core.bound import On, Truncation
 from eukhe.output import BoundedOutput, BoundedResult
+from eukhe.procs import stat_fields
 
 TIOCGSID = 0x5429  # ioctl: the session a terminal is the controlling terminal of (Linux; termios lacks the name)
 SCROLLBACK_LINES = 5_000
@@ -263,14 +264,9 @@ class Terminal:
 
 def _process(pid: int) -> tuple[int, int] | None:
     """(state byte, process group) of a process, from /proc/PID/stat; None if it is gone."""
+    fields = stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            text = stat.read()
-    except OSError:
-        return None
-    fields = text[text.rfind(b")") + 2 :].split()
-    try:
-        return fields[0][0], int(fields[2])
+        return None if fields is None else (fields[0][0], int(fields[2]))
     except (IndexError, ValueError):
         return None
 

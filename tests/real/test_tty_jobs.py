@@ -289,3 +289,29 @@ def test_tty_twenty_jobs_at_once(tmp_path: Path) -> None:
             await session.close()
 
     asyncio.run(scenario())
+
+
+def test_tty_a_rewind_stops_a_tty_job_started_after_its_target_and_its_record_is_kept(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        session = await new_session(tmp_path)
+        try:
+            target = session.append("user", "one")
+            job = await start(session, "PS1='ready$ ' exec bash --norc --noprofile -i")  # it ignores SIGTERM
+            await read_until(session, job, shows("ready$"))
+            rewound = await session.navigate_tree(target.id)
+            assert rewound.stopped_jobs == [job]
+            (row,) = [row for row in session.jobs.list() if row.id == job]
+            assert (row.status, row.killed, row.tty) == ("ended", True, True)
+            assert row.bytes_kept + row.bytes_dropped > 0
+        finally:
+            await session.close()
+        reopened = await Session.open(session.id, root=tmp_path / "sessions")
+        try:
+            with pytest.raises(CodedError) as gone:  # a job of an earlier life has ended: its recorded end
+                await reopened.jobs.write(job, "x")
+            assert gone.value.code == "job_ended"
+            assert gone.value.details() == {"job": job, "exit_code": None, "killed": True, "reason": None}
+        finally:
+            await reopened.close()
+
+    asyncio.run(scenario())

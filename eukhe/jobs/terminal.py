@@ -35,6 +35,11 @@ SCROLLBACK_LINES = 5_000
 ALTERNATE_MODES = frozenset({47 << 5, 1047 << 5, 1049 << 5})
 """The private modes that switch to the alternate screen (pyte stores a private mode shifted by 5 bits)."""
 _FOUR = bytes(4)
+DRAW_AT_MOST_BYTES = 1 << 18
+"""Output not drawn yet past this much is cut to its tail: a flood of output costs the emulator a bounded time."""
+DRAWN_TAIL_BYTES = 1 << 15
+"""What is drawn of a flood: its last 32 KiB (the screen and its last lines; the raw window and artifact keep all)."""
+ALTERNATE_SWITCHES = tuple(f"\x1b[?{mode}{end}".encode() for mode in (47, 1047, 1049) for end in ("h", "l"))
 MAX_IDLE_PROCESSES = 64
 """At most this many processes are read to tell whether a program waits; past them it is taken as busy."""
 IDLE_STATES = frozenset(b"STtI")
@@ -111,6 +116,7 @@ class Terminal:
         self._listeners: list[Callable[[bytes], None]] = []
         self._since = BoundedOutput(truncation)
         self._mark_row = 0
+        self._pending = bytearray()  # output not drawn yet: drawn when what the screen shows is asked for
         self.closed = False
 
     # -- output --------------------------------------------------------------------------------------------------
@@ -120,8 +126,9 @@ class Terminal:
         self.bytes_total += len(data)
         self.last_output_ms = self._now_ms()
         self._since.write(data)
-        with contextlib.suppress(Exception):  # an emulator's bug never costs the job its output
-            self._stream.feed(data)
+        self._pending += data
+        if len(self._pending) > DRAW_AT_MOST_BYTES:
+            self._pending = _skipped(self._pending)
         for listener in tuple(self._listeners):
             listener(data)
 
@@ -137,15 +144,25 @@ class Terminal:
 
     # -- what a model reads ---------------------------------------------------------------------------------------
 
+    def _draw(self) -> None:
+        """Draw the output not drawn yet (an emulator's bug never costs the job its output)."""
+        if self._pending:
+            pending, self._pending = bytes(self._pending), bytearray()
+            with contextlib.suppress(Exception):
+                self._stream.feed(pending)
+
     @property
     def view(self) -> core.View:
+        self._draw()
         return core.view_for(self._screen.alternate)
 
     def screen_lines(self) -> list[str]:
         """The screen as it shows now, a line a row (trailing spaces and blank rows at the bottom left out)."""
+        self._draw()
         return _trimmed([self._screen.line_text(y) for y in range(self.rows)])
 
     def _absolute_row(self) -> int:
+        self._draw()
         return self._screen.scrolled + self._screen.cursor.y
 
     def text(self, since_mark: bool = False) -> str:
@@ -166,6 +183,11 @@ class Terminal:
             lines = _trimmed(lines)
         if keep is not None:
             lines = lines[-keep:] if keep else []
+            budget, first_kept = self.truncation.limits.max_bytes, len(lines)  # type: ignore[union-attr]
+            while first_kept and budget >= len(lines[first_kept - 1].encode()) + 1:
+                first_kept -= 1
+                budget -= len(lines[first_kept].encode()) + 1
+            lines = lines[first_kept:]
         return "\n".join(lines)
 
     def since(self) -> BoundedResult:
@@ -241,6 +263,7 @@ class Terminal:
     def redraw(self) -> bytes:
         """Bytes that draw the screen as it shows now on a terminal that attaches (cleared first, the cursor put
         where it is)."""
+        self._draw()
         screen = self._screen
         lines = [screen.line_text(y) for y in range(self.rows)]
         body = "\r\n".join(lines).rstrip()
@@ -249,6 +272,7 @@ class Terminal:
     def resize(self, cols: int, rows: int) -> None:
         """Set the terminal's size (the kernel sends SIGWINCH to the foreground group) and the screen's."""
         set_size(self.fd, cols, rows)
+        self._draw()
         self.cols, self.rows = cols, rows
         self._screen.resize(rows, cols)
 
@@ -260,6 +284,15 @@ class Terminal:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
         self._listeners.clear()
+
+
+def _skipped(pending: bytearray) -> bytearray:
+    """Output past what the emulator draws (it draws some 100 KB a second): its last DRAWN_TAIL_BYTES, after the
+    last switch to or from the alternate screen among the bytes left out, so the view stays right."""
+    cut = len(pending) - DRAWN_TAIL_BYTES
+    head = memoryview(pending)[:cut]
+    found = max(((bytes(head).rfind(switch), switch) for switch in ALTERNATE_SWITCHES), default=(-1, b""))
+    return bytearray(found[1] if found[0] >= 0 else b"") + pending[cut:]
 
 
 def _process(pid: int) -> tuple[int, int] | None:

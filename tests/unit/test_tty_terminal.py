@@ -69,3 +69,14 @@ def test_the_text_keeps_the_last_lines_within_the_limits() -> None:
 def test_redraw_draws_the_screen_and_puts_the_cursor_back(terminal: Terminal) -> None:
     terminal.feed(b"ab\r\ncd")
     assert terminal.redraw() == b"\x1b[H\x1b[2Jab\r\ncd\x1b[2;3H"
+
+
+def test_a_flood_is_drawn_from_its_tail_and_keeps_its_view(terminal: Terminal) -> None:
+    flood = b"".join(b"line %d\r\n" % i for i in range(100_000))
+    terminal.feed(flood)
+    assert terminal.bytes_total == len(flood)
+    assert terminal.since().bytes_kept + terminal.since().bytes_dropped == len(flood)
+    assert terminal.text().splitlines()[-1] == "line 99999"
+    terminal.feed(b"\x1b[?1049h\x1b[Hfull screen" + flood)  # the switch is in the part left out: it still holds
+    assert terminal.view == "screen"
+    assert terminal.text().splitlines()[-1] == "line 99999"

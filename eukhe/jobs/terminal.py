@@ -40,6 +40,9 @@ DRAW_AT_MOST_BYTES = 1 << 18
 DRAWN_TAIL_BYTES = 1 << 15
 """What is drawn of a flood: its last 32 KiB (the screen and its last lines; the raw window and artifact keep all)."""
 ALTERNATE_SWITCHES = tuple(f"\x1b[?{mode}{end}".encode() for mode in (47, 1047, 1049) for end in ("h", "l"))
+QUERIES = (b"\x1b[6n", b"\x1b[?6n", b"\x1b[5n", b"\x1b[c", b"\x1b[0c")
+"""A program's questions to its terminal (where is the cursor, are you there, what are you): drawn at once, so
+that the emulator answers them."""
 MAX_IDLE_PROCESSES = 64
 """At most this many processes are read to tell whether a program waits; past them it is taken as busy."""
 IDLE_STATES = frozenset(b"STtI")
@@ -129,6 +132,8 @@ class Terminal:
         self._pending += data
         if len(self._pending) > DRAW_AT_MOST_BYTES:
             self._pending = _skipped(self._pending)
+        if any(query in data for query in QUERIES):
+            self._draw()  # the program waits for the emulator's reply
         for listener in tuple(self._listeners):
             listener(data)
 

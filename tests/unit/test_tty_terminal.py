@@ -6,6 +6,7 @@ attach starts with."""
 from __future__ import annotations
 
 import os
+import tty
 from collections.abc import Iterator
 
 import pytest
@@ -80,3 +81,16 @@ def test_a_flood_is_drawn_from_its_tail_and_keeps_its_view(terminal: Terminal) -
     terminal.feed(b"\x1b[?1049h\x1b[Hfull screen" + flood)  # the switch is in the part left out: it still holds
     assert terminal.view == "screen"
     assert terminal.text().splitlines()[-1] == "line 99999"
+
+
+def test_a_cursor_position_query_is_answered_at_once() -> None:
+    master, slave = os.openpty()
+    tty.setraw(slave)  # the reply is read as typed, not as a line
+    term = Terminal(master, 20, 5, DEFAULT_TRUNCATION, lambda: 0)
+    try:
+        term.feed(b"ab\r\ncd\x1b[6n")
+        os.set_blocking(slave, False)
+        assert os.read(slave, 100) == b"\x1b[2;3R"
+    finally:
+        term.close()
+        os.close(slave)

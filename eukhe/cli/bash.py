@@ -46,9 +46,11 @@ def say_detached(session: str, job: str, budget_ms: int) -> None:
 
 
 def print_output(result: dict[str, Any]) -> None:
-    """The output window of an answer read as JSON, then the truncation notice (if any) on stderr."""
+    """The output window of an answer read as JSON (a tty job's: its screen), then the truncation notice (if any) on
+    stderr."""
     output = result.get("output") or {}
-    print_window(output.get("text") or "", output.get("notice"))
+    screen = result.get("screen")
+    print_window(output.get("text") or "" if screen is None else screen, output.get("notice"))
 
 
 def print_window(text: str, notice: str | None) -> None:

@@ -65,7 +65,7 @@ def _report(args: argparse.Namespace, result: CallAnswer) -> int:
     if args.json:
         emit_json(result.to_json())
         return 0
-    print_window(result.output.text, result.output.notice)
+    print_window(result.output.text if result.screen is None else result.screen, result.output.notice)
     if isinstance(result, Detached):
         sys.stderr.write(f"eukhe: job {result.job} is still running\n")
     elif result.killed:

@@ -378,13 +378,13 @@ async def start_bash(
             raise
     try:
         read_end, write_end = os.pipe() if tty is None else os.openpty()
-        if tty is not None:
-            set_size(read_end, tty.cols, tty.rows)
     except BaseException:  # out of fds (EMFILE): the sandbox's report pipe does not leak either
         if info is not None:
             info.close()
         raise
     try:
+        if tty is not None:
+            set_size(read_end, tty.cols, tty.rows)
         transport, pipe = await loop.subprocess_exec(
             _Pipe,
             *argv,

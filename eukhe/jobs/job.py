@@ -21,16 +21,21 @@ from eukhe.core import job as core
 from eukhe.core.bound import Truncation
 from eukhe.core.jobends import EndReason, GroupMark, StopReason
 from eukhe.output import BoundedOutput, BoundedResult, job_artifact_prefix
+from eukhe.records.displays import Display
 from eukhe.records.jobs import CellError, CellOutcomeName, Detached, JobRow, Settled
 
 
 @dataclass(frozen=True, slots=True)
 class CellEnding:
-    """What a cell job adds to its end: the cell's outcome, the repr of its trailing expression, its error."""
+    """What a cell job adds to its end: the cell's outcome, the repr of its trailing expression, its error, its
+    images (eukhe.records.displays)."""
 
     outcome: CellOutcomeName
     result: str | None
     error: CellError | None
+    displays: tuple[Display, ...] = ()
+    displays_notice: str | None = None
+    displays_dropped: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +208,9 @@ class Job:
             result=None if cell is None else cell.result,
             error=None if cell is None else cell.error,
             reason=self.reason,
+            displays=[] if cell is None else list(cell.displays),
+            displays_notice=None if cell is None else cell.displays_notice,
+            displays_dropped=0 if cell is None else cell.displays_dropped,
         )
 
     def on_end_once(self, wake: Callable[[], None]) -> Callable[[], None]:

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+import msgspec
+
 from eukhe.core.jobends import EndReason, StopReason
 from eukhe.records.base import Record
+from eukhe.records.displays import Display
 from eukhe.records.output import OutputWindow
 
 JobKind = Literal["bash", "cell"]
@@ -40,6 +43,11 @@ class Settled(Record, tag="settled", tag_field="status"):
     result: str | None = None
     error: CellError | None = None
     reason: EndReason | None = None
+    displays: list[Display] = msgspec.field(default_factory=list)
+    """A cell's images, in the order it displayed them (eukhe.records.displays); `displays_notice` says which are
+    not shown and why, `displays_dropped` how many were past the count an answer saves."""
+    displays_notice: str | None = None
+    displays_dropped: int = 0
 
 
 class Detached(Record, tag="detached", tag_field="status"):

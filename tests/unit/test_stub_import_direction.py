@@ -15,6 +15,7 @@ LAYERS = {
     "eukhe_kernel.snapshot": 0,
     "eukhe_kernel.frames": 0,
     "eukhe_kernel.calls": 0,
+    "eukhe_kernel.pictures": 0,
     "eukhe_kernel.runtime": 1,
     "eukhe_kernel.api": 2,
     "eukhe_kernel.rlm": 3,

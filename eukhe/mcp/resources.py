@@ -4,6 +4,9 @@
   command and output so far; "running-jobs: none" when none does.
 - `eukhe://session/calls`: the session's tool calls, journaled (every client's, and those a crash interrupted and
   the next open settled), as `eukhe session calls --json` prints them.
+- `eukhe://session/jobs`: every job of the session, running or ended, as `jobs_list` shows them.
+- a cut output's artifact, `file://<path>` (`eukhe.mcp.artifacts`): not listed, linked from the answer that cut it
+  (`resource_link`), read a page at a time.
 - `skill://<name>/SKILL.md` and `skill://<name>/<relative path>`: the files of each skill offered for the session's
   working directory (docs/skills.md), found afresh at each list and read; a text file as text, any other as a blob.
 """
@@ -21,7 +24,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import mcp_types as types
 
-from eukhe.calls.texts import running_jobs_text
+from eukhe.calls.texts import job_list_text, running_jobs_text
 from eukhe.records.base import convert
 from eukhe.records.jobs import JobList
 from eukhe.skills import SKILL_FILE, Skills, UnknownSkillError, discover, skill_files
@@ -46,6 +49,10 @@ def _running_jobs(answer: Any) -> str:
     return running_jobs_text(convert(answer, JobList, code="daemon_protocol", what="the daemon's jobs.list"))
 
 
+def _jobs(answer: Any) -> str:
+    return job_list_text(convert(answer, JobList, code="daemon_protocol", what="the daemon's jobs.list"))
+
+
 def _calls(answer: Any) -> str:
     return json.dumps(answer, ensure_ascii=False, indent=1)
 
@@ -68,6 +75,14 @@ RESOURCES: dict[str, Resource] = {
             "application/json",
             "session.calls",
             _calls,
+        ),
+        Resource(
+            "eukhe://session/jobs",
+            "jobs",
+            "The session's jobs, running or ended: id, kind, exit, how many bytes and lines of output, command.",
+            "text/plain",
+            "jobs.list",
+            _jobs,
         ),
     )
 }

@@ -37,6 +37,8 @@ from eukhe.calls.texts import error_text
 from eukhe.core.skills import CATALOG_MAX_BYTES, catalog_text, offered
 from eukhe.daemon.client import DaemonClient, connect
 from eukhe.errors import EukheError, InputError, error_code, error_details
+from eukhe.mcp.artifacts import ArtifactRefusedError, check_artifact, page_text, parse_artifact_uri, read_page
+from eukhe.mcp.content import extra_content
 from eukhe.mcp.link import DaemonLink
 from eukhe.mcp.progress import CallProgress
 from eukhe.mcp.resources import (
@@ -177,6 +179,8 @@ class EukheServer:
         the disk)."""
         if parse_skill_uri(str(params.uri)) is not None:
             return await self.read_skill_resource(str(params.uri))
+        if parse_artifact_uri(str(params.uri)) is not None:
+            return await self.read_artifact_resource(str(params.uri))
         resource = RESOURCES.get(str(params.uri))
         if resource is None:
             known = ", ".join(RESOURCES)
@@ -200,6 +204,29 @@ class EukheServer:
             raise MCPError(code=types.INTERNAL_ERROR, message=f"{uri}: {error}") from error
         return types.ReadResourceResult(contents=[contents])
 
+    async def read_artifact_resource(self, uri: str) -> types.ReadResourceResult:
+        """One page of an artifact of the session (eukhe.mcp.artifacts): never the whole of a large one."""
+        parsed = parse_artifact_uri(uri)
+        assert parsed is not None
+        path, line = parsed
+
+        def page() -> str:
+            where = check_artifact(path, self.target.session)
+            return page_text(where, read_page(where, line))
+
+        try:
+            text = await anyio.to_thread.run_sync(page)
+        except ArtifactRefusedError as error:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown resource: {uri}: {error}") from error
+        except FileNotFoundError as error:
+            message = f"Unknown resource: {uri}: the artifact is gone (an artifact collection removes old ones)"
+            raise MCPError(code=types.INVALID_PARAMS, message=message) from error
+        except OSError as error:
+            raise MCPError(code=types.INTERNAL_ERROR, message=f"{uri}: {error}") from error
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)]
+        )
+
     async def list_tools(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return self.listing
 
@@ -222,7 +249,10 @@ class EukheServer:
             return refused(error_code(error), str(error), error_details(error))
         except OSError as error:
             return refused("daemon_unavailable", f"the daemon connection failed: {error}")
-        return types.CallToolResult(content=[types.TextContent(text=settled.text)], structured_content=answer.to_json())
+        extra = await anyio.to_thread.run_sync(lambda: extra_content(answer))
+        return types.CallToolResult(
+            content=[types.TextContent(text=settled.text), *extra], structured_content=answer.to_json()
+        )
 
     async def _ask(self, ctx: Context, tool: Tool, payload: dict[str, Any]) -> Any:
         """The session's settled call; with progress reports from its board while it runs, when the client asked."""

@@ -56,6 +56,9 @@ SETTLED = {
     "result": None,
     "error": None,
     "reason": None,
+    "displays": [],
+    "displays_notice": None,
+    "displays_dropped": 0,
 }
 
 MISTYPED = [

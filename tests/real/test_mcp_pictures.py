@@ -1,15 +1,19 @@
 """`eukhe mcp` results a model can see and reach, under the real MCP client (`mcp.client.stdio`): a cell's images as
 `image` content (a matplotlib plot, an object's `_repr_png_`), the bound on them, and a flood's `resource_link` read
 back a page at a time through `resources/read`. Each test has a private daemon (the `world` fixture); cells run on
-this interpreter, whose dev dependencies hold matplotlib and pillow.
+this interpreter, except the plot's, whose kernel runs on a venv of its own with matplotlib installed from uv's cache
+(the versions this interpreter has: the project's dev dependencies).
 """
 
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
+import re
 import struct
+import subprocess
+import sys
+from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from eukhe.core.pictures import MAX_IMAGE_BYTES, MAX_SHOWN, PNG_SIGNATURE
+from eukhe.kernel.bootstrap.uvtool import find_uv
 from eukhe.mcp.artifacts import PAGE
 from tests.real.conftest import DaemonEnv
 from tests.real.test_mcp_server import mcp_server, run, workdir
@@ -56,9 +61,56 @@ def structured(result: types.CallToolResult) -> dict[str, Any]:
     return result.structured_content
 
 
-def test_mcp_a_matplotlib_plot_is_an_image_of_the_figure_size(world: DaemonEnv) -> None:
-    if importlib.util.find_spec("matplotlib") is None:  # the kernel runs on this interpreter (tests/conftest.py)
-        pytest.skip("matplotlib is not installed in the kernel's Python (the project's dev dependencies hold it)")
+def pinned_closure(name: str) -> list[str]:
+    """`name` and everything it requires, pinned to the versions this interpreter has (none when it lacks `name`)."""
+    pins: dict[str, str] = {}
+    todo = [name]
+    while todo:
+        wanted = todo.pop()
+        key = re.sub(r"[-_.]+", "-", wanted).lower()
+        if key in pins:
+            continue
+        try:
+            found = distribution(wanted)
+        except PackageNotFoundError:
+            continue
+        pins[key] = f"{found.metadata['Name']}=={found.version}"
+        for requirement in found.requires or []:
+            if "extra ==" not in requirement:
+                head = re.match(r"[A-Za-z0-9_.-]+", requirement)
+                assert head is not None, requirement
+                todo.append(head.group(0))
+    return sorted(pins.values())
+
+
+@pytest.fixture
+def matplotlib_kernel(world: DaemonEnv) -> Path:
+    """A kernel venv of the test's own with matplotlib, installed from uv's cache (from PyPI if the cache lacks
+    it); the world's sessions run their cells on it."""
+    pins = pinned_closure("matplotlib")
+    if not pins:
+        pytest.skip("matplotlib is not in the project's environment, so not in uv's cache to install from")
+    venv = world.root / "kernel-venv"
+    found = find_uv()
+    if found is None:
+        pytest.skip("no uv on this machine to make the kernel venv with")
+    uv = [str(found)]
+    base = getattr(sys, "_base_executable", sys.executable)
+    made = subprocess.run([*uv, "venv", "-q", "--python", base, str(venv)], check=False, capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"uv could not make a venv: {made.stderr.strip()}")
+    python = venv / "bin" / "python"
+    install = [*uv, "pip", "install", "-q", "--no-deps", "--python", str(python), *pins]
+    done = subprocess.run([*install[:3], "--offline", *install[3:]], check=False, capture_output=True, text=True)
+    if done.returncode != 0:
+        done = subprocess.run(install, check=False, capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"matplotlib could not be installed in the kernel venv: {done.stderr.strip()[-400:]}")
+    world.env["EUKHE_KERNEL_PYTHON"] = str(python)
+    return python
+
+
+def test_mcp_a_matplotlib_plot_is_an_image_of_the_figure_size(world: DaemonEnv, matplotlib_kernel: Path) -> None:
     cwd = workdir(world)
     plot = (
         "import matplotlib.pyplot as plt\n"
@@ -71,6 +123,8 @@ def test_mcp_a_matplotlib_plot_is_an_image_of_the_figure_size(world: DaemonEnv) 
 
     async def scenario() -> None:
         async with mcp_server(world, "--cwd", str(cwd)) as server:
+            where = structured(await server.call("ipython", {"code": "import sys\nsys.executable", **BUDGET}))
+            assert where["result"] == repr(str(matplotlib_kernel))  # the test's own kernel venv
             shown = await server.call("ipython", {"code": plot, **BUDGET})
             answer = structured(shown)
             (image,) = images(shown)

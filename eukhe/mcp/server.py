@@ -46,6 +46,9 @@ from eukhe.mcp.resources import (
     SkillFileMissingError,
     UnknownSkillError,
     discover,
+    job_resources,
+    job_text,
+    parse_job_uri,
     parse_skill_uri,
     read_skill_file,
     skill_resources,
@@ -172,6 +175,10 @@ class EukheServer:
             listed += await anyio.to_thread.run_sync(lambda: skill_resources(discover(self.target.cwd)))
         except (EukheError, OSError) as error:
             log.warning("skills not listed for %s: %s", self.target.cwd, error)
+        try:  # the running jobs too, as they stand now
+            listed += job_resources(await self.link.call("jobs.list", {"session": self.target.session}))
+        except (EukheError, OSError) as error:
+            log.warning("running jobs not listed: %s", error)
         return types.ListResourcesResult(resources=listed)
 
     async def read_resource(self, ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
@@ -181,6 +188,9 @@ class EukheServer:
             return await self.read_skill_resource(str(params.uri))
         if parse_artifact_uri(str(params.uri)) is not None:
             return await self.read_artifact_resource(str(params.uri))
+        job = parse_job_uri(str(params.uri))
+        if job is not None:
+            return await self.read_job_resource(str(params.uri), job)
         resource = RESOURCES.get(str(params.uri))
         if resource is None:
             known = ", ".join(RESOURCES)
@@ -203,6 +213,21 @@ class EukheServer:
         except (EukheError, OSError) as error:
             raise MCPError(code=types.INTERNAL_ERROR, message=f"{uri}: {error}") from error
         return types.ReadResourceResult(contents=[contents])
+
+    async def read_job_resource(self, uri: str, job: str) -> types.ReadResourceResult:
+        """One job's output so far, or its end (the daemon's `jobs.wait` for 1 ms: a wait whose deadline has passed
+        answers the output so far even when the end is there)."""
+        try:
+            answer = await self.link.call("jobs.wait", {"session": self.target.session, "job": job, "timeout_ms": 1})
+            text = job_text(answer)
+        except EukheError as error:
+            code = types.INVALID_PARAMS if error_code(error) == "unknown_job" else types.INTERNAL_ERROR
+            raise MCPError(code=code, message=f"{uri}: {error}") from error
+        except OSError as error:
+            raise MCPError(code=types.INTERNAL_ERROR, message=f"{uri}: {error}") from error
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)]
+        )
 
     async def read_artifact_resource(self, uri: str) -> types.ReadResourceResult:
         """One page of an artifact of the session (eukhe.mcp.artifacts): never the whole of a large one."""

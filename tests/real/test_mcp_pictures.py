@@ -255,7 +255,7 @@ def test_mcp_a_flood_links_its_artifact_and_resources_read_gives_it_back_bounded
     run(scenario)
 
 
-def test_mcp_resources_list_the_session_jobs(world: DaemonEnv) -> None:
+def test_mcp_resources_list_the_session_jobs_and_each_running_job(world: DaemonEnv) -> None:
     cwd = workdir(world)
 
     async def scenario() -> None:
@@ -267,5 +267,24 @@ def test_mcp_resources_list_the_session_jobs(world: DaemonEnv) -> None:
             (contents,) = jobs.contents
             assert isinstance(contents, types.TextResourceContents)
             assert f"{ran['job']}  bash  exit 0" in contents.text
+            assert f"eukhe://session/jobs/{ran['job']}" not in listed  # an ended job is not listed
+
+            go = cwd / "go"
+            command = f"echo started; while [ ! -e {go} ]; do sleep 0.01; done; echo over"
+            running = structured(await server.call("bash", {"command": command, "budget_ms": 200}))
+            assert running["status"] == "detached"
+            uri = f"eukhe://session/jobs/{running['job']}"
+            listed = {str(resource.uri) for resource in (await server.client.list_resources()).resources}
+            assert uri in listed  # a running job is a resource of its own
+            (contents,) = (await server.client.read_resource(uri)).contents
+            assert isinstance(contents, types.TextResourceContents)
+            assert contents.text.startswith("started\n[still running after 1 ms as job")
+            go.touch()
+            assert structured(await server.call("jobs_wait", {"job": running["job"]}))["exit_code"] == 0
+            (contents,) = (await server.client.read_resource(uri)).contents
+            assert isinstance(contents, types.TextResourceContents)
+            assert contents.text == "started\nover\n[exit 0]"
+            with pytest.raises(MCPError):
+                await server.client.read_resource("eukhe://session/jobs/job-nosuch")
 
     run(scenario)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from eukhe.api import Detached, Session, SessionSettings, Settled
+from eukhe.api import Detached, Display, Session, SessionSettings, Settled
 from eukhe.core.pictures import PNG_SIGNATURE
 from tests.real.conftest import DaemonEnv
 from tests.real.kernel_support import run
@@ -44,6 +44,7 @@ def test_the_python_api_answers_a_cells_images_as_records_with_their_artifacts(t
                 ("image/png", len(PNG), 5, 4, True)
             ] * 2
             for display in shown.displays:
+                assert isinstance(display, Display)
                 assert display.artifact is not None
                 artifact = Path(display.artifact)
                 assert artifact.parent == session.artifact_dir

@@ -61,6 +61,11 @@ def test_the_python_api_answers_a_cells_images_as_records_with_their_artifacts(t
             assert isinstance(ended, Settled)
             (display,) = ended.displays  # a cell job's end carries its images too
             assert display.artifact is not None and Path(display.artifact).read_bytes() == PNG
+            await session.close()
+            session = await Session.open(session.id, root=tmp_path / "sessions")
+            past = await session.jobs.wait(late.job, 20_000)  # a job of an earlier life: its journaled end
+            assert isinstance(past, Settled)
+            assert past.displays == ended.displays
 
             text = await session.ipython(HTML + "display(Table())\nNote()")
             assert isinstance(text, Settled)

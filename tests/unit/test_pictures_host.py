@@ -169,3 +169,15 @@ def test_only_the_sessions_artifacts_are_served(tmp_path: Path) -> None:
         read_page(link, 1)
     with pytest.raises(ArtifactRefusedError):
         read_page(path, 0)
+
+
+def test_a_300_mb_artifact_is_never_read_whole(tmp_path: Path) -> None:
+    path = artifact(tmp_path, b"head\n" * 3)
+    with path.open("r+b") as file:
+        file.truncate(300 * 1024 * 1024)  # sparse: 300 MB that cost no disk
+    page = read_page(path, 1)
+    assert page.text.startswith("head\nhead\nhead\n")
+    assert len(page.text.encode()) <= 50 * 1024
+    assert (page.next_line, page.size) == (4, 300 * 1024 * 1024)
+    text = page_text(path, page)
+    assert f"({300 * 1024 * 1024} bytes in all); read on with the read tool" in text

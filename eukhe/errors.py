@@ -103,6 +103,9 @@ CATALOGUE: dict[str, str] = {
     "worker_retiring": "a session's worker, found idle, is stopping: ask the daemon, which reopens the session",
     "resource_exhausted": "the daemon ran out of a system resource (file descriptors, disk space, memory); try again",
     "internal": "a bug: the message names the exception; the daemon keeps serving",
+    # the MCP server over HTTP
+    "mcp_token_error": "the MCP server's bearer token could not be had: EUKHE_MCP_TOKEN is empty, or the token file "
+    "is not a private file of this user, is empty, or cannot be read or made",
 }
 """Every error code eukhe gives out, with its meaning."""
 

@@ -95,6 +95,8 @@ class KernelManager:
         self._start_timeout_ms = start_timeout_ms
         self._kernel: _Kernel | None = None
         self._start_lock = asyncio.Lock()
+        self._cells_waiting = 0
+        """Cells sent while their kernel starts (not in its work yet)."""
         self._ids = itertools.count(1)
         self._closed = False
         self._ending: set[asyncio.Task[None]] = set()
@@ -129,8 +131,10 @@ class KernelManager:
 
     @property
     def busy(self) -> bool:
-        """Whether the kernel has work in flight: a cell, a remote call, a host request it made (an `rlm.*` call, a
-        child), or an interrupt; idle culling never stops a busy kernel."""
+        """Whether the kernel has work in flight: a cell (one waiting for the kernel to start too), a remote call, a
+        host request it made (an `rlm.*` call, a child), or an interrupt; idle culling never stops a busy kernel."""
+        if self._cells_waiting:  # a cell waits for its kernel to start: that kernel is busy from its first moment
+            return True
         kernel = self._kernel
         if kernel is None or not life_table.live(kernel.life):
             return False
@@ -324,7 +328,12 @@ class KernelManager:
 
         `on_output` gets every output byte of the cell and `on_end` its end, from before the request is sent.
         """
-        kernel = await self._ensure()
+        self._touch()
+        self._cells_waiting += 1
+        try:
+            kernel = await self._ensure()
+        finally:
+            self._cells_waiting -= 1
         self._touch()
         cell_id = f"c{next(self._ids)}"
         run = CellRun(

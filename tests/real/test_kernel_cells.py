@@ -483,3 +483,26 @@ def test_frames_from_many_writers_never_interleave() -> None:
             await kernel.close()
 
     run(scenario())
+
+
+def test_a_kernel_a_cell_waits_for_is_busy_while_it_starts() -> None:
+    """Idle culling never stops a kernel a cell waits for: from the cell's send on, through the kernel's start."""
+    launched = asyncio.Event()
+    go = asyncio.Event()
+
+    async def launch() -> KernelLaunch:
+        launched.set()
+        await go.wait()  # the start takes as long as the test wants
+        return kernel_launch()
+
+    async def scenario() -> None:
+        async with KernelManager(launch=launch) as km:
+            assert not km.busy
+            cell = asyncio.create_task(km.run("6 * 7"))
+            await launched.wait()
+            assert km.busy, "a cell waits for this kernel"
+            go.set()
+            assert (await cell).result == "42"
+            assert not km.busy
+
+    run(scenario())

@@ -51,6 +51,7 @@ def test_a_culled_session_reopens_with_its_journal_and_jobs_intact(world: Daemon
     pid = worker_pids(world)[session]
     configure(world, session_idle_timeout_s=0.3)  # only now: the worker looked at is the one culled
     eventually(lambda: culled(world, session), "the idle session to be culled")
+    configure(world, session_idle_timeout_s=LONG_S)  # the reopened worker stays while the test looks at it
     assert session not in worker_pids(world)
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
     (report,) = [r for r in world.json("daemon", "status")["culled"] if r["session"] == session]
@@ -71,18 +72,19 @@ def test_a_culled_session_reopens_with_its_journal_and_jobs_intact(world: Daemon
 
 
 def test_culling_never_hits_a_running_job_a_busy_kernel_or_a_watcher(world: DaemonEnv, tmp_path: Path) -> None:
-    # A kernel idle before its cell came may be culled, rightly: the short kernel timeout holds once the cell runs.
-    configure(world, session_idle_timeout_s=0.3, kernel_idle_timeout_s=LONG_S)
+    # A session (or kernel) idle before its job, cell or watcher came may be culled, rightly: the short timeouts hold
+    # only once each runs.
+    configure(world, session_idle_timeout_s=LONG_S, kernel_idle_timeout_s=LONG_S)
     with_job = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     job, _, groups = start_long_job(world, with_job)
     with_cell = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     cell = world.json("ipython", "--session", with_cell, "--budget-ms", "0", "-c", "import time\ntime.sleep(300)")
-    configure(world, session_idle_timeout_s=0.3, kernel_idle_timeout_s=0.3)
     watched = world.json("session", "create", "--cwd", str(tmp_path))["id"]
     watcher = socket.socket(socket.AF_UNIX)
     watcher.connect(str(world.socket))
     watcher.sendall(encode_request(1, "watch", {"session": watched}))
     assert b'"snapshot"' in watcher.recv(65536)  # the watch runs
+    configure(world, session_idle_timeout_s=0.3, kernel_idle_timeout_s=0.3)
     try:
         kept = worker_pids(world)
         # A control session, idle from now: once it is culled, the pass that culled it looked at the others after

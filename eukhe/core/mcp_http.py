@@ -1,0 +1,290 @@
+"""The decisions of `eukhe mcp --http`: where it may listen, which requests it admits, where each one goes.
+
+Rules, all in this file:
+- Listening (`plan_listen`): `--http` is `HOST:PORT` (`[V6]:PORT` for an IPv6 address) or `unix:PATH`. A host that
+  is not loopback (`localhost`, 127.0.0.0/8, ::1) is refused unless `--allow-remote`: the server runs commands as
+  its user, so by default only this machine reaches it. A unix socket is local by construction.
+- Admission (`admit`), in this order, before anything else reads the request:
+  1. an `Origin` that is present and not a loopback origin (`http(s)://localhost|127.x|[::1][:port]`) is refused
+     with 403: a web page the user visits must not drive the server through DNS rebinding (MCP's streamable HTTP
+     transport, "Security Warning"). No `Origin` is what a non-browser client sends, and is admitted;
+  2. every request carries `Authorization: Bearer TOKEN` with the server's token, compared in constant time; no
+     header, another scheme or another token is refused with 401.
+- Routing (`route`), the table ROUTES: a request with a session id this server gave goes to that connection; an
+  `initialize` without one opens a new connection (its own eukhe session, or the one `--session` names); any other
+  request without one is a 400, an unknown session id a 404 (the client starts over), another method a 405.
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+import ipaddress
+import json
+import re
+from dataclasses import dataclass
+
+ENDPOINT = "/mcp"
+"""The one path the server answers on."""
+
+MAX_PORT = 65535
+
+
+# ---- listening ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TcpListen:
+    """Listen on a TCP address (port 0: one the system picks)."""
+
+    host: str
+    port: int
+    loopback: bool
+
+    def url(self, port: int | None = None) -> str:
+        """The endpoint's URL on this address (with `port` when the system picked it)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port if port is None else port}{ENDPOINT}"
+
+
+@dataclass(frozen=True, slots=True)
+class UnixListen:
+    """Listen on a unix socket at `path`."""
+
+    path: str
+
+
+class ListenReason(enum.Enum):
+    """Why an `--http` value was refused."""
+
+    MALFORMED = "malformed"  # neither HOST:PORT, [V6]:PORT nor unix:PATH
+    BAD_PORT = "bad_port"  # the port is not a number from 0 to 65535
+    REMOTE = "remote"  # a host that is not loopback, without --allow-remote
+
+
+@dataclass(frozen=True, slots=True)
+class ListenRefusal:
+    """An `--http` value refused, with the words to show."""
+
+    reason: ListenReason
+    message: str
+
+
+HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*\.?")
+"""A DNS host name (labels of letters, digits and hyphens)."""
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether `host` (a name or an address, IPv6 without brackets) is this machine: `localhost`, 127.0.0.0/8,
+    ::1 (also as an IPv4-mapped address)."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+def valid_host(host: str) -> bool:
+    """An IP address or a DNS host name."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return HOST_NAME.fullmatch(host) is not None and len(host) <= 253
+    return True
+
+
+def plan_listen(text: str, *, allow_remote: bool) -> TcpListen | UnixListen | ListenRefusal:
+    """Where `--http TEXT` listens, or why not."""
+    if text.startswith("unix:"):
+        path = text[len("unix:") :]
+        if not path or "\0" in path:
+            return ListenRefusal(ListenReason.MALFORMED, f"--http {text!r}: unix: needs a socket path (unix:PATH)")
+        return UnixListen(path)
+    host, colon, port_text = text.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        if ":" not in host:
+            return ListenRefusal(ListenReason.MALFORMED, f"--http {text!r}: brackets hold an IPv6 address only")
+    elif ":" in host:
+        return ListenRefusal(ListenReason.MALFORMED, f"--http {text!r}: write an IPv6 address in brackets, [::1]:PORT")
+    if not colon or not host or not valid_host(host):
+        return ListenRefusal(ListenReason.MALFORMED, f"--http {text!r}: expected HOST:PORT, [IPV6]:PORT or unix:PATH")
+    if not (port_text.isascii() and port_text.isdigit()) or int(port_text) > MAX_PORT:
+        return ListenRefusal(ListenReason.BAD_PORT, f"--http {text!r}: the port must be a number from 0 to {MAX_PORT}")
+    loopback = is_loopback_host(host)
+    if not loopback and not allow_remote:
+        return ListenRefusal(
+            ListenReason.REMOTE,
+            f"--http {text!r}: {host} is not a loopback address; the server runs commands as you, so it listens on "
+            "this machine only (127.0.0.1, ::1, localhost) unless --allow-remote says otherwise",
+        )
+    return TcpListen(host=host, port=int(port_text), loopback=loopback)
+
+
+# ---- admission ----------------------------------------------------------------------------------------------
+
+
+class Verdict(enum.Enum):
+    """What becomes of a request at the door."""
+
+    ADMITTED = "admitted"  # on to the routing
+    BAD_ORIGIN = "bad_origin"  # an Origin header that is not a loopback origin
+    NO_TOKEN = "no_token"  # no Authorization header
+    NOT_BEARER = "not_bearer"  # an Authorization header of another scheme, or with no credentials
+    WRONG_TOKEN = "wrong_token"  # a bearer token that is not the server's
+
+
+STATUS: dict[Verdict, int] = {
+    Verdict.ADMITTED: 200,
+    Verdict.BAD_ORIGIN: 403,
+    Verdict.NO_TOKEN: 401,
+    Verdict.NOT_BEARER: 401,
+    Verdict.WRONG_TOKEN: 401,
+}
+"""The HTTP status of each verdict (an admitted request's is its handler's; 200 stands for it here)."""
+
+REASONS: dict[Verdict, str] = {
+    Verdict.ADMITTED: "admitted",
+    Verdict.BAD_ORIGIN: "the Origin header is not a loopback origin (a web page may not drive this server)",
+    Verdict.NO_TOKEN: "no bearer token: send Authorization: Bearer TOKEN (EUKHE_MCP_TOKEN, or the server's token file)",
+    Verdict.NOT_BEARER: "the Authorization header is not Bearer TOKEN",
+    Verdict.WRONG_TOKEN: "the bearer token is not this server's",
+}
+"""What a refused client reads (never the token)."""
+
+ORIGIN = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<host>\[[^\]/]*\]|[^:/\[\]]*)(?::(?P<port>[0-9]*))?/?")
+"""An origin as browsers send it: scheme://host[:port] (RFC 6454), an IPv6 host in brackets."""
+
+
+def origin_allowed(origin: str | None) -> bool:
+    """Whether a request with this `Origin` header may go on: none, or an http(s) origin on a loopback host."""
+    if origin is None:
+        return True
+    found = ORIGIN.fullmatch(origin)
+    if found is None or found.group("scheme").lower() not in ("http", "https"):
+        return False
+    port = found.group("port")
+    if port is not None and (port == "" or int(port) > MAX_PORT):
+        return False
+    host = found.group("host")
+    if host.startswith("["):
+        host = host[1:-1]
+        if ":" not in host:
+            return False
+    return bool(host) and is_loopback_host(host)
+
+
+BEARER = re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr] +(?P<credentials>\S+) *")
+"""`Bearer TOKEN` (the scheme's case is free, RFC 7235 2.1)."""
+
+
+def token_verdict(authorization: str | None, token: str) -> Verdict:
+    """The Authorization header against the server's token (compared in constant time: the time taken says
+    nothing of how much of it matched)."""
+    if authorization is None:
+        return Verdict.NO_TOKEN
+    found = BEARER.fullmatch(authorization)
+    if found is None:
+        return Verdict.NOT_BEARER
+    given = found.group("credentials").encode("utf-8", "surrogateescape")
+    if not hmac.compare_digest(given, token.encode("utf-8", "surrogateescape")):
+        return Verdict.WRONG_TOKEN
+    return Verdict.ADMITTED
+
+
+def admit(*, origin: str | None, authorization: str | None, token: str) -> Verdict:
+    """The door: the Origin first (a rebinding page learns nothing more), then the token."""
+    if not origin_allowed(origin):
+        return Verdict.BAD_ORIGIN
+    return token_verdict(authorization, token)
+
+
+# ---- routing ------------------------------------------------------------------------------------------------
+
+
+class SessionFact(enum.Enum):
+    """What the request's `Mcp-Session-Id` header names."""
+
+    NONE = "none"  # no header
+    KNOWN = "known"  # a session this server gave and still serves
+    UNKNOWN = "unknown"  # another id: ended, expired, or never this server's
+
+
+class Route(enum.Enum):
+    """Where an admitted request goes."""
+
+    FORWARD = "forward"  # to its connection's session manager (the SDK's streamable HTTP transport)
+    OPEN = "open"  # an initialize: a new connection, with its session, then as FORWARD
+    NEED_SESSION = "need_session"  # 400: only an initialize may come without a session id
+    UNKNOWN_SESSION = "unknown_session"  # 404: the client must initialize again (MCP: session management)
+    NOT_ALLOWED = "not_allowed"  # 405: streamable HTTP uses POST, GET and DELETE only
+    NOT_FOUND = "not_found"  # 404: not the endpoint's path
+
+
+MCP_METHODS = ("POST", "GET", "DELETE")
+"""The HTTP methods of streamable HTTP."""
+
+ROUTES: dict[tuple[str, SessionFact, bool], Route] = {
+    ("POST", SessionFact.KNOWN, False): Route.FORWARD,
+    ("POST", SessionFact.KNOWN, True): Route.FORWARD,
+    ("GET", SessionFact.KNOWN, False): Route.FORWARD,
+    ("DELETE", SessionFact.KNOWN, False): Route.FORWARD,
+    ("POST", SessionFact.UNKNOWN, False): Route.UNKNOWN_SESSION,
+    ("POST", SessionFact.UNKNOWN, True): Route.UNKNOWN_SESSION,
+    ("GET", SessionFact.UNKNOWN, False): Route.UNKNOWN_SESSION,
+    ("DELETE", SessionFact.UNKNOWN, False): Route.UNKNOWN_SESSION,
+    ("POST", SessionFact.NONE, True): Route.OPEN,
+    ("POST", SessionFact.NONE, False): Route.NEED_SESSION,
+    ("GET", SessionFact.NONE, False): Route.NEED_SESSION,
+    ("DELETE", SessionFact.NONE, False): Route.NEED_SESSION,
+}
+"""(method, session id, the body is an initialize request) → route. Only a POST without a session id has its
+body read (`needs_body`), so the others are looked up with `False`."""
+
+STATUS_OF_ROUTE: dict[Route, int] = {
+    Route.NEED_SESSION: 400,
+    Route.UNKNOWN_SESSION: 404,
+    Route.NOT_ALLOWED: 405,
+    Route.NOT_FOUND: 404,
+}
+"""The status of each route the server answers itself."""
+
+MESSAGES: dict[Route, str] = {
+    Route.NEED_SESSION: "no Mcp-Session-Id: send initialize first (this server speaks the initialize handshake)",
+    Route.UNKNOWN_SESSION: "Session not found: it ended or expired; initialize again",
+    Route.NOT_ALLOWED: "streamable HTTP takes POST, GET and DELETE",
+    Route.NOT_FOUND: f"the MCP endpoint is {ENDPOINT}",
+}
+
+
+def route(*, path: str, method: str, session: SessionFact, opens: bool) -> Route:
+    """Where an admitted request goes (`opens`: its body is an initialize request; only read for a POST without a
+    session id)."""
+    if path.rstrip("/") != ENDPOINT:
+        return Route.NOT_FOUND
+    return ROUTES.get((method, session, opens and needs_body(method, session)), Route.NOT_ALLOWED)
+
+
+def needs_body(method: str, session: SessionFact) -> bool:
+    """Whether routing must read the body first: a POST without a session id opens a connection only when it is
+    an initialize."""
+    return method == "POST" and session is SessionFact.NONE
+
+
+def is_initialize(body: bytes) -> bool:
+    """Whether a request body is one JSON-RPC initialize request (an object with an id and that method)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return (
+        isinstance(message, dict)
+        and message.get("jsonrpc") == "2.0"
+        and message.get("method") == "initialize"
+        and isinstance(message.get("id"), (str, int))
+        and not isinstance(message.get("id"), bool)
+    )

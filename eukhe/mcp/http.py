@@ -1,0 +1,523 @@
+"""`eukhe mcp --http ADDRESS`: the same MCP server over MCP's streamable HTTP transport (docs/mcp.md, "HTTP").
+
+The decisions are the core's (`eukhe.core.mcp_http`): where the server may listen, which requests pass the door (the
+Origin, then the bearer token), where each admitted request goes. This module is the shell around them: the token,
+the listening socket, uvicorn, and the connections.
+
+One client connection is one MCP session of the SDK's transport: an `initialize` without a session id opens it, with
+an eukhe session of its own (created in `--cwd`) or the one `--session` names, and an `EukheServer` over that
+session, exactly as stdio serves one. Each connection has its own `StreamableHTTPSessionManager` (the SDK's
+transport, progress and cancellation included), which then holds that one MCP session; its requests are routed to it
+by their `Mcp-Session-Id`. A connection ends when its client deletes it (DELETE), when the SDK expires it (30 minutes
+with no request in flight and no stream open), or when the server stops; as on stdio its eukhe session stays in the
+daemon, and the calls in flight run on there.
+
+SIGINT and SIGTERM stop the server: no new requests, every connection closed (a call in flight is left to the daemon:
+a shutdown is not a cancel), then uvicorn lets the open HTTP connections end, at most GRACE_S.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import stat
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import mcp_types as types
+import uvicorn
+from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE, StreamableHTTPSessionManager
+from starlette.types import Message, Receive, Scope, Send
+
+from eukhe.calls.texts import error_text
+from eukhe.core.mcp_http import (
+    MCP_METHODS,
+    MESSAGES,
+    REASONS,
+    STATUS,
+    STATUS_OF_ROUTE,
+    ListenRefusal,
+    Route,
+    SessionFact,
+    TcpListen,
+    UnixListen,
+    Verdict,
+    admit,
+    is_initialize,
+    needs_body,
+    plan_listen,
+    route,
+)
+from eukhe.daemon.client import connect
+from eukhe.errors import EukheError, UsageError, error_code
+from eukhe.mcp.link import DaemonLink
+from eukhe.mcp.server import EukheServer, Target, configure_logging, open_session
+from eukhe.paths import agent_dir
+from eukhe.private_fs import create_private_file, make_private_dirs
+
+log = logging.getLogger("eukhe.mcp")
+
+TOKEN_ENV = "EUKHE_MCP_TOKEN"
+"""The bearer token, when set; else the token file's."""
+TOKEN_FILE = "mcp-token"
+"""The token file's name in the agent dir: made once (0600) and kept, so clients configured with it go on working."""
+TOKEN_BYTES = 32
+"""Random bytes in a generated token (URL-safe base64)."""
+MAX_BODY_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
+"""Longest request body read (the SDK's own limit): the opening request's, read here to see whether it opens."""
+GRACE_S = 5.0
+"""At a stop, how long the open HTTP connections may take to end once their MCP sessions are closed."""
+SESSION_HEADER = "mcp-session-id"
+
+
+class McpTokenError(EukheError):
+    """The bearer token could not be had: an empty EUKHE_MCP_TOKEN, or a token file that is not a private regular
+    file of this user, is empty, or cannot be read or made."""
+
+    code = "mcp_token_error"
+
+    def __init__(self, message: str, path: Path | None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class HttpBindError(EukheError):
+    """The listening socket could not be bound (the address is taken, not this machine's, or not allowed)."""
+
+    code = "socket_bind_failed"
+
+    def __init__(self, message: str, address: str) -> None:
+        super().__init__(message)
+        self.address = address
+
+
+# ---- the token ----------------------------------------------------------------------------------------------
+
+
+def token_path() -> Path:
+    """`<agent dir>/mcp-token`."""
+    return agent_dir() / TOKEN_FILE
+
+
+def load_token(environ: dict[str, str] | os._Environ[str] = os.environ) -> tuple[str, str]:
+    """The bearer token and where it comes from (said at start; the token itself never is): EUKHE_MCP_TOKEN when set,
+    else the token file, generated on first use."""
+    if TOKEN_ENV in environ:
+        token = environ[TOKEN_ENV].strip()
+        if not token:
+            raise McpTokenError(f"{TOKEN_ENV} is set but empty: set a token, or unset it to use the token file", None)
+        return token, f"from {TOKEN_ENV}"
+    path = token_path()
+    return read_or_make_token(path), f"in {path} (mode 0600)"
+
+
+def read_or_make_token(path: Path) -> str:
+    """The token in `path`; a new random one written there first when there is none (two servers starting together
+    agree on one: the file appears whole, by a hard link, or not at all)."""
+    make_private_dirs(path.parent)
+    for _ in range(2):
+        try:
+            return read_token_file(path)
+        except FileNotFoundError:
+            pass
+        with contextlib.suppress(FileExistsError):
+            write_token_file(path, secrets.token_urlsafe(TOKEN_BYTES))
+    return read_token_file(path)
+
+
+def read_token_file(path: Path) -> str:
+    """The token a token file holds, refused when others could read or replace it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise McpTokenError(f"cannot read the token file {path}: {error.strerror}", path) from error
+    with os.fdopen(fd, "rb") as file:
+        facts = os.fstat(file.fileno())
+        if not stat.S_ISREG(facts.st_mode) or facts.st_uid != os.getuid() or facts.st_mode & 0o077:
+            raise McpTokenError(
+                f"the token file {path} is not a private file of yours (mode {stat.filemode(facts.st_mode)}): "
+                "remove it to have a new one made, or `chmod 600` it",
+                path,
+            )
+        token = file.read(4096).decode("utf-8", "surrogateescape").strip()
+    if not token:
+        raise McpTokenError(f"the token file {path} is empty: remove it to have a new one made", path)
+    return token
+
+
+def write_token_file(path: Path, token: str) -> None:
+    """Write a new token file (0600 from its creation); FileExistsError when another process made one first."""
+    scratch = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = create_private_file(scratch)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(token.encode() + b"\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.link(scratch, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(scratch)
+
+
+# ---- the listening socket -----------------------------------------------------------------------------------
+
+
+def listen_plan(text: str, *, allow_remote: bool) -> TcpListen | UnixListen:
+    """Where `--http TEXT` listens; a refusal is a usage error naming why (and --allow-remote, for a remote host)."""
+    plan = plan_listen(text, allow_remote=allow_remote)
+    if isinstance(plan, ListenRefusal):
+        raise UsageError(plan.message)
+    return plan
+
+
+def bind(plan: TcpListen | UnixListen) -> tuple[socket.socket, str]:
+    """The listening socket and where it listens, as clients reach it (the port the system picked for port 0)."""
+    if isinstance(plan, UnixListen):
+        return bind_unix(Path(os.path.abspath(plan.path))), f"unix:{os.path.abspath(plan.path)}"
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            plan.host, plan.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as error:
+        raise HttpBindError(f"cannot listen on {plan.host}:{plan.port}: {error}", f"{plan.host}:{plan.port}") from error
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as error:
+        sock.close()
+        raise HttpBindError(f"cannot listen on {plan.host}:{plan.port}: {error.strerror}", plan.url()) from error
+    return sock, plan.url(port=sock.getsockname()[1])
+
+
+def bind_unix(path: Path) -> socket.socket:
+    """A unix socket at `path`, 0600 from its creation (a stale socket there, whose server is gone, is replaced)."""
+    if path.is_socket():
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except ConnectionRefusedError:
+            path.unlink()
+        except OSError:
+            pass
+        else:
+            raise HttpBindError(f"cannot listen on unix:{path}: another server answers there", f"unix:{path}")
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    previous = os.umask(0o177)  # the socket's mode is set at its creation: no moment when others could connect
+    try:
+        sock.bind(str(path))
+        sock.listen(128)
+    except OSError as error:
+        sock.close()
+        reason = "the path is taken" if error.errno == errno.EADDRINUSE else error.strerror
+        raise HttpBindError(f"cannot listen on unix:{path}: {reason}", f"unix:{path}") from error
+    finally:
+        os.umask(previous)
+    return sock
+
+
+# ---- the endpoint -------------------------------------------------------------------------------------------
+
+
+class Connection:
+    """One client connection: its session, and the SDK's session manager that holds its one MCP session."""
+
+    def __init__(self, number: int, target: Target, manager: StreamableHTTPSessionManager) -> None:
+        self.number = number
+        self.target = target
+        self.manager = manager
+        self.session_id: str | None = None
+        self.done = anyio.Event()
+
+    def __str__(self) -> str:
+        return f"connection {self.number} (session {self.target.session})"
+
+
+Opener = Callable[[], Awaitable[Target]]
+
+
+class Endpoint:
+    """The ASGI application: the door, the routing, and the connections."""
+
+    def __init__(self, link: DaemonLink, token: str, opener: Opener, group: anyio.abc.TaskGroup) -> None:
+        self.link = link
+        self.token = token
+        self.opener = opener
+        self.group = group
+        self.connections: dict[str, Connection] = {}
+        self.live: set[Connection] = set()
+        self.opened = 0
+        self.closing = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        headers = first_headers(scope)
+        verdict = admit(origin=headers.get("origin"), authorization=headers.get("authorization"), token=self.token)
+        if verdict is not Verdict.ADMITTED:
+            log.info("refused %s %s: %s", scope["method"], scope["path"], verdict.value)
+            challenge = [(b"www-authenticate", www_authenticate(verdict))] if STATUS[verdict] == 401 else []
+            await respond(send, STATUS[verdict], REASONS[verdict], challenge)
+            return
+        if self.closing:
+            await respond(send, 503, "the server is stopping")
+            return
+        session_id = headers.get(SESSION_HEADER)
+        known = session_id is not None and session_id in self.connections
+        fact = SessionFact.NONE if session_id is None else SessionFact.KNOWN if known else SessionFact.UNKNOWN
+        body = b""
+        if needs_body(scope["method"], fact):
+            read = await read_body(receive, MAX_BODY_BYTES)
+            if read is None:
+                await respond(send, 413, f"the request body is over {MAX_BODY_BYTES} bytes")
+                return
+            body = read
+        where = route(path=scope["path"], method=scope["method"], session=fact, opens=is_initialize(body))
+        if where is Route.FORWARD:
+            assert session_id is not None
+            await self.forward(self.connections[session_id], scope, receive, send)
+        elif where is Route.OPEN:
+            await self.open(scope, body, receive, send)
+        else:
+            allow = [(b"allow", ", ".join(MCP_METHODS).encode())] if where is Route.NOT_ALLOWED else []
+            await respond(send, STATUS_OF_ROUTE[where], MESSAGES[where], allow)
+
+    async def forward(self, connection: Connection, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request of a connection, to its session manager; the connection ends when its MCP session does."""
+        status = 0
+        if connection.done.is_set():  # it ended while this request waited for its turn
+            await respond(send, STATUS_OF_ROUTE[Route.UNKNOWN_SESSION], MESSAGES[Route.UNKNOWN_SESSION])
+            return
+
+        async def watched(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        await connection.manager.handle_request(scope, receive, watched)
+        if status == 404 or (scope["method"] == "DELETE" and 200 <= status < 300):
+            self.end(connection, "deleted by its client" if scope["method"] == "DELETE" else "expired")
+
+    async def open(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        """An initialize: a new connection with its session; it lives once the SDK gave it a session id."""
+        try:
+            target = await self.opener()
+        except (EukheError, OSError) as error:
+            code = error_code(error) if isinstance(error, EukheError) else "daemon_unavailable"
+            log.warning("a new connection has no session: %s", error)
+            await respond(send, 503, error_text(code, str(error)), request_id=request_id_of(body))
+            return
+        # The server's instructions read the skills on disk: off the event loop, as the session was opened.
+        server = await anyio.to_thread.run_sync(lambda: EukheServer(self.link, target).sdk_server())
+        self.opened += 1
+        connection = Connection(self.opened, target, StreamableHTTPSessionManager(server))
+        await self.group.start(self.run_connection, connection)
+
+        async def registered(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                given = dict(message.get("headers") or []).get(SESSION_HEADER.encode())
+                if given is not None and not self.closing:
+                    connection.session_id = given.decode("latin-1")
+                    self.connections[connection.session_id] = connection
+                    log.info("%s: working directory %s", connection, target.cwd)
+            await send(message)
+
+        try:
+            await connection.manager.handle_request(scope, replayed(body, receive), registered)
+        finally:
+            if connection.session_id is None:
+                self.end(connection, "its initialize was refused")
+
+    async def run_connection(self, connection: Connection, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Run a connection's session manager until the connection ends (its MCP session is then closed)."""
+        self.live.add(connection)
+        try:
+            async with connection.manager.run():
+                task_status.started()
+                await connection.done.wait()
+        finally:
+            self.live.discard(connection)
+
+    def end(self, connection: Connection, why: str) -> None:
+        """End a connection: it is forgotten now, and its session manager closes its MCP session."""
+        if connection.session_id is not None and self.connections.get(connection.session_id) is connection:
+            del self.connections[connection.session_id]
+            log.info("%s ended: %s; the session stays in the daemon", connection, why)
+        connection.done.set()
+
+    def close(self) -> None:
+        """Stop: refuse new requests, end every connection."""
+        self.closing = True
+        for connection in list(self.live):
+            self.end(connection, "the server stops")
+
+
+def first_headers(scope: Scope) -> dict[str, str]:
+    """The request's headers by lower-case name, the first of each (UTF-8, undecodable bytes kept as escapes)."""
+    found: dict[str, str] = {}
+    for name, value in scope["headers"]:
+        found.setdefault(name.decode("latin-1").lower(), value.decode("utf-8", "surrogateescape"))
+    return found
+
+
+def www_authenticate(verdict: Verdict) -> bytes:
+    """The challenge of a 401 (RFC 6750 3): a wrong token is `invalid_token`, no token just the scheme."""
+    if verdict is Verdict.NO_TOKEN:
+        return b'Bearer realm="eukhe"'
+    return b'Bearer realm="eukhe", error="invalid_token"'
+
+
+def request_id_of(body: bytes) -> Any:
+    """The JSON-RPC id of an initialize body (the core checked it is one)."""
+    try:
+        return json.loads(body).get("id")
+    except (ValueError, AttributeError):
+        return None
+
+
+async def respond(
+    send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None, request_id: Any = None
+) -> None:
+    """Answer a request here: the status, and a JSON-RPC error saying why (what MCP clients read)."""
+    code = types.INVALID_REQUEST if status < 500 else types.INTERNAL_ERROR
+    error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+    body = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    start_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": start_headers + (headers or [])})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None past `limit` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b""
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def replayed(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives the body already read, then what the client sends next (its disconnect)."""
+    given = False
+
+    async def again() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again
+
+
+# ---- serving ------------------------------------------------------------------------------------------------
+
+
+class Uvicorn(uvicorn.Server):
+    """uvicorn, without its own signal handlers: `serve_http` stops it (uvicorn's would raise the signal again once
+    it stopped, and the process would die of it instead of exiting)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:
+        yield
+
+
+async def serve_http(link: DaemonLink, sock: socket.socket, token: str, opener: Opener) -> None:
+    """Serve streamable HTTP on `sock` until SIGINT or SIGTERM."""
+    async with anyio.create_task_group() as group:
+        endpoint = Endpoint(link, token, opener, group)
+        config = uvicorn.Config(
+            endpoint,
+            lifespan="off",
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            ws="none",
+            server_header=False,
+            timeout_graceful_shutdown=int(GRACE_S),
+        )
+        server = Uvicorn(config)
+
+        async def stop_on_signal(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                task_status.started()
+                async for number in signals:
+                    log.info("%s: stopping", signal.Signals(number).name)
+                    endpoint.close()
+                    server.should_exit = True
+
+        await group.start(stop_on_signal)  # the handlers are in place before the first request
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            endpoint.close()
+            group.cancel_scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await link.aclose()
+
+
+def run_http(
+    socket_path: str,
+    address: str,
+    *,
+    allow_remote: bool,
+    cwd: str | None,
+    session: str | None,
+    sandbox: dict[str, Any] | None = None,
+) -> int:
+    """`eukhe mcp --http ADDRESS`: serve until SIGINT or SIGTERM; the exit code."""
+    configure_logging()
+    plan = listen_plan(address, allow_remote=allow_remote)
+    token, token_source = load_token()
+    with connect(socket_path) as client:  # the daemon answers (started if need be), and a named session exists
+        named = open_session(client, cwd=cwd, session=session, sandbox=sandbox) if session is not None else None
+
+    def open_target() -> Target:
+        if named is not None:
+            with connect(socket_path) as client:  # reopened by the daemon if it was closed meanwhile
+                return open_session(client, cwd=None, session=named.session)
+        with connect(socket_path) as client:
+            return open_session(client, cwd=cwd, session=None, sandbox=sandbox)
+
+    async def opener() -> Target:
+        return await anyio.to_thread.run_sync(open_target)
+
+    sock, where = bind(plan)
+    serves = f"session {named.session}" if named is not None else "a new session for each connection"
+    if isinstance(plan, TcpListen) and not plan.loopback:
+        log.warning("listening beyond this machine (--allow-remote): anyone who has the token runs commands as you")
+    log.info("listening on %s (%s); bearer token %s", where, serves, token_source)
+    try:
+        anyio.run(serve_http, DaemonLink(socket_path), sock, token, opener)
+    finally:
+        sock.close()
+        if isinstance(plan, UnixListen):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(where[len("unix:") :])
+    log.info("stopped; the sessions stay in the daemon")
+    return 0

@@ -25,6 +25,7 @@ from eukhe.core.pictures import MAX_IMAGE_BYTES, MAX_SHOWN, PNG_SIGNATURE
 from eukhe.kernel.bootstrap.uvtool import find_uv
 from eukhe.mcp.artifacts import PAGE
 from tests.real.conftest import DaemonEnv
+from tests.real.test_mcp_http import http_client, http_server
 from tests.real.test_mcp_server import mcp_server, run, workdir
 
 pytestmark = pytest.mark.real
@@ -288,3 +289,27 @@ def test_mcp_resources_list_the_session_jobs_and_each_running_job(world: DaemonE
                 await server.client.read_resource("eukhe://session/jobs/job-nosuch")
 
     run(scenario)
+
+
+def test_mcp_http_a_plot_is_an_image_and_a_floods_link_reads_back(world: DaemonEnv, matplotlib_kernel: Path) -> None:
+    """Over streamable HTTP as over stdio: the same server, so the same images and links."""
+    cwd = workdir(world)
+    plot = "import matplotlib.pyplot as plt\nplt.figure(figsize=(4, 3), dpi=50)\nplt.plot([1, 2])\nplt.show()"
+
+    async def scenario() -> None:
+        async with http_client(server) as client:
+            shown = await client.call("ipython", {"code": plot, **BUDGET})
+            (image,) = images(shown)
+            assert image.mime_type == "image/png"
+            assert png_size(base64.b64decode(image.data)) == (200, 150)
+            flood = await client.call("bash", {"command": "seq 1 100000"})
+            (link,) = links(flood)
+            (contents,) = (await client.session.read_resource(link.uri)).contents
+            assert isinstance(contents, types.TextResourceContents)
+            assert contents.text.startswith("1\n2\n")
+            assert len(contents.text.encode()) <= PAGE.max_bytes + 1024  # the page and its last line
+            assert '"offset": 2001}' in contents.text
+
+    with http_server(world, "--cwd", str(cwd)) as server:
+        run(scenario)
+        assert server.stop() == 0, server.stderr

@@ -18,6 +18,7 @@ from eukhe.jobs.wait import CallCancelledError
 from eukhe.kernel.errors import RemoteCallError
 from eukhe.records.children import ChildError, ChildReport, ChildRow
 from eukhe.records.daemon import CallList, CallRow, ToolCallAnswer
+from eukhe.records.displays import Display
 from eukhe.records.jobs import Detached, JobRow, Rewound, Settled
 from eukhe.records.remote import RemoteCallAnswer, RemoteCallFailure, RemoteFunction
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
@@ -37,6 +38,7 @@ __all__ = [
     "ChildReport",
     "ChildRow",
     "Detached",
+    "Display",
     "EukheError",
     "InputError",
     "JobRow",

@@ -9,6 +9,7 @@ import signal
 import subprocess
 from typing import Any
 
+from eukhe_kernel.pictures import bundle_of
 from eukhe_kernel.runtime import HostRequestError, running_kernel
 
 __all__ = [
@@ -23,15 +24,9 @@ __all__ = [
 
 
 def display(obj: Any) -> None:
-    """Show `obj` as a display frame: its rich representations where it has them, else its repr."""
-    bundle: dict[str, Any] = {"text/plain": repr(obj)}
-    for method, mime in (("_repr_html_", "text/html"), ("_repr_markdown_", "text/markdown")):
-        render = getattr(obj, method, None)
-        if callable(render):
-            value = render()
-            if isinstance(value, str):
-                bundle[mime] = value
-    running_kernel().display(bundle)
+    """Show `obj` as a display frame: its repr and its rich representations (an image, Markdown, HTML; a
+    matplotlib figure as PNG)."""
+    running_kernel().display(bundle_of(obj))
 
 
 async def host_request(kind: str, params: Any = None, *, request_id: str | None = None) -> Any:

@@ -1,7 +1,8 @@
 """The kernel stub's entry (`python -m eukhe_kernel`, and a wrapped kernel's boot program): a `Kernel` with the
 cell API in its namespace, run until shutdown.
 
-The stub's modules import one way: `protocol`, `frames`, `calls` <- `runtime` <- `api` <- `rlm` <- this module.
+The stub's modules import one way: `protocol`, `frames`, `calls`, `pictures` <- `runtime` <- `api` <- `rlm` <- this
+module.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any
 
-from eukhe_kernel import snapshot
+from eukhe_kernel import pictures, snapshot
 from eukhe_kernel.calls import CallLane
 from eukhe_kernel.frames import PROTECTED_CODES, FrameWriter
 from eukhe_kernel.protocol import (
@@ -225,6 +225,7 @@ class Kernel:
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.calls = CallLane(self.loop, self.writer, self.diag, CELL_ID)
         self.namespace = self._main_module({"__name__": "__main__", "__builtins__": __builtins__, **(names or {})})
+        pictures.install(self.show_figures)
 
     @staticmethod
     def _main_module(names: dict[str, Any]) -> dict[str, Any]:
@@ -531,6 +532,15 @@ class Kernel:
             raise PayloadTooLargeError("display", len(data))
         self.writer.frame(data)
 
+    def show_figures(self, figures: Any) -> None:
+        """Display matplotlib figures (`plt.show()`, the open ones at a cell's end) and close them; a figure whose
+        display is over the payload limit is named on stderr instead."""
+        for figure in figures:
+            try:
+                self.display(pictures.bundle_of(figure))
+            except PayloadTooLargeError as exc:
+                sys.stderr.write(f"[{figure!r} not shown: {exc}]\n")
+
     # ---- SIGINT -------------------------------------------------------------------------------------------
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
@@ -595,6 +605,7 @@ class Kernel:
             token = CELL_ID.set(cell_id)  # inherited by the tasks the cell starts (and its own task)
             try:
                 status = await self._run_cell(cell, code if isinstance(code, str) else "")
+                self._flush_figures()
             finally:
                 CELL_ID.reset(token)
             with self.state_lock:
@@ -630,7 +641,7 @@ class Kernel:
                 text = repr(value)
                 if len(text) > RESULT_REPR_CHARS:
                     text = text[:RESULT_REPR_CHARS] + f"... [repr cut at {RESULT_REPR_CHARS} characters]"
-                cell.final.append(encode_frame("result", cell.id, {"repr": text}))
+                cell.final.append(self._result_frame(cell.id, value, text))
             return "ok"
         except (KeyboardInterrupt, asyncio.CancelledError) as exc:
             trace = _cell_traceback(exc, interrupted=True)
@@ -639,6 +650,28 @@ class Kernel:
         except BaseException as exc:
             cell.final.append(self._error_frame(cell.id, type(exc).__name__, _safe_str(exc), _cell_traceback(exc)))
             return "error"
+
+    def _result_frame(self, cell_id: str, value: Any, text: str) -> bytes:
+        """The result frame of a cell's last value: its repr, and its rich bundle when it has one (left out when it
+        fails or is over the payload limit: the repr still shows)."""
+        try:
+            bundle = pictures.bundle_of(value, plain=text)
+        except Exception as exc:
+            self.diag(f"the rich display of the cell's value failed: {type(exc).__name__}: {_safe_str(exc)}")
+            bundle = {}
+        if pictures.is_rich(bundle):
+            frame = encode_frame("result", cell_id, {"repr": text, "data": bundle})
+            if len(frame) <= MAX_PAYLOAD_BYTES:
+                return frame
+            sys.stderr.write(f"[the value's rich display was not sent: {PayloadTooLargeError('result', len(frame))}]\n")
+        return encode_frame("result", cell_id, {"repr": text})
+
+    def _flush_figures(self) -> None:
+        """The matplotlib figures a cell left open are displayed at its end (as a notebook does), then closed."""
+        try:
+            self.show_figures(pictures.open_figures())
+        except Exception as exc:
+            self.diag(f"the cell's open figures could not be shown: {type(exc).__name__}: {_safe_str(exc)}")
 
     def _compile(self, cell: Cell, source: str) -> tuple[CodeType | None, CodeType | None]:
         """The cell's statements and its trailing expression (either may be absent), compiled with top-level await."""

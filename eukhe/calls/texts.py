@@ -27,6 +27,7 @@ from eukhe.core.render import render
 from eukhe.output import read_facts
 from eukhe.records.children import ChildReport, ChildRow, Reports, Roster
 from eukhe.records.daemon import CallLive
+from eukhe.records.displays import Display
 from eukhe.records.fs import EditAnswer, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
 from eukhe.records.jobs import Detached, JobList, JobRow, Settled
 from eukhe.records.output import OutputWindow
@@ -125,12 +126,31 @@ def _cell_text(answer: Settled, body: str) -> str:
     if answer.error is not None:
         trace = render("".join(answer.error.traceback)) or f"{answer.error.ename}: {answer.error.evalue}"
         parts.append(trace if trace.endswith("\n") else trace + "\n")
+    parts += [line + "\n" for line in display_lines(answer)]
     if answer.outcome == "error":
         parts.append(f"[cell raised {answer.error.ename if answer.error is not None else 'an error'}]")
     elif answer.outcome != "ok":
         parts.append(f"[{CELL_ENDS.get(answer.outcome or '', f'cell ended: {answer.outcome}')}]")
     text = "".join(parts)
     return (text or NO_OUTPUT + "\n").rstrip("\n")
+
+
+def display_line(number: int, display: Display) -> str:
+    """One image of a cell's answer: its type, pixel size and bytes, whether it is shown, and its file."""
+    size = f" {display.width}x{display.height}," if display.width is not None and display.height is not None else ""
+    what = f"image {number}: {display.mime_type}{size} {count(display.bytes, 'byte')}"
+    why = {"too_large": "not shown (too large)", "over_count": "not shown (past the count)"}
+    shown = "shown" if display.shown else why.get(display.withheld or "", "not shown")
+    where = f"saved at {display.artifact}" if display.artifact is not None else f"not saved: {display.artifact_error}"
+    return f"[{what}, {shown}; {where}]"
+
+
+def display_lines(answer: Settled) -> list[str]:
+    """The lines that name a cell's images, then the notice of those not shown."""
+    lines = [display_line(number, display) for number, display in enumerate(answer.displays, 1)]
+    if answer.displays_notice is not None:
+        lines.append(answer.displays_notice)
+    return lines
 
 
 ENDED_WITH_HOST: dict[EndReason, str] = {

@@ -1,8 +1,9 @@
 """`eukhe ipython --session ID [--budget-ms N] [-c CODE | FILE | -]`: run a Python cell on a session's kernel.
 
 It blocks at most the budget (the session's `tool_blocking_budget_ms`, lowered by --budget-ms): the cell settles
-(--json: `status: settled`, `outcome`, `result`, `error`) or detaches into a job (`status: detached`, `job`) with
-its output so far (`output`), and goes on in the daemon. Ctrl-C interrupts the cell (a second one leaves at once).
+(--json: `status: settled`, `outcome`, `result`, `error`, and its images as `displays`: MIME type, size, artifact) or
+detaches into a job (`status: detached`, `job`) with its output so far (`output`), and goes on in the daemon. Ctrl-C
+interrupts the cell (a second one leaves at once).
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ def cmd_ipython(args: argparse.Namespace) -> int:
         return 0
     if result.result is not None:
         sys.stdout.write(f"{result.result}\n")
+    if result.displays or result.displays_notice:
+        from eukhe.calls.texts import display_lines  # noqa: PLC0415  (lazy: CLI start-up time)
+
+        sys.stdout.write("".join(line + "\n" for line in display_lines(result)))
     error = result.error
     if error:
         trace = "".join(error.traceback) or f"{error.ename}: {error.evalue}\n"

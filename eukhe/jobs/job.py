@@ -22,16 +22,21 @@ from eukhe.core.bound import Truncation
 from eukhe.core.jobends import EndReason, GroupMark, StopReason
 from eukhe.jobs.terminal import Terminal
 from eukhe.output import BoundedOutput, BoundedResult, job_artifact_prefix
+from eukhe.records.displays import Display
 from eukhe.records.jobs import CellError, CellOutcomeName, Detached, JobRow, Settled
 
 
 @dataclass(frozen=True, slots=True)
 class CellEnding:
-    """What a cell job adds to its end: the cell's outcome, the repr of its trailing expression, its error."""
+    """What a cell job adds to its end: the cell's outcome, the repr of its trailing expression, its error, its
+    images (eukhe.records.displays)."""
 
     outcome: CellOutcomeName
     result: str | None
     error: CellError | None
+    displays: tuple[Display, ...] = ()
+    displays_notice: str | None = None
+    displays_dropped: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +224,9 @@ class Job:
             error=None if cell is None else cell.error,
             reason=self.reason,
             screen=self.screen(),
+            displays=[] if cell is None else list(cell.displays),
+            displays_notice=None if cell is None else cell.displays_notice,
+            displays_dropped=0 if cell is None else cell.displays_dropped,
         )
 
     def on_end_once(self, wake: Callable[[], None]) -> Callable[[], None]:

@@ -185,6 +185,9 @@ class CellJobs:
                 outcome=outcome.status,
                 result=outcome.result,
                 error=outcome.error,
+                displays=list(outcome.displays),
+                displays_notice=outcome.displays_notice,
+                displays_dropped=outcome.displays_dropped,
             )
         job = detached[0] if detached else detach()
         return Detached(job=job.id, kind="cell", command=title, budget_ms=span, output=waiter.snapshot().to_record())
@@ -214,7 +217,14 @@ class CellJobs:
 
     def _end_job(self, job: Job, outcome: CellOutcome) -> None:
         self._outcomes[job.id] = outcome
-        job.cell = CellEnding(outcome.status, outcome.result, outcome.error)
+        job.cell = CellEnding(
+            outcome.status,
+            outcome.result,
+            outcome.error,
+            outcome.displays,
+            outcome.displays_notice,
+            outcome.displays_dropped,
+        )
         job.finish(core.Killed() if job.kill_requested else end_of(outcome))
 
     def cancel_later(self, run: CellRun) -> None:

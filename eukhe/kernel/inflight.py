@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -18,9 +19,11 @@ from eukhe.core.gate import Admission, Refusal
 from eukhe.core.kernel_life import Event as LifeEvent
 from eukhe.core.kernel_life import Reason
 from eukhe.errors import EukheError, error_code, error_details
+from eukhe.kernel.displays import CellDisplays, display_text
 from eukhe.kernel.errors import KernelDiedError, KernelError, KernelStartError, RemoteCallError
 from eukhe.output import BoundedOutput, BoundedResult
 from eukhe.records.base import Record, encode, strict_json
+from eukhe.records.displays import Display
 from eukhe.records.jobs import CellError, CellOutcomeName
 from eukhe.records.kernel import (
     CallRequest,
@@ -80,27 +83,36 @@ def end_error(reason: Reason, decided: KernelError | None, returncode: int | Non
 
 @dataclass(frozen=True, slots=True)
 class CellOutcome:
-    """How a cell ended: status, its bounded output, the repr of its trailing expression, its error."""
+    """How a cell ended: status, its bounded output, the repr of its trailing expression, its error, its images
+    (saved as artifacts; the notice says which are not shown, `displays_dropped` how many were not saved)."""
 
     id: str
     status: CellOutcomeName
     output: BoundedResult
     result: str | None
     error: CellError | None
-    displays: tuple[Mapping[str, Any], ...] = ()
+    displays: tuple[Display, ...] = ()
+    displays_notice: str | None = None
+    displays_dropped: int = 0
 
 
 class CellRun:
     """A cell in flight: output goes to its `BoundedOutput` (and to listeners), `done` ends it exactly once."""
 
-    def __init__(self, cell_id: str, make_output: Callable[[], BoundedOutput], empty: BoundedResult) -> None:
+    def __init__(
+        self,
+        cell_id: str,
+        make_output: Callable[[], BoundedOutput],
+        empty: BoundedResult,
+        artifact_dir: Path | None = None,
+    ) -> None:
         self.id = cell_id
         self._make_output = make_output
         self._output: BoundedOutput | None = None
         self._empty = empty
         self.result: str | None = None
         self.error: CellError | None = None
-        self.displays: list[Mapping[str, Any]] = []
+        self.displays = CellDisplays(cell_id, artifact_dir)
         self._listeners: list[Callable[[bytes], None]] = []
         self._end_listeners: list[Callable[[CellOutcome], None]] = []
         self._done: asyncio.Future[CellOutcome] = asyncio.get_running_loop().create_future()
@@ -138,7 +150,9 @@ class CellRun:
             self._empty if self._output is None else self._output.close(),
             self.result,
             error or self.error,
-            tuple(self.displays),
+            tuple(self.displays.records),
+            self.displays.notice(),
+            self.displays.tally.dropped,
         )
         self._done.set_result(outcome)
         for waiter in self._waiters:
@@ -240,12 +254,18 @@ class InFlight:
         run = self._cell_for(frame.id) if frame.id is not None else None
         if isinstance(frame, DisplayFrame):
             plain = frame.data.get("text/plain")
-            text = _text_bytes((plain if isinstance(plain, str) else "<display>") + "\n")
-            if run is not None:
-                run.displays.append(frame.data)
+            shown = display_text(frame.data)
+            if shown is None:
+                shown = plain if isinstance(plain, str) else "<display>"
+            text = _text_bytes(shown + ("" if shown.endswith("\n") else "\n"))
+            if run is not None and not run.done:
+                run.displays.add(frame.data)
             (run.write if run is not None else self.background.write)(text)
         elif isinstance(frame, ResultFrame) and run is not None:
-            run.result = frame.repr
+            rich = display_text(frame.data) if frame.data is not None else None
+            run.result = frame.repr if rich is None else rich
+            if frame.data is not None:
+                run.displays.add(frame.data)
         elif isinstance(frame, ErrorFrame) and run is not None:
             run.error = CellError(ename=frame.ename, evalue=frame.evalue, traceback=list(frame.traceback))
         elif isinstance(frame, DoneFrame) and frame.id is not None:

@@ -340,6 +340,7 @@ class KernelManager:
             cell_id,
             lambda: BoundedOutput(self.truncation, self.artifact_dir, artifact_prefix=f"cell-{cell_id}"),
             self._empty_output,
+            self.artifact_dir,
         )
         if on_output is not None or on_end is not None:
             run.add_listener(on_output or (lambda _data: None), on_end or (lambda _outcome: None))

@@ -4,6 +4,11 @@
   command and output so far; "running-jobs: none" when none does.
 - `eukhe://session/calls`: the session's tool calls, journaled (every client's, and those a crash interrupted and
   the next open settled), as `eukhe session calls --json` prints them.
+- `eukhe://session/jobs`: every job of the session, running or ended, as `jobs_list` shows them.
+- `eukhe://session/jobs/<job id>`: one job's output so far (or its end), as `jobs_wait` with no wait shows it; each
+  running job is listed, found afresh at each list.
+- a cut output's artifact, `file://<path>` (`eukhe.mcp.artifacts`): not listed, linked from the answer that cut it
+  (`resource_link`), read a page at a time.
 - `skill://<name>/SKILL.md` and `skill://<name>/<relative path>`: the files of each skill offered for the session's
   working directory (docs/skills.md), found afresh at each list and read; a text file as text, any other as a blob.
 """
@@ -21,9 +26,9 @@ from urllib.parse import quote, unquote, urlsplit
 
 import mcp_types as types
 
-from eukhe.calls.texts import running_jobs_text
+from eukhe.calls.texts import answer_text, job_list_text, running_jobs_text
 from eukhe.records.base import convert
-from eukhe.records.jobs import JobList
+from eukhe.records.jobs import CallAnswer, JobList
 from eukhe.skills import SKILL_FILE, Skills, UnknownSkillError, discover, skill_files
 
 
@@ -44,6 +49,10 @@ class Resource:
 
 def _running_jobs(answer: Any) -> str:
     return running_jobs_text(convert(answer, JobList, code="daemon_protocol", what="the daemon's jobs.list"))
+
+
+def _jobs(answer: Any) -> str:
+    return job_list_text(convert(answer, JobList, code="daemon_protocol", what="the daemon's jobs.list"))
 
 
 def _calls(answer: Any) -> str:
@@ -69,9 +78,53 @@ RESOURCES: dict[str, Resource] = {
             "session.calls",
             _calls,
         ),
+        Resource(
+            "eukhe://session/jobs",
+            "jobs",
+            "The session's jobs, running or ended: id, kind, exit, how many bytes and lines of output, command.",
+            "text/plain",
+            "jobs.list",
+            _jobs,
+        ),
     )
 }
 """Every resource the server offers, by URI."""
+
+
+JOB_PREFIX = "eukhe://session/jobs/"
+
+
+def job_uri(job_id: str) -> str:
+    """`eukhe://session/jobs/<job id>`."""
+    return JOB_PREFIX + quote(job_id, safe="")
+
+
+def parse_job_uri(uri: str) -> str | None:
+    """The job id of a job's URI, or None when it is not one."""
+    if not uri.startswith(JOB_PREFIX) or len(uri) == len(JOB_PREFIX) or "/" in uri[len(JOB_PREFIX) :]:
+        return None
+    return unquote(uri[len(JOB_PREFIX) :])
+
+
+def job_resources(answer: Any) -> list[types.Resource]:
+    """One resource per running job of a `jobs.list` answer."""
+    jobs = convert(answer, JobList, code="daemon_protocol", what="the daemon's jobs.list")
+    return [
+        types.Resource(
+            name=f"job {row.id}",
+            uri=job_uri(row.id),
+            description=f"A running {row.kind} job's output so far: {row.command[:200]}",
+            mime_type="text/plain",
+        )
+        for row in jobs.jobs
+        if row.status == "running"
+    ]
+
+
+def job_text(answer: Any) -> str:
+    """A job's output so far, or its end, from a `jobs.wait` answer that did not wait."""
+    union: Any = CallAnswer  # a union of records
+    return answer_text(convert(answer, union, code="daemon_protocol", what="the daemon's jobs.wait"))
 
 
 SKILL_SCHEME = "skill"
@@ -144,6 +197,10 @@ __all__ = [
     "SkillFileMissingError",
     "UnknownSkillError",
     "discover",
+    "job_resources",
+    "job_text",
+    "job_uri",
+    "parse_job_uri",
     "parse_skill_uri",
     "read_skill_file",
     "skill_resources",

@@ -37,6 +37,8 @@ from eukhe.calls.texts import error_text
 from eukhe.core.skills import CATALOG_MAX_BYTES, catalog_text, offered
 from eukhe.daemon.client import DaemonClient, connect
 from eukhe.errors import EukheError, InputError, error_code, error_details
+from eukhe.mcp.artifacts import ArtifactRefusedError, check_artifact, page_text, parse_artifact_uri, read_page
+from eukhe.mcp.content import extra_content
 from eukhe.mcp.link import DaemonLink
 from eukhe.mcp.progress import CallProgress
 from eukhe.mcp.resources import (
@@ -44,6 +46,9 @@ from eukhe.mcp.resources import (
     SkillFileMissingError,
     UnknownSkillError,
     discover,
+    job_resources,
+    job_text,
+    parse_job_uri,
     parse_skill_uri,
     read_skill_file,
     skill_resources,
@@ -170,6 +175,10 @@ class EukheServer:
             listed += await anyio.to_thread.run_sync(lambda: skill_resources(discover(self.target.cwd)))
         except (EukheError, OSError) as error:
             log.warning("skills not listed for %s: %s", self.target.cwd, error)
+        try:  # the running jobs too, as they stand now
+            listed += job_resources(await self.link.call("jobs.list", {"session": self.target.session}))
+        except (EukheError, OSError) as error:
+            log.warning("running jobs not listed: %s", error)
         return types.ListResourcesResult(resources=listed)
 
     async def read_resource(self, ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
@@ -177,6 +186,11 @@ class EukheServer:
         the disk)."""
         if parse_skill_uri(str(params.uri)) is not None:
             return await self.read_skill_resource(str(params.uri))
+        if parse_artifact_uri(str(params.uri)) is not None:
+            return await self.read_artifact_resource(str(params.uri))
+        job = parse_job_uri(str(params.uri))
+        if job is not None:
+            return await self.read_job_resource(str(params.uri), job)
         resource = RESOURCES.get(str(params.uri))
         if resource is None:
             known = ", ".join(RESOURCES)
@@ -200,6 +214,44 @@ class EukheServer:
             raise MCPError(code=types.INTERNAL_ERROR, message=f"{uri}: {error}") from error
         return types.ReadResourceResult(contents=[contents])
 
+    async def read_job_resource(self, uri: str, job: str) -> types.ReadResourceResult:
+        """One job's output so far, or its end (the daemon's `jobs.wait` for 1 ms: a wait whose deadline has passed
+        answers the output so far even when the end is there)."""
+        try:
+            answer = await self.link.call("jobs.wait", {"session": self.target.session, "job": job, "timeout_ms": 1})
+            text = job_text(answer)
+        except EukheError as error:
+            code = types.INVALID_PARAMS if error_code(error) == "unknown_job" else types.INTERNAL_ERROR
+            raise MCPError(code=code, message=f"{uri}: {error}") from error
+        except OSError as error:
+            raise MCPError(code=types.INTERNAL_ERROR, message=f"{uri}: {error}") from error
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)]
+        )
+
+    async def read_artifact_resource(self, uri: str) -> types.ReadResourceResult:
+        """One page of an artifact of the session (eukhe.mcp.artifacts): never the whole of a large one."""
+        parsed = parse_artifact_uri(uri)
+        assert parsed is not None
+        path, line = parsed
+
+        def page() -> str:
+            where = check_artifact(path, self.target.session)
+            return page_text(where, read_page(where, line))
+
+        try:
+            text = await anyio.to_thread.run_sync(page)
+        except ArtifactRefusedError as error:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown resource: {uri}: {error}") from error
+        except FileNotFoundError as error:
+            message = f"Unknown resource: {uri}: the artifact is gone (an artifact collection removes old ones)"
+            raise MCPError(code=types.INVALID_PARAMS, message=message) from error
+        except OSError as error:
+            raise MCPError(code=types.INTERNAL_ERROR, message=f"{uri}: {error}") from error
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)]
+        )
+
     async def list_tools(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return self.listing
 
@@ -222,7 +274,10 @@ class EukheServer:
             return refused(error_code(error), str(error), error_details(error))
         except OSError as error:
             return refused("daemon_unavailable", f"the daemon connection failed: {error}")
-        return types.CallToolResult(content=[types.TextContent(text=settled.text)], structured_content=answer.to_json())
+        extra = await anyio.to_thread.run_sync(lambda: extra_content(answer))
+        return types.CallToolResult(
+            content=[types.TextContent(text=settled.text), *extra], structured_content=answer.to_json()
+        )
 
     async def _ask(self, ctx: Context, tool: Tool, payload: dict[str, Any]) -> Any:
         """The session's settled call; with progress reports from its board while it runs, when the client asked."""

@@ -18,6 +18,7 @@ import mcp_types as types
 
 from eukhe.calls.catalog import CALL_TOOLS, CallTool, ProgressKind
 from eukhe.core.bound import DEFAULT_LIMITS
+from eukhe.core.pictures import MAX_IMAGE_BYTES, MAX_SHOWN
 from eukhe.core.tty import QUIET_MS
 from eukhe.records.base import Record, convert
 from eukhe.records.schema import schema_of
@@ -161,8 +162,13 @@ TOOLS: dict[str, Tool] = {
             CALL_TOOLS["ipython"],
             "Run Python code as a cell on the session's persistent kernel: variables, imports and background tasks "
             "live on between calls; top-level await works. The answer has what the cell printed, the value of its "
-            "last expression (Out:) or its traceback. " + BLOCKS + BOUNDED + " Cancelling the call interrupts the "
-            "cell.",
+            "last expression (Out:) or its traceback. Images the cell displays (a matplotlib figure from "
+            "plt.show() or as the last value, a PIL image, an object with _repr_png_, _repr_jpeg_ or _repr_svg_, "
+            f"given to display() or as the last value) come back as image content, at most {MAX_SHOWN} of "
+            f"{MAX_IMAGE_BYTES // 1024 // 1024} MiB each (the others are saved and named). "
+            + BLOCKS
+            + BOUNDED
+            + " Cancelling the call interrupts the cell.",
             SHELL,
         ),
         Tool(

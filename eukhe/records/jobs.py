@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+import msgspec
+
 from eukhe.core.jobends import EndReason, StopReason
 from eukhe.records.base import Record
+from eukhe.records.displays import Display
 from eukhe.records.output import OutputWindow
 
 JobKind = Literal["bash", "cell"]
@@ -43,6 +46,11 @@ class Settled(Record, tag="settled", tag_field="status"):
     screen: str | None = None
     """A tty job's screen as a terminal shows it (a full-screen program's screen, else its scrollback); null for
     any other job. `output` keeps the raw bytes and their counts."""
+    displays: list[Display] = msgspec.field(default_factory=list)
+    """A cell's images, in the order it displayed them (eukhe.records.displays); `displays_notice` says which are
+    not shown and why, `displays_dropped` how many were past the count an answer saves."""
+    displays_notice: str | None = None
+    displays_dropped: int = 0
 
 
 class Detached(Record, tag="detached", tag_field="status"):

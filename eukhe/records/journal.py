@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import msgspec
+
 from eukhe.core.jobends import EndReason
 from eukhe.records.base import Record
+from eukhe.records.displays import Display
 from eukhe.records.jobs import CellError, CellOutcomeName
 from eukhe.records.output import OutputWindow
 from eukhe.records.sandbox import SandboxPolicy
@@ -155,6 +158,9 @@ class JobEndRow(Record, tag="eukhe.job_end", tag_field="notice"):
     outcome: CellOutcomeName | None = None
     result: str | None = None
     error: CellError | None = None
+    displays: list[Display] = msgspec.field(default_factory=list)
+    displays_notice: str | None = None
+    displays_dropped: int = 0
 
 
 class JobRecordFailed(Record, tag="job_record_failed", tag_field="notice"):

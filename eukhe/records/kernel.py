@@ -45,10 +45,12 @@ class DisplayFrame(Record, tag="display", tag_field="event"):
 
 
 class ResultFrame(Record, tag="result", tag_field="event"):
-    """The repr of a cell's trailing expression."""
+    """The repr of a cell's trailing expression, and its MIME bundle when it has more than its repr (an image,
+    Markdown, HTML)."""
 
     id: str | None
     repr: str
+    data: dict[str, Any] | None = None
 
 
 class ErrorFrame(Record, tag="error", tag_field="event"):

@@ -123,6 +123,9 @@ def past_answer(past: PastJob[EndRow]) -> Settled:
         result=None if cell is None else cell.result,
         error=None if cell is None else cell.error,
         reason=None if row is None else row.reason,
+        displays=[] if cell is None else list(cell.displays),
+        displays_notice=None if cell is None else cell.displays_notice,
+        displays_dropped=0 if cell is None else cell.displays_dropped,
     )
 
 
@@ -153,6 +156,9 @@ def end_row(job: Job) -> EndRow:
         outcome=None if cell is None else cell.outcome,
         result=None if cell is None else cell.result,
         error=None if cell is None else cell.error,
+        displays=[] if cell is None else list(cell.displays),
+        displays_notice=None if cell is None else cell.displays_notice,
+        displays_dropped=0 if cell is None else cell.displays_dropped,
     )
 
 

@@ -80,8 +80,10 @@ class Server:
 
 
 def text_of(result: types.CallToolResult) -> str:
-    (block,) = result.content
+    """The result's text: its first block; the others, if any, are a cell's images and a cut output's link."""
+    block, *more = result.content
     assert isinstance(block, types.TextContent)
+    assert all(isinstance(extra, types.ImageContent | types.ResourceLink) for extra in more), more
     return block.text
 
 

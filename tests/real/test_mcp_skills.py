@@ -17,7 +17,7 @@ from tests.skills_support import write_skill
 
 pytestmark = pytest.mark.real
 
-SESSION_URIS = {"eukhe://session/running-jobs", "eukhe://session/calls"}
+SESSION_URIS = {"eukhe://session/running-jobs", "eukhe://session/calls", "eukhe://session/jobs"}
 PNG = b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary"
 
 

@@ -286,7 +286,11 @@ def test_the_running_jobs_resource_names_each_running_job(world: DaemonEnv) -> N
     async def scenario() -> None:
         async with mcp_server(world, "--cwd", str(cwd)) as server:
             listed = await server.client.list_resources()
-            assert {str(r.uri) for r in listed.resources} == {"eukhe://session/running-jobs", "eukhe://session/calls"}
+            assert {str(r.uri) for r in listed.resources} == {
+                "eukhe://session/running-jobs",
+                "eukhe://session/calls",
+                "eukhe://session/jobs",
+            }
 
             async def section() -> str:
                 read = await server.client.read_resource("eukhe://session/running-jobs")

@@ -58,6 +58,9 @@ SETTLED = {
     "error": None,
     "reason": None,
     "screen": None,
+    "displays": [],
+    "displays_notice": None,
+    "displays_dropped": 0,
 }
 
 MISTYPED = [

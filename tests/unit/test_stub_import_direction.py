@@ -1,6 +1,6 @@
-"""The kernel stub's modules import one way (eukhe_kernel/main.py): `protocol`, `snapshot`, `frames`, `calls` <-
-`runtime` <- `api` <- `rlm` <- `main`. No stub module imports another inside a function (a lazy import that hides a
-cycle)."""
+"""The kernel stub's modules import one way (eukhe_kernel/main.py): `protocol`, `snapshot`, `frames`, `calls`,
+`pictures` <- `runtime` <- `api` <- `rlm` <- `main`. No stub module imports another inside a function (a lazy
+import that hides a cycle)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ LAYERS = {
     "eukhe_kernel.snapshot": 0,
     "eukhe_kernel.frames": 0,
     "eukhe_kernel.calls": 0,
+    "eukhe_kernel.pictures": 0,
     "eukhe_kernel.runtime": 1,
     "eukhe_kernel.api": 2,
     "eukhe_kernel.rlm": 3,

@@ -15,7 +15,14 @@ from eukhe.core import sandbox as policy_rules
 from eukhe.errors import InputError
 from eukhe.records.base import decode_json
 from eukhe.records.sandbox import SandboxPolicy
-from eukhe.records.settings import KernelTransport, ProjectSettings, SessionSettings, Upkeep, UserSettings
+from eukhe.records.settings import (
+    KernelTransport,
+    ModelProvider,
+    ProjectSettings,
+    SessionSettings,
+    Upkeep,
+    UserSettings,
+)
 
 USER_FILE = "settings.json"
 PROJECT_FILE = Path(".eukhe") / "settings.json"
@@ -88,3 +95,9 @@ def load_upkeep() -> Upkeep:
     does not decode is refused: `bad_setting`, naming the file and the key)."""
     user = _read(user_settings_path(), UserSettings)
     return Upkeep.of(user if isinstance(user, UserSettings) else None)
+
+
+def load_model() -> ModelProvider | None:
+    """The user's `model` setting (None: unset); a file that does not decode is refused (`bad_setting`)."""
+    user = _read(user_settings_path(), UserSettings)
+    return user.model if isinstance(user, UserSettings) else None

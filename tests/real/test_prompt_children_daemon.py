@@ -1,0 +1,114 @@
+"""Prompt children under the daemon, from the CLI and from MCP, against a scripted Chat Completions server: a daemon
+started before the key was set gets it from the client that asks for the spawn; the parent sees `message_parent`
+while the child runs; the report carries the answer and the usage; the key is nowhere in the agent dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from eukhe.records.children import ChildRow, Reports, Roster
+from tests.chat_server import HOLD, ChatServer, Scripted, chat_server, reply, turns
+from tests.real.conftest import DaemonEnv
+from tests.real.tools import need_tools
+
+pytestmark = pytest.mark.real
+
+KEY = "sk-daemon-Pq77-never-stored"
+KEY_ENV = "EUKHE_TEST_MODEL_KEY"
+
+
+def typed(kind: Any, value: Any) -> Any:
+    return msgspec.convert(value, type=kind)
+
+
+def tree_and_model(world: DaemonEnv, server: ChatServer) -> Path:
+    need_tools("git")
+    path = world.root / "tree"
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    (path / "a.txt").write_text("a\n")
+    world.agent_dir.mkdir(exist_ok=True)
+    model = {"base_url": server.url, "name": "scripted", "api_key_env": KEY_ENV, "backoff_ms": 1}
+    (world.agent_dir / "settings.json").write_text(json.dumps({"model": model}))
+    return path
+
+
+def no_key_under(*roots: Path) -> None:
+    for root in roots:
+        for path in root.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_a_prompt_child_from_the_cli_gets_its_key_from_the_client_and_talks_to_its_parent(world: DaemonEnv) -> None:
+    go = threading.Event()
+
+    def script(body: Any, number: int) -> Scripted | object:
+        if number == 1:
+            return reply(None, ("message_parent", {"text": "hello parent"}), ("bash", {"command": "echo hi > c.txt"}))
+        go.wait(30)
+        return reply(None, ("answer", {"value": "done"}))
+
+    with chat_server(script) as server:
+        tree = tree_and_model(world, server)
+        session = world.json("session", "create", "--cwd", str(tree))["id"]  # the daemon starts without the key
+        exit_code, refused = world.json_error("spawn", "--session", session, "--name", "keyless", "--prompt", "go")
+        assert (exit_code != 0, refused["error"]) == (True, "model_not_configured")
+        assert KEY_ENV in refused["message"]
+        world.env[KEY_ENV] = KEY  # set in the asking shell only
+        row = typed(
+            ChildRow,
+            world.json("spawn", "--session", session, "--name", "thinker", "--isolated", "--prompt", "say hi"),
+        )
+        assert row.status == "running"
+        rows: list[Any] = []
+        for _ in range(300):
+            roster = typed(Roster, world.json("children", "list", "--session", session))
+            rows = roster.children
+            if rows[0].messages:
+                break
+            go.wait(0.1)
+        assert (rows[0].status, rows[0].messages) == ("running", ["hello parent"])
+        go.set()
+        reports = typed(Reports, world.json("children", "collect", "--session", session, "--timeout-ms", "30000"))
+        (report,) = reports.reports
+        assert (report.status, report.answer, report.messages) == ("answered", "done", ["hello parent"])
+        assert report.usage is not None
+        assert (report.usage.model_calls, report.usage.tool_calls, report.usage.total_tokens) == (2, 3, 30)
+        assert (tree / "c.txt").read_text() == "hi\n"  # handed back
+        text = world.cli("children", "collect", "--session", session)
+        assert "message: hello parent" in text.stdout
+        assert "usage: 30 tokens" in text.stdout
+        shown = world.json("session", "show", report.session)
+        assert "assistant" in json.dumps(shown)
+        assert {seen.headers.get("Authorization") for seen in server.requests} == {f"Bearer {KEY}"}
+    world.stop()
+    no_key_under(world.agent_dir, tree)
+
+
+def test_a_prompt_child_whose_worker_dies_mid_loop_ends_interrupted(world: DaemonEnv) -> None:
+    with chat_server(turns(reply(None, ("bash", {"command": "true"})), HOLD)) as server:
+        tree = tree_and_model(world, server)
+        world.env[KEY_ENV] = KEY
+        session = world.json("session", "create", "--cwd", str(tree))["id"]
+        row = typed(ChildRow, world.json("spawn", "--session", session, "--name", "cut", "--prompt", "go"))
+        assert server.holding.wait(60), "the child's second request"
+        status = world.json("daemon", "status")
+        (worker,) = [w for w in status["workers"] if w["session"] == row.session]
+        os.kill(worker["pid"], signal.SIGKILL)
+        reports = typed(Reports, world.json("children", "collect", "--session", session, "--timeout-ms", "30000"))
+        (report,) = reports.reports
+        assert report.status == "interrupted", report
+        assert report.error is not None
+        assert report.error.reason == "interrupted"
+        calls = world.json("session", "calls", report.session)
+        assert [call["tool"] for call in calls["calls"]] == ["bash"]  # its transcript stays in its session

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from eukhe.api import InputError, Session
+from eukhe.api import InputError, Session, Settled
 from eukhe.calls.child_loop import CHILD_TOOLS, TOOL_SPECS
 from eukhe.children.errors import ModelNotConfiguredError
 from eukhe.mcp.tools import TOOLS
@@ -501,3 +501,34 @@ def test_the_timeout_stalls_a_prompt_child(world: World) -> None:
                 await session.close()
 
         run(scenario())
+
+
+def test_a_cell_spawns_a_prompt_child_isolated_and_collects_its_answer_hand_back_and_usage(world: World) -> None:
+    with chat_server(
+        turns(reply(None, ("edit", {"patch": "*** Begin Patch\n*** Add File: fixed.txt\n+fixed\n*** End Patch"})),
+              reply(None, ("answer", {"value": "fixed it"})))
+    ) as server:  # fmt: skip
+        world.model(server)
+
+        async def scenario() -> None:
+            session = await Session.create(world.work, root=world.sessions)
+            try:
+                await cell(session, "row = rlm.spawn('fix', prompt='fix it', workspace='isolated')")
+                done = await cell(
+                    session,
+                    "(report,) = rlm.collect(timeout_ms=30_000)\n"
+                    "(report.status, report.answer, report.handback.paths_taken, report.usage.model_calls)",
+                )
+                assert done.result == "('answered', 'fixed it', ['fixed.txt'], 2)"
+                assert (world.work / "fixed.txt").read_text() == "fixed\n"
+            finally:
+                await session.close()
+
+        run(scenario())
+
+
+async def cell(session: Session, code: str) -> Settled:
+    answer = await session.ipython(code, budget_ms=60_000)
+    assert isinstance(answer, Settled), answer
+    assert answer.error is None, answer.error
+    return answer

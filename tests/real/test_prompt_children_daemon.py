@@ -18,6 +18,7 @@ import pytest
 from eukhe.records.children import ChildRow, Reports, Roster
 from tests.chat_server import HOLD, ChatServer, Scripted, chat_server, reply, turns
 from tests.real.conftest import DaemonEnv
+from tests.real.test_mcp_server import mcp_server, run, text_of
 from tests.real.tools import need_tools
 
 pytestmark = pytest.mark.real
@@ -112,3 +113,31 @@ def test_a_prompt_child_whose_worker_dies_mid_loop_ends_interrupted(world: Daemo
         assert report.error.reason == "interrupted"
         calls = world.json("session", "calls", report.session)
         assert [call["tool"] for call in calls["calls"]] == ["bash"]  # its transcript stays in its session
+
+
+def test_mcp_spawn_with_a_prompt_passes_the_servers_key_and_collect_reports_the_answer_and_usage(
+    world: DaemonEnv,
+) -> None:
+    with chat_server(
+        turns(reply(None, ("write", {"path": "m.txt", "content": "by mcp\n"})), reply("written"))
+    ) as server:
+        tree = tree_and_model(world, server)
+        world.json("session", "create", "--cwd", str(tree))  # the daemon starts without the key
+        world.env[KEY_ENV] = KEY  # the MCP server's environment has it
+
+        async def scenario() -> None:
+            async with mcp_server(world, "--cwd", str(tree)) as mcp:
+                started = await mcp.call("spawn", {"name": "helper", "prompt": "write m.txt"})
+                assert not started.is_error, text_of(started)
+                collected = await mcp.call("collect", {"names": ["helper"], "timeout_ms": 30_000})
+                assert not collected.is_error, text_of(collected)
+                report = collected.structured_content["reports"][0]
+                assert (report["status"], report["answer"]) == ("answered", "written")
+                assert report["usage"]["model_calls"] == 2
+                assert "helper: answered" in text_of(collected)
+
+        run(scenario)
+        assert (tree / "m.txt").read_text() == "by mcp\n"
+        assert {seen.headers.get("Authorization") for seen in server.requests} == {f"Bearer {KEY}"}
+    world.stop()
+    no_key_under(world.agent_dir, tree)

@@ -81,6 +81,7 @@ class ChatServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # the headers and the body are two writes: no delayed-ACK stall between
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -532,3 +532,21 @@ async def cell(session: Session, code: str) -> Settled:
     assert isinstance(answer, Settled), answer
     assert answer.error is None, answer.error
     return answer
+
+
+def test_a_request_past_request_timeout_s_ends_that_attempt_and_the_next_one_answers(world: World) -> None:
+    with chat_server(turns(HOLD, reply("the second attempt"))) as server:
+        world.model(server, request_timeout_s=0.5)
+
+        async def scenario() -> None:
+            session = await Session.create(world.work, root=world.sessions)
+            try:
+                await session.children.spawn("patient", prompt="wait")
+                report = await collect_one(session, "patient")
+                assert (report.status, report.answer) == ("answered", "the second attempt")
+            finally:
+                await session.close()
+
+        run(scenario())
+        assert server.closed.is_set()  # the first attempt's connection was closed by the client
+        assert len(server.requests) == 2

@@ -134,7 +134,9 @@ def test_mcp_spawn_with_a_prompt_passes_the_servers_key_and_collect_reports_the_
                 report = collected.structured_content["reports"][0]
                 assert (report["status"], report["answer"]) == ("answered", "written")
                 assert report["usage"]["model_calls"] == 2
-                assert "helper: answered" in text_of(collected)
+                shown = text_of(collected)
+                assert "helper: answered" in shown
+                assert "usage: 30 tokens (20 prompt, 10 completion), 2 model calls, 1 tool call" in shown
 
         run(scenario)
         assert (tree / "m.txt").read_text() == "by mcp\n"

@@ -402,8 +402,8 @@ def run_request(request: SpawnRequest, api_key: str | None) -> RunRequest:
     key = api_key or os.environ.get(provider.api_key_env)
     if not key:
         raise ModelNotConfiguredError(
-            f"the `model` setting's api_key_env names {provider.api_key_env}, which is set neither where the spawn "
-            "was asked nor in the daemon's environment",
+            f"the `model` setting's api_key_env names {provider.api_key_env}, which is unset: neither the client "
+            "that asked for the spawn nor this process (the daemon's worker, or the Python API's) has it",
             field="model.api_key_env",
         )
     if request.model is not None:

@@ -5,23 +5,26 @@ retries, its usage, its messages to the parent, its hand-back, and its key (sent
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import threading
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from eukhe.api import InputError, Session, Settled
+from eukhe.api import InputError, Session
 from eukhe.calls.child_loop import CHILD_TOOLS, TOOL_SPECS
 from eukhe.children.errors import ModelNotConfiguredError
 from eukhe.mcp.tools import TOOLS
 from eukhe.records.workspace import HandbackReport
 from tests.chat_server import HOLD, ChatServer, Scripted, chat_server, reply, turns
 from tests.real.kernel_support import run, until
+from tests.real.test_children import cell
 from tests.real.tools import need_tools
 
 pytestmark = pytest.mark.real
@@ -66,6 +69,16 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
     return found
 
 
+@contextlib.asynccontextmanager
+async def parent(world: World) -> AsyncIterator[Session]:
+    """A parent session in the work tree, closed at the end."""
+    session = await Session.create(world.work, root=world.sessions)
+    try:
+        yield session
+    finally:
+        await session.close()
+
+
 async def collect_one(session: Session, name: str) -> Any:
     (report,) = await session.children.collect([name], timeout_ms=30_000)
     return report
@@ -87,8 +100,7 @@ def test_tool_calls_run_in_the_workspace_then_an_answer(world: World) -> None:
         world.model(server)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 row = await session.children.spawn("one", prompt="make a file")
                 assert row.status == "running"
                 report = await collect_one(session, "one")
@@ -103,8 +115,6 @@ def test_tool_calls_run_in_the_workspace_then_an_answer(world: World) -> None:
                     await child.close()
                 assert kinds[:3] == ["notice", "user", "assistant"], kinds
                 assert sorted(slot.tool for slot in calls.values()) == ["answer", "bash", "read"]
-            finally:
-                await session.close()
 
         run(scenario())
         first, second, third = (seen.body for seen in server.requests)
@@ -139,8 +149,7 @@ def test_a_reply_without_a_tool_call_is_the_answer_and_usage_is_summed(world: Wo
         world.model(server)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await session.children.spawn("sum", prompt="look")
                 report = await collect_one(session, "sum")
                 assert report.status == "answered"
@@ -151,8 +160,6 @@ def test_a_reply_without_a_tool_call_is_the_answer_and_usage_is_summed(world: Wo
                 assert (usage.model_calls, usage.tool_calls) == (2, 2)
                 (row,) = session.children.list()
                 assert row.usage == usage
-            finally:
-                await session.close()
 
         run(scenario())
 
@@ -168,8 +175,7 @@ def test_an_isolated_childs_files_are_handed_back(world: World) -> None:
         world.model(server)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 row = await session.children.spawn("iso", prompt="change things", workspace="isolated")
                 assert row.cwd != str(world.work)
                 report = await collect_one(session, "iso")
@@ -178,8 +184,6 @@ def test_an_isolated_childs_files_are_handed_back(world: World) -> None:
                 assert sorted(report.handback.paths_taken) == ["a.txt", "new.txt"]
                 assert (world.work / "new.txt").read_text() == "from the child\n"
                 assert (world.work / "a.txt").read_text() == "changed\n"
-            finally:
-                await session.close()
 
         run(scenario())
         system = server.requests[0].body["messages"][0]["content"]
@@ -196,8 +200,7 @@ def test_message_parent_is_seen_while_the_child_runs(world: World) -> None:
         world.model(server)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await session.children.spawn("talker", prompt="talk")
                 await until(server.holding.is_set, 30, "the second request")
                 (row,) = session.children.list()
@@ -205,8 +208,6 @@ def test_message_parent_is_seen_while_the_child_runs(world: World) -> None:
                 (report,) = await session.children.collect(["talker"], timeout_ms=0)
                 assert (report.status, report.messages) == ("running", ["halfway there"])
                 await session.children.delete("talker")
-            finally:
-                await session.close()
 
         run(scenario())
 
@@ -216,8 +217,7 @@ def test_max_turns_reached_stalls_the_child(world: World) -> None:
         world.model(server, max_turns=3)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await session.children.spawn("busy", prompt="never stop")
                 report = await collect_one(session, "busy")
                 assert report.status == "stalled"
@@ -225,8 +225,6 @@ def test_max_turns_reached_stalls_the_child(world: World) -> None:
                 assert "max_turns" in report.error.message
                 assert report.usage is not None
                 assert report.usage.model_calls == 3
-            finally:
-                await session.close()
 
         run(scenario())
         assert len(server.requests) == 3
@@ -238,15 +236,12 @@ def test_two_500s_then_success(world: World) -> None:
         world.model(server)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await session.children.spawn("retry", prompt="try")
                 report = await collect_one(session, "retry")
                 assert (report.status, report.answer) == ("answered", "fine")
                 assert report.usage is not None
                 assert report.usage.model_calls == 1  # the failed attempts gave no usage
-            finally:
-                await session.close()
 
         run(scenario())
         assert len(server.requests) == 3
@@ -257,16 +252,13 @@ def test_always_500_fails_with_model_error_within_a_bound(world: World) -> None:
         world.model(server, max_retries=3)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await session.children.spawn("down", prompt="try")
                 report = await collect_one(session, "down")
                 assert report.status == "failed"
                 assert report.error is not None
                 assert (report.error.reason, report.error.http_status) == ("model_error", 503)
                 assert "down for good" in report.error.message
-            finally:
-                await session.close()
 
         run(scenario())
         assert len(server.requests) == 4  # the first attempt and max_retries more
@@ -278,13 +270,10 @@ def test_429_waits_as_retry_after_says(world: World) -> None:
         world.model(server, backoff_ms=0)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await session.children.spawn("limited", prompt="try")
                 report = await collect_one(session, "limited")
                 assert (report.status, report.answer) == ("answered", "after the wait")
-            finally:
-                await session.close()
 
         run(scenario())
         first, second = server.requests
@@ -296,15 +285,12 @@ def test_cancel_mid_request_closes_the_connection(world: World) -> None:
         world.model(server)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await session.children.spawn("held", prompt="wait")
                 await until(server.holding.is_set, 30, "the request")
                 report = await session.children.delete("held")
                 assert report.status == "cancelled"
                 await until(server.closed.is_set, 30, "the server to see the connection close")
-            finally:
-                await session.close()
 
         run(scenario())
 
@@ -321,13 +307,10 @@ def test_a_bad_response_an_unknown_tool_and_bad_arguments_do_not_stop_the_loop(w
         world.model(server)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await session.children.spawn("odd", prompt="cope")
                 report = await collect_one(session, "odd")
                 assert (report.status, report.answer) == ("answered", "still here")
-            finally:
-                await session.close()
 
         run(scenario())
         second, third, fourth = (seen.body for seen in server.requests[1:])
@@ -344,12 +327,9 @@ def test_the_key_is_a_bearer_token_and_is_stored_nowhere(world: World) -> None:
         world.model(server)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await session.children.spawn("keyed", prompt="go")
                 assert (await collect_one(session, "keyed")).status == "answered"
-            finally:
-                await session.close()
 
         run(scenario())
         assert {seen.headers.get("Authorization") for seen in server.requests} == {f"Bearer {KEY}"}
@@ -385,8 +365,7 @@ def test_two_children_run_at_once(world: World) -> None:
         world.model(server)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await session.children.spawn("left", prompt="left")
                 await session.children.spawn("right", prompt="right")
                 reports = {r.name: r for r in await session.children.collect(timeout_ms=30_000)}
@@ -396,24 +375,19 @@ def test_two_children_run_at_once(world: World) -> None:
                 }
                 assert (world.work / "left.txt").read_text() == "left\n"
                 assert (world.work / "right.txt").read_text() == "right\n"
-            finally:
-                await session.close()
 
         run(scenario())
 
 
 def test_code_and_prompt_both_or_neither_are_refused_by_name(world: World) -> None:
     async def scenario() -> None:
-        session = await Session.create(world.work, root=world.sessions)
-        try:
+        async with parent(world) as session:
             with pytest.raises(InputError) as both:
                 await session.children.spawn("x", "1", prompt="p")
             assert both.value.field == "prompt"
             with pytest.raises(InputError) as neither:
                 await session.children.spawn("x")
             assert neither.value.field == "code"
-        finally:
-            await session.close()
 
     run(scenario())
 
@@ -422,8 +396,7 @@ def test_a_missing_model_setting_or_key_is_an_error_at_spawn_naming_the_setting(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def scenario() -> None:
-        session = await Session.create(world.work, root=world.sessions)
-        try:
+        async with parent(world) as session:
             with pytest.raises(ModelNotConfiguredError) as unset:
                 await session.children.spawn("x", prompt="p")
             assert (unset.value.code, unset.value.field) == ("model_not_configured", "model")
@@ -436,8 +409,6 @@ def test_a_missing_model_setting_or_key_is_an_error_at_spawn_naming_the_setting(
             assert keyless.value.field == "model.api_key_env"
             assert KEY_ENV in str(keyless.value)
             assert session.children.list() == []
-        finally:
-            await session.close()
 
     run(scenario())
 
@@ -447,12 +418,9 @@ def test_a_spawn_names_another_model(world: World) -> None:
         world.model(server)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await session.children.spawn("other", prompt="hi", model="cheaper-model")
                 assert (await collect_one(session, "other")).answer == "hi"
-            finally:
-                await session.close()
 
         run(scenario())
         assert server.requests[0].body["model"] == "cheaper-model"
@@ -490,15 +458,12 @@ def test_the_timeout_stalls_a_prompt_child(world: World) -> None:
         world.model(server)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 started = time.monotonic()
                 await session.children.spawn("slow", prompt="wait", timeout_ms=300)
                 report = await collect_one(session, "slow")
                 assert report.status == "stalled"
                 assert time.monotonic() - started < 20
-            finally:
-                await session.close()
 
         run(scenario())
 
@@ -511,8 +476,7 @@ def test_a_cell_spawns_a_prompt_child_isolated_and_collects_its_answer_hand_back
         world.model(server)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await cell(session, "row = rlm.spawn('fix', prompt='fix it', workspace='isolated')")
                 done = await cell(
                     session,
@@ -521,17 +485,8 @@ def test_a_cell_spawns_a_prompt_child_isolated_and_collects_its_answer_hand_back
                 )
                 assert done.result == "('answered', 'fixed it', ['fixed.txt'], 2)"
                 assert (world.work / "fixed.txt").read_text() == "fixed\n"
-            finally:
-                await session.close()
 
         run(scenario())
-
-
-async def cell(session: Session, code: str) -> Settled:
-    answer = await session.ipython(code, budget_ms=60_000)
-    assert isinstance(answer, Settled), answer
-    assert answer.error is None, answer.error
-    return answer
 
 
 def test_a_request_past_request_timeout_s_ends_that_attempt_and_the_next_one_answers(world: World) -> None:
@@ -539,13 +494,10 @@ def test_a_request_past_request_timeout_s_ends_that_attempt_and_the_next_one_ans
         world.model(server, request_timeout_s=0.5)
 
         async def scenario() -> None:
-            session = await Session.create(world.work, root=world.sessions)
-            try:
+            async with parent(world) as session:
                 await session.children.spawn("patient", prompt="wait")
                 report = await collect_one(session, "patient")
                 assert (report.status, report.answer) == ("answered", "the second attempt")
-            finally:
-                await session.close()
 
         run(scenario())
         assert server.closed.is_set()  # the first attempt's connection was closed by the client

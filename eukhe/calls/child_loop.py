@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
@@ -87,8 +88,20 @@ def system_prompt(session: AgentSession) -> str:
     return "\n\n".join(part.rstrip("\n") for part in parts) + "\n"
 
 
+SAID = frozenset({"notice", "user", "assistant"})
+"""The kinds of the entries that hold the conversation's messages (`{"message": ...}`)."""
+
+
 def child_usage(usage: core.Usage) -> ChildUsage:
     return ChildUsage(**asdict(usage))
+
+
+def _usage(kept: Any) -> core.Usage:
+    """An assistant entry's usage as the journal keeps it (one model call if it is not readable)."""
+    try:
+        return core.Usage(**kept) if isinstance(kept, dict) else core.Usage(model_calls=1)
+    except TypeError:
+        return core.Usage(model_calls=1)
 
 
 class _ChildTools:
@@ -157,8 +170,9 @@ class ChildLoop:
         self.session.commit([self.session.entry_record(kind, {"message": message, **more})], sync=False)
 
     async def _talk(self, model: ChatModel) -> RunEnd:
-        self._say("notice", {"role": "system", "content": system_prompt(self.session)})
-        self._say("user", {"role": "user", "content": self.request.prompt})
+        ended = await self._resume()
+        if ended is not None:
+            return ended
         while not self.loop.ended:
             try:
                 body = await model.complete(self.messages, TOOL_SPECS)
@@ -174,19 +188,80 @@ class ChildLoop:
             if isinstance(reply, core.Unusable):
                 self._unusable(reply, usage)
                 continue
-            self._say("assistant", reply.message, usage=asdict(usage))
             if isinstance(reply, core.Replied):
+                self._say("assistant", reply.message, usage=asdict(usage))
+                self.loop = core.step(self.loop, core.Event.REPLIED)
+                return self._end(RunEnd(status="answered", answer=reply.text))
+            ids = [f"call-{secrets.token_hex(6)}" for _ in reply.calls]  # journaled first: a resume finds each
+            self._say("assistant", reply.message, usage=asdict(usage), calls=ids)
+            self.loop = core.step(self.loop, core.Event.TOOLS_ASKED)
+            ended = await self._act([(asked, call_id, None) for asked, call_id in zip(reply.calls, ids, strict=True)])
+            if ended is not None:
+                return ended
+        message = f"the model replied {self.loop.turns} times (max_turns) without an answer"
+        return self._end(RunEnd(status="stalled", error=ChildError(reason="stalled", message=message)))
+
+    async def _act(self, calls: list[tuple[core.AskedCall, str | None, dict[str, Any] | None]]) -> RunEnd | None:
+        """Run a reply's tool calls in order (a call whose result the journal has is not run again: the model reads
+        that result); the answer if one was `answer`, else None once they all ran."""
+        for asked, call_id, result in calls:
+            if result is None:
+                await self._run_call(asked, call_id)
+            else:
+                self._took(asked, result)
+            if self.own.answered:
+                self.loop = core.step(self.loop, core.Event.ANSWER_CALLED)
+                return self._end(RunEnd(status="answered", answer=self.own.value))
+        self.loop = core.step(self.loop, core.Event.TOOLS_RAN)
+        return None
+
+    def _took(self, asked: core.AskedCall, result: dict[str, Any]) -> None:
+        """A call's result from the journal, as the model read it."""
+        self.usage = self.usage.plus(core.Usage(tool_calls=1))
+        output = result.get("output")
+        text = output.get("text", "") if isinstance(output, dict) else ""
+        self.messages.append({"role": "tool", "tool_call_id": asked.id, "content": str(text)})
+        if asked.name == ANSWER and result.get("status") == "returned":
+            arguments = core.read_arguments(asked.arguments)
+            self.own.answered, self.own.value = True, arguments.get("value") if isinstance(arguments, dict) else None
+
+    async def _resume(self) -> RunEnd | None:
+        """Start the conversation, or take it up from the session's journal (a child whose worker died mid-loop):
+        its messages, turns and usage; the calls of its last reply that have no result run now. The end, if the
+        journal already holds it (an answer)."""
+        entries = self.session.branch()
+        said = [e for e in entries if e.kind in SAID and isinstance(e.content, dict) and "message" in e.content]
+        if not said:
+            self._say("notice", {"role": "system", "content": system_prompt(self.session)})
+            self._say("user", {"role": "user", "content": self.request.prompt})
+            return None
+        results = {
+            str(e.content.get("call")): e.content
+            for e in entries
+            if e.kind == "tool_result" and isinstance(e.content, dict)
+        }
+        for entry in said:
+            message, content = entry.content["message"], entry.content
+            self.messages.append(message)
+            if entry.kind != "assistant":
+                continue
+            self.usage = self.usage.plus(_usage(content.get("usage")))
+            reply = core.read_reply({"choices": [{"message": message}]})
+            if isinstance(reply, core.Replied) and "unusable" not in content:
                 self.loop = core.step(self.loop, core.Event.REPLIED)
                 return self._end(RunEnd(status="answered", answer=reply.text))
             self.loop = core.step(self.loop, core.Event.TOOLS_ASKED)
-            for asked in reply.calls:
-                await self._run_call(asked)
-                if self.own.answered:
-                    self.loop = core.step(self.loop, core.Event.ANSWER_CALLED)
-                    return self._end(RunEnd(status="answered", answer=self.own.value))
-            self.loop = core.step(self.loop, core.Event.TOOLS_RAN)
-        message = f"the model replied {self.loop.turns} times (max_turns) without an answer"
-        return self._end(RunEnd(status="stalled", error=ChildError(reason="stalled", message=message)))
+            if not isinstance(reply, core.ToolsAsked):  # an unusable reply: the next entry tells the model so
+                self.loop = core.step(self.loop, core.Event.TOOLS_RAN)
+                continue
+            ids = content.get("calls") if isinstance(content.get("calls"), list) else []
+            ids = [*ids, *([None] * (len(reply.calls) - len(ids)))]
+            ended = await self._act(
+                [(asked, call_id, results.get(str(call_id))) for asked, call_id in zip(reply.calls, ids, strict=False)]
+            )
+            if ended is not None:
+                return ended
+        return None
 
     def _unusable(self, reply: core.Unusable, usage: core.Usage) -> None:
         """A reply the child cannot use counts a turn; the model is told what was wrong with it."""
@@ -196,13 +271,13 @@ class ChildLoop:
         self._say("user", {"role": "user", "content": text})
         self.loop = core.step(self.loop, core.Event.TOOLS_RAN)
 
-    async def _run_call(self, asked: core.AskedCall) -> None:
+    async def _run_call(self, asked: core.AskedCall, call_id: str | None) -> None:
         """Run one tool call the model asked for; the model reads its text (or why it was refused)."""
         self.usage = self.usage.plus(core.Usage(tool_calls=1))
-        text = await self._call_text(asked)
+        text = await self._call_text(asked, call_id)
         self.messages.append({"role": "tool", "tool_call_id": asked.id, "content": text})
 
-    async def _call_text(self, asked: core.AskedCall) -> str:
+    async def _call_text(self, asked: core.AskedCall, call_id: str | None) -> str:
         if asked.name not in OFFERED:
             return error_text("unknown_tool", f"no tool named {asked.name!r}; yours: {', '.join(sorted(OFFERED))}")
         arguments = core.read_arguments(asked.arguments)
@@ -210,9 +285,9 @@ class ChildLoop:
             return error_text("bad_tool_arguments", f"{asked.name}: {arguments}")
         try:
             if asked.name in (MESSAGE_PARENT, ANSWER):
-                result = await self.session.harness.call(asked.name, arguments, raise_failure=True)
+                result = await self.session.harness.call(asked.name, arguments, call_id=call_id, raise_failure=True)
                 return result.output.text
-            return (await self.calls.call(asked.name, arguments)).text
+            return (await self.calls.call(asked.name, arguments, call_id=call_id)).text
         except EukheError as error:
             details = error_details(error)
             reason = details.get("reason") if details is not None else None

@@ -160,15 +160,17 @@ class ToolCalls:
         *,
         on_event: EventListener | None = None,
         api_key: str | None = None,
+        call_id: str | None = None,
     ) -> ToolCallAnswer:
         """Run one tool call to its settle. `on_event` hears its start (`call_started`, with the call id) and the
-        id of the job it runs (`started`); `api_key` is the key a `spawn` of a prompt child uses (never journaled).
+        id of the job it runs (`started`); `api_key` is the key a `spawn` of a prompt child uses (never journaled);
+        `call_id` the call's id (default: a fresh one).
         A refusal (a bad argument, an unknown job, a file tool's reason) raises
         once the call settled as failed; a cancelled call raises CallCancelledError with how its job ended."""
         self.session.check_open()
         if tool not in CALL_TOOLS:
             raise UnknownToolError(tool)
-        call_id = f"call-{secrets.token_hex(6)}"
+        call_id = call_id or f"call-{secrets.token_hex(6)}"
         cancelled: list[CallCancelledError] = []
         self._listeners[call_id] = on_event or _nobody
         self._cancels[call_id] = cancelled

@@ -61,6 +61,9 @@ log = logging.getLogger("eukhe.children")
 CHILD_DOC = "eukhe.child"
 """The state document of one child in its parent's journal (key: the child's name)."""
 
+PROMPT_RESUMES = 2
+"""How many times a prompt child whose run was cut (its worker died) takes up its conversation again."""
+
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 """A child's name: one path component of its workspace, up to 64 letters, digits and `_.-`."""
 
@@ -206,7 +209,7 @@ class Children:
         """The child's run, then its end."""
         request = self._requests.pop(state.name, None) or RunRequest(code=state.code, timeout_ms=state.timeout_ms)
         try:
-            end = await self._host.run(state.session, request, lambda text: self._heard(state.name, text))
+            end = await self._run_resuming(state, request)
         except asyncio.CancelledError:
             why = self._cancelling.get(state.name)
             if why is None:
@@ -231,6 +234,20 @@ class Children:
         await self._end(
             msgspec.structs.replace(now, status=status, answer=end.answer, error=end.error, usage=end.usage)
         )
+
+    async def _run_resuming(self, state: ChildState, request: RunRequest) -> RunEnd:
+        """The host's run of the child. A prompt child whose run was cut (its worker died: the host failed, and is
+        not stopping) runs again, at most PROMPT_RESUMES times: its loop takes up its conversation from its
+        session's journal (the host reopens the session), with the key this roster holds in memory."""
+        resumes = 0
+        while True:
+            try:
+                return await self._host.run(state.session, request, lambda text: self._heard(state.name, text))
+            except EukheError as error:
+                if request.prompt is None or resumes >= PROMPT_RESUMES or await self._host.stopping():
+                    raise
+                resumes += 1
+                log.warning("child %s: its run was cut (%s); it resumes from its journal", state.name, error)
 
     def _heard(self, name: str, text: str) -> None:
         """A prompt child's `message_parent(text)`: kept on its row (and in the parent's journal) while it runs."""

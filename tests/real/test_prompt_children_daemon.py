@@ -9,12 +9,14 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
+from eukhe.children.roster import PROMPT_RESUMES
 from eukhe.records.children import ChildRow, Reports, Roster
 from tests.chat_server import HOLD, ChatServer, Scripted, chat_server, reply, turns
 from tests.real.conftest import DaemonEnv
@@ -96,8 +98,9 @@ def test_a_prompt_child_from_the_cli_gets_its_key_from_the_client_and_talks_to_i
     no_key_under(world.agent_dir, tree)
 
 
-def test_a_prompt_child_whose_worker_dies_mid_loop_ends_interrupted(world: DaemonEnv) -> None:
-    with chat_server(turns(reply(None, ("bash", {"command": "true"})), HOLD)) as server:
+def test_a_prompt_child_whose_worker_dies_mid_loop_resumes_from_its_journal(world: DaemonEnv) -> None:
+    script = turns(reply(None, ("bash", {"command": "echo once >> ran.txt"})), HOLD, reply("resumed"))
+    with chat_server(script) as server:
         tree = tree_and_model(world, server)
         world.env[KEY_ENV] = KEY
         session = world.json("session", "create", "--cwd", str(tree))["id"]
@@ -106,6 +109,33 @@ def test_a_prompt_child_whose_worker_dies_mid_loop_ends_interrupted(world: Daemo
         status = world.json("daemon", "status")
         (worker,) = [w for w in status["workers"] if w["session"] == row.session]
         os.kill(worker["pid"], signal.SIGKILL)
+        reports = typed(Reports, world.json("children", "collect", "--session", session, "--timeout-ms", "30000"))
+        (report,) = reports.reports
+        assert (report.status, report.answer) == ("answered", "resumed"), report
+        assert report.usage is not None
+        assert (report.usage.model_calls, report.usage.tool_calls) == (2, 1)  # the held request gave no reply
+        second, third = (seen.body for seen in server.requests[1:])
+        assert third["messages"] == second["messages"]  # the conversation taken up from the journal, as it was
+        assert [m["role"] for m in third["messages"]] == ["system", "user", "assistant", "tool"]
+        assert (tree / "ran.txt").read_text() == "once\n"  # its call ran once: the resume read its result
+        calls = world.json("session", "calls", report.session)
+        assert [call["tool"] for call in calls["calls"]] == ["bash"]
+
+
+def test_a_prompt_child_whose_worker_keeps_dying_ends_interrupted_with_its_transcript(world: DaemonEnv) -> None:
+    with chat_server(turns(reply(None, ("bash", {"command": "true"})), HOLD)) as server:
+        tree = tree_and_model(world, server)
+        world.env[KEY_ENV] = KEY
+        session = world.json("session", "create", "--cwd", str(tree))["id"]
+        row = typed(ChildRow, world.json("spawn", "--session", session, "--name", "cut", "--prompt", "go"))
+        for held in range(PROMPT_RESUMES + 1):
+            deadline = time.monotonic() + 60
+            while len(server.requests) < held + 2:  # each life of the worker asks again, and is held
+                assert time.monotonic() < deadline, "the child's next request"
+                time.sleep(0.01)
+            status = world.json("daemon", "status")
+            (worker,) = [w for w in status["workers"] if w["session"] == row.session]
+            os.kill(worker["pid"], signal.SIGKILL)
         reports = typed(Reports, world.json("children", "collect", "--session", session, "--timeout-ms", "30000"))
         (report,) = reports.reports
         assert report.status == "interrupted", report

@@ -149,7 +149,8 @@ class ChildLoop:
                 talk.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await talk
-                self.loop = core.step(self.loop, core.Event.TIMED_OUT)
+                if not self.loop.ended:
+                    self.loop = core.step(self.loop, core.Event.TIMED_OUT)
                 message = f"the run did not end within its timeout of {self.request.timeout_ms} ms"
                 return self._end(RunEnd(status="stalled", error=ChildError(reason="stalled", message=message)))
             return talk.result()

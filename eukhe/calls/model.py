@@ -10,11 +10,11 @@ the `Authorization` header only: no message, error or log here carries it.
 from __future__ import annotations
 
 import functools
-import json
 import ssl
 from typing import Any
 
 import httpx2
+import msgspec
 
 from eukhe.clock import Clock, sleep_ms
 from eukhe.core.agent import GiveUp, RetryPolicy, after_failure
@@ -77,7 +77,7 @@ class ChatModel:
         self.policy = policy_of(provider)
         self.clock = clock
         self._client = httpx2.AsyncClient(
-            headers={"Authorization": f"Bearer {api_key}"},
+            headers={"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"},
             timeout=httpx2.Timeout(provider.request_timeout_s),
             verify=tls(),
         )
@@ -87,13 +87,13 @@ class ChatModel:
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
         """The response body of one completion (or `NotJson`); ModelFailedError once the retries are spent."""
-        payload = {"model": self.provider.name, "messages": messages, "tools": tools}
+        payload = msgspec.json.encode({"model": self.provider.name, "messages": messages, "tools": tools})
         failures = 0
         while True:
             status: int | None
             retry_after: str | None = None
             try:
-                response = await self._client.post(self.url, json=payload)
+                response = await self._client.post(self.url, content=payload)
             except httpx2.TimeoutException:
                 status, message = None, f"no answer within {self.provider.request_timeout_s:g} s"
             except httpx2.HTTPError as error:  # refused, reset, cut: no HTTP answer
@@ -101,8 +101,8 @@ class ChatModel:
             else:
                 if 200 <= response.status_code < 300:
                     try:
-                        return json.loads(response.content)
-                    except ValueError as error:
+                        return msgspec.json.decode(response.content)
+                    except msgspec.DecodeError as error:
                         return NotJson(f"the response body is not JSON: {error}")
                 status, message = response.status_code, _said(response)
                 retry_after = response.headers.get("retry-after")

@@ -75,17 +75,21 @@ TOOL_SPECS = tool_specs()
 OFFERED = frozenset([*CHILD_TOOLS, MESSAGE_PARENT, ANSWER])
 
 
-def system_prompt(session: AgentSession) -> str:
-    """What the child is, its working directory, its tools, the running-jobs section and the skills catalog."""
+def introduction(session: AgentSession) -> str:
+    """The system prompt's part that does not change during the run: what the child is, its working directory, its
+    tools, and the catalog of the skills offered there."""
     role = ROLE.format(session=session.id, cwd=session.cwd, tools=", ".join(sorted(OFFERED)))
-    parts = [role, session.system_prompt()]
     try:
         catalog = catalog_text(offered(discover(session.cwd).verdicts), CATALOG_MAX_BYTES)
     except (EukheError, OSError):
         catalog = ""
-    if catalog:
-        parts.append(catalog)
-    return "\n\n".join(part.rstrip("\n") for part in parts) + "\n"
+    return role + ("\n\n" + catalog.rstrip("\n") if catalog else "")
+
+
+def system_prompt(session: AgentSession, intro: str) -> str:
+    """The system prompt as it stands: the introduction, then the session's own (its working directory, and the
+    running-jobs section exactly while a job runs: spec S2 jobs 7)."""
+    return intro + "\n\n" + session.system_prompt()
 
 
 SAID = frozenset({"notice", "user", "assistant"})
@@ -138,6 +142,7 @@ class ChildLoop:
         self.usage = core.Usage()
         self.loop = core.start(self.provider.max_turns)
         self.messages: list[dict[str, Any]] = []
+        self.intro = ""
 
     async def run(self) -> RunEnd:
         """The whole run: the loop within the child's timeout (stalled past it)."""
@@ -175,6 +180,7 @@ class ChildLoop:
         if ended is not None:
             return ended
         while not self.loop.ended:
+            self.messages[0] = {"role": "system", "content": system_prompt(self.session, self.intro)}  # jobs now
             try:
                 body = await model.complete(self.messages, TOOL_SPECS)
             except ModelFailedError as failure:
@@ -230,10 +236,11 @@ class ChildLoop:
         """Start the conversation, or take it up from the session's journal (a child whose worker died mid-loop):
         its messages, turns and usage; the calls of its last reply that have no result run now. The end, if the
         journal already holds it (an answer)."""
+        self.intro = introduction(self.session)
         entries = self.session.branch()
         said = [e for e in entries if e.kind in SAID and isinstance(e.content, dict) and "message" in e.content]
         if not said:
-            self._say("notice", {"role": "system", "content": system_prompt(self.session)})
+            self._say("notice", {"role": "system", "content": system_prompt(self.session, self.intro)})
             self._say("user", {"role": "user", "content": self.request.prompt})
             return None
         results = {

@@ -26,6 +26,7 @@ from tests.chat_server import HOLD, ChatServer, Scripted, chat_server, reply, tu
 from tests.real.kernel_support import run, until
 from tests.real.test_children import cell
 from tests.real.tools import need_tools
+from tests.skills_support import write_skill
 
 pytestmark = pytest.mark.real
 
@@ -502,3 +503,31 @@ def test_a_request_past_request_timeout_s_ends_that_attempt_and_the_next_one_ans
         run(scenario())
         assert server.closed.is_set()  # the first attempt's connection was closed by the client
         assert len(server.requests) == 2
+
+
+def test_the_system_prompt_names_the_running_jobs_and_the_skills_offered(world: World) -> None:
+    write_skill(world.work / ".agents" / "skills", "tidy-up", {"name": "tidy-up", "description": "Tidy a tree."})
+    with chat_server(
+        turns(
+            reply(None, ("bash", {"command": "sleep 30", "budget_ms": 0})),
+            reply(None, ("jobs_list", {})),
+            reply("seen"),
+        )
+    ) as server:
+        world.model(server)
+
+        async def scenario() -> None:
+            async with parent(world) as session:
+                await session.children.spawn("aware", prompt="look around")
+                assert (await collect_one(session, "aware")).answer == "seen"
+
+        run(scenario())
+        system = server.requests[0].body["messages"][0]["content"]
+        assert "tidy-up" in system
+        assert "Tidy a tree." in system
+        assert "running-jobs" not in system  # none ran yet
+        later = server.requests[2].body
+        assert "sleep 30" in tool_messages(later)[1]  # its jobs_list shows the detached job
+        now = later["messages"][0]["content"]
+        assert '<running-jobs count="1">' in now  # the system prompt of each request says what runs then
+        assert "sleep 30" in now

@@ -45,6 +45,21 @@ def tree_and_model(world: DaemonEnv, server: ChatServer) -> Path:
     return path
 
 
+def kill_worker_of(world: DaemonEnv, session: str, killed: set[int]) -> None:
+    """Kill the live worker of `session` (waiting, bounded, until the daemon lists one not killed before)."""
+    deadline = time.monotonic() + 60
+    while True:
+        workers = world.json("daemon", "status")["workers"]
+        live = [w["pid"] for w in workers if w["session"] == session and w["pid"] not in killed]
+        if live:
+            break
+        assert time.monotonic() < deadline, "the child's worker"
+        time.sleep(0.05)
+    (pid,) = live
+    os.kill(pid, signal.SIGKILL)
+    killed.add(pid)
+
+
 def no_key_under(*roots: Path) -> None:
     for root in roots:
         for path in root.rglob("*"):
@@ -106,10 +121,8 @@ def test_a_prompt_child_whose_worker_dies_mid_loop_resumes_from_its_journal(worl
         session = world.json("session", "create", "--cwd", str(tree))["id"]
         row = typed(ChildRow, world.json("spawn", "--session", session, "--name", "cut", "--prompt", "go"))
         assert server.holding.wait(60), "the child's second request"
-        status = world.json("daemon", "status")
-        (worker,) = [w for w in status["workers"] if w["session"] == row.session]
-        os.kill(worker["pid"], signal.SIGKILL)
-        reports = typed(Reports, world.json("children", "collect", "--session", session, "--timeout-ms", "30000"))
+        kill_worker_of(world, row.session, set())
+        reports = typed(Reports, world.json("children", "collect", "--session", session, "--timeout-ms", "60000"))
         (report,) = reports.reports
         assert (report.status, report.answer) == ("answered", "resumed"), report
         assert report.usage is not None
@@ -130,15 +143,14 @@ def test_a_prompt_child_whose_worker_keeps_dying_ends_interrupted_with_its_trans
         world.env[KEY_ENV] = KEY
         session = world.json("session", "create", "--cwd", str(tree))["id"]
         row = typed(ChildRow, world.json("spawn", "--session", session, "--name", "cut", "--prompt", "go"))
+        killed: set[int] = set()
         for held in range(PROMPT_RESUMES + 1):
             deadline = time.monotonic() + 60
             while len(server.requests) < held + 2:  # each life of the worker asks again, and is held
                 assert time.monotonic() < deadline, "the child's next request"
                 time.sleep(0.01)
-            status = world.json("daemon", "status")
-            (worker,) = [w for w in status["workers"] if w["session"] == row.session]
-            os.kill(worker["pid"], signal.SIGKILL)
-        reports = typed(Reports, world.json("children", "collect", "--session", session, "--timeout-ms", "30000"))
+            kill_worker_of(world, row.session, killed)
+        reports = typed(Reports, world.json("children", "collect", "--session", session, "--timeout-ms", "60000"))
         (report,) = reports.reports
         assert report.status == "interrupted", report
         assert report.error is not None

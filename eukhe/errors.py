@@ -65,6 +65,8 @@ CATALOGUE: dict[str, str] = {
     "unknown_child": "the parent has no child of this name",
     "child_exists": "the parent already has a child of this name (a delete frees it)",
     "session_has_jobs": "a session close or delete was refused because jobs run: force kills them",
+    "model_not_configured": "a prompt child cannot start: the user settings have no `model`, or the environment "
+    "variable its `api_key_env` names is unset (the message names which)",
     # Agent Skills
     "unknown_skill": "no skill of this name is offered for the working directory (`eukhe skills list` shows them)",
     # the Python kernel

@@ -66,6 +66,8 @@ class Running:
     api: ToolExecutionApi
     started: Callable[[str], None]
     live: Callable[[Job], None]
+    api_key: str | None = None
+    """The key a `spawn` of a prompt child uses (the asking client's; in memory only)."""
 
 
 Run = Callable[[AgentSession, Any, Running], Awaitable[Record]]
@@ -142,7 +144,15 @@ def _file_tool(kind: str, record: type[Record]) -> Run:
 
 
 async def _spawn(session: AgentSession, args: SpawnTool, running: Running) -> ChildRow:
-    return await session.children.spawn(args.name, args.code, workspace=args.workspace, timeout_ms=args.timeout_ms)
+    return await session.children.spawn(
+        args.name,
+        args.code,
+        workspace=args.workspace,
+        timeout_ms=args.timeout_ms,
+        prompt=args.prompt,
+        model=args.model,
+        api_key=running.api_key,
+    )
 
 
 async def _collect(session: AgentSession, args: CollectTool, running: Running) -> Reports:

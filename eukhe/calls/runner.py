@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import secrets
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -137,12 +138,21 @@ def warnings_of(answer: Record) -> list[str]:
 
 
 class ToolCalls:
-    """The tool calls of one session: the catalog's tools on its Harness."""
+    """The tool calls of one session: the catalog's tools on its Harness (one per session: `ToolCalls.of`)."""
+
+    @classmethod
+    def of(cls, session: AgentSession) -> ToolCalls:
+        """The session's tool calls, made on first use (a second `ToolCalls` would take over its Harness's tools)."""
+        calls = _OF_SESSION.get(session)
+        if calls is None:
+            calls = _OF_SESSION[session] = cls(session)
+        return calls
 
     def __init__(self, session: AgentSession) -> None:
         self.session = session
         self._listeners: dict[str, EventListener] = {}
         self._cancels: dict[str, list[CallCancelledError]] = {}
+        self._keys: dict[str, str] = {}  # a call's API key for a prompt child's spawn (in memory only)
         for tool in CALL_TOOLS.values():
             session.harness.register(
                 ToolRegistration(
@@ -150,17 +160,29 @@ class ToolCalls:
                 )
             )
 
-    async def call(self, tool: str, args: dict[str, Any], *, on_event: EventListener | None = None) -> ToolCallAnswer:
+    async def call(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        on_event: EventListener | None = None,
+        api_key: str | None = None,
+        call_id: str | None = None,
+    ) -> ToolCallAnswer:
         """Run one tool call to its settle. `on_event` hears its start (`call_started`, with the call id) and the
-        id of the job it runs (`started`). A refusal (a bad argument, an unknown job, a file tool's reason) raises
+        id of the job it runs (`started`); `api_key` is the key a `spawn` of a prompt child uses (never journaled);
+        `call_id` the call's id (default: a fresh one).
+        A refusal (a bad argument, an unknown job, a file tool's reason) raises
         once the call settled as failed; a cancelled call raises CallCancelledError with how its job ended."""
         self.session.check_open()
         if tool not in CALL_TOOLS:
             raise UnknownToolError(tool)
-        call_id = f"call-{secrets.token_hex(6)}"
+        call_id = call_id or f"call-{secrets.token_hex(6)}"
         cancelled: list[CallCancelledError] = []
         self._listeners[call_id] = on_event or _nobody
         self._cancels[call_id] = cancelled
+        if api_key is not None:
+            self._keys[call_id] = api_key
         try:
             result = await self.session.harness.call(tool, args, call_id=call_id, raise_failure=True)
         except asyncio.CancelledError:
@@ -170,6 +192,7 @@ class ToolCalls:
         finally:
             self._listeners.pop(call_id, None)
             self._cancels.pop(call_id, None)
+            self._keys.pop(call_id, None)
         return ToolCallAnswer(
             call=result.call_id,
             tool=result.tool,
@@ -209,7 +232,8 @@ class ToolCalls:
             names = getattr(args, "names", None)
             follower = asyncio.create_task(progress.follow_children(names))
         try:
-            answer = await tool.run(self.session, args, Running(api, on_started, progress.live))
+            running = Running(api, on_started, progress.live, self._keys.get(api.call_id))
+            answer = await tool.run(self.session, args, running)
         except asyncio.CancelledError:
             now = cancelled_answer(self.session, started)
             if now is not None:
@@ -226,6 +250,9 @@ class ToolCalls:
         for warning in warnings_of(answer):
             api.diagnostic(warning)
         return tool.text(answer)
+
+
+_OF_SESSION: weakref.WeakKeyDictionary[AgentSession, ToolCalls] = weakref.WeakKeyDictionary()
 
 
 def _nobody(event: Record) -> None:

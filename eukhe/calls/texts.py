@@ -25,7 +25,7 @@ from eukhe.core.bound import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Keep, OutputL
 from eukhe.core.jobends import EndReason
 from eukhe.core.render import render
 from eukhe.output import read_facts
-from eukhe.records.children import ChildReport, ChildRow, Reports, Roster
+from eukhe.records.children import ChildReport, ChildRow, ChildUsage, Reports, Roster
 from eukhe.records.daemon import CallLive
 from eukhe.records.displays import Display
 from eukhe.records.fs import EditAnswer, GlobAnswer, GrepAnswer, ReadAnswer, WriteAnswer
@@ -351,6 +351,7 @@ def roster_text(answer: Roster) -> str:
     lines: list[str] = []
     for row in answer.children:
         lines.append(child_row_text(row))
+        lines += messages_lines(row.messages)
         handed = handback_text(row.handback)
         if handed:
             lines.append(handed)
@@ -362,9 +363,23 @@ def answer_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def messages_lines(messages: list[str]) -> list[str]:
+    """A prompt child's `message_parent` texts, one line each."""
+    return [f"  message: {render(text)}" for text in messages]
+
+
+def usage_line(usage: ChildUsage | None) -> list[str]:
+    """A prompt child's usage in one line (none for a code child)."""
+    if usage is None:
+        return []
+    tokens = f"{usage.total_tokens} tokens ({usage.prompt_tokens} prompt, {usage.completion_tokens} completion)"
+    return [f"  usage: {tokens}, {count(usage.model_calls, 'model call')}, {count(usage.tool_calls, 'tool call')}"]
+
+
 def report_text(report: ChildReport) -> str:
-    """One child's report: its status, its answer or its error (and traceback), its hand-back."""
-    lines = [f"{report.name}: {report.status}"]
+    """One child's report: its status, its messages, its answer or its error (and traceback), its usage, its
+    hand-back."""
+    lines = [f"{report.name}: {report.status}", *messages_lines(report.messages)]
     if report.status != "running" and report.error is None:
         lines.append(f"  answer: {clip(render(answer_json(report.answer)), ANSWER_CLIP, 'answer')}")
     if report.error is not None:
@@ -372,6 +387,7 @@ def report_text(report: ChildReport) -> str:
         trace = render("".join(report.error.traceback)).rstrip("\n")
         if trace:
             lines.append(trace)
+    lines += usage_line(report.usage)
     handed = render(handback_text(report.handback))
     if handed:
         lines.append(handed)

@@ -1,4 +1,4 @@
-"""The children's errors: an unknown child, a name already taken."""
+"""The children's errors: an unknown child, a name already taken, a prompt child with no model to ask."""
 
 from __future__ import annotations
 
@@ -36,3 +36,14 @@ class ChildNameError(WorkspaceNameError):
         UsageError.__init__(self, f"a child's name is 1 to 64 letters, digits, '_', '.' or '-' (not first): {name!r}")
         self.name = name
         self.field = "name"
+
+
+class ModelNotConfiguredError(UsageError):
+    """A prompt spawn with no `model` in the user settings, or no API key in the variable it names; `field` names the
+    setting."""
+
+    code = "model_not_configured"
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field

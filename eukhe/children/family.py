@@ -15,7 +15,7 @@ from typing import Any, Protocol, Unpack
 
 from eukhe.children.host import ChildHost, InProcessHost
 from eukhe.children.roster import CHILD_DOC, Children, Parent
-from eukhe.children.run import AnswerSlot, run_child_code
+from eukhe.children.run import AnswerSlot, prompt_run, run_child_code
 from eukhe.core.gate import Admission
 from eukhe.kernel.manager import HostHandler
 from eukhe.kernel.session_kernel import KernelSession, SessionKernel
@@ -46,12 +46,30 @@ class SessionChildren:
         self.roster = roster
 
     async def spawn(
-        self, name: str, code: str, *, workspace: str = "shared", timeout_ms: int | None = None
+        self,
+        name: str,
+        code: str | None = None,
+        *,
+        workspace: str = "shared",
+        timeout_ms: int | None = None,
+        prompt: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
     ) -> ChildRow:
-        """Start child `name` whose run is `code` (one cell in its own kernel), in the parent's directory (shared)
-        or in a copy of it handed back at its end (isolated); stalled past `timeout_ms`."""
-        params = {"name": name, "code": code, "workspace": workspace, "timeout_ms": timeout_ms}
-        return await self.roster.spawn(convert(params, SpawnRequest, code="bad_args", what="a spawn"))
+        """Start child `name` whose run is `code` (one cell in its own kernel) or `prompt` (worked on by the `model`
+        setting's model, or `model`, with the child session's tools), in the parent's directory (shared) or in a
+        copy of it handed back at its end (isolated); stalled past `timeout_ms`. A prompt child's API key is
+        `api_key`, else the variable the setting's `api_key_env` names."""
+        params = {
+            "name": name,
+            "code": code,
+            "workspace": workspace,
+            "timeout_ms": timeout_ms,
+            "prompt": prompt,
+            "model": model,
+        }
+        request = convert(params, SpawnRequest, code="bad_args", what="a spawn")
+        return await self.roster.spawn(request, api_key=api_key)
 
     def list(self) -> builtins.list[ChildRow]:
         """The roster: every child's name, session, status, workspace and hand-back."""
@@ -166,6 +184,10 @@ def _nothing() -> None:
     """Nothing to do."""
 
 
+def _ignore(text: str) -> None:
+    """A message nobody hears."""
+
+
 def agent_parts(host: ChildHost | None = None) -> PartsMaker:
     """The parts of a session with a kernel and children: its `SessionKernel` (serving the children's host requests)
     and its `SessionFamily`, whose children `host` hosts (None: in this process, `InProcessHost`)."""
@@ -205,9 +227,12 @@ class AgentSession(KernelSession):
         """Where this session's `rlm.answer` lands when it runs as a child."""
         return self.family.answer_slot
 
-    async def run_as_child(self, request: RunRequest) -> RunEnd:
-        """This session's run as a child: its code as one cell, then its answer."""
+    async def run_as_child(self, request: RunRequest, on_message: Callable[[str], None] | None = None) -> RunEnd:
+        """This session's run as a child: its code as one cell, then its answer; or its prompt, worked on by a
+        model whose `message_parent` texts go to `on_message`."""
         self.check_open()
+        if request.prompt is not None:
+            return await prompt_run()(self, request, on_message or _ignore)
         return await run_child_code(self, self.family.answer_slot, request)
 
 

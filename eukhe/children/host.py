@@ -6,6 +6,7 @@ Python API without a daemon); the daemon's host gives each child its own worker 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -23,8 +24,10 @@ class ChildHost(Protocol):
         """Create the child's session in `cwd` under the sandbox policy `sandbox`; its id."""
         ...
 
-    async def run(self, session_id: str, request: RunRequest) -> RunEnd:
-        """Run the child's code to its end (or its timeout). Cancelled: the cell is interrupted, then re-raised."""
+    async def run(self, session_id: str, request: RunRequest, on_message: Callable[[str], None]) -> RunEnd:
+        """Run the child's code or prompt to its end (or its timeout); a prompt child's `message_parent` texts go
+        to `on_message` as it sends them. Cancelled: the cell (or the model request) is interrupted, then
+        re-raised."""
         ...
 
     async def stop(self, session_id: str) -> None:
@@ -51,12 +54,12 @@ class InProcessHost:
         self._open[child.id] = child
         return child.id
 
-    async def run(self, session_id: str, request: RunRequest) -> RunEnd:
+    async def run(self, session_id: str, request: RunRequest, on_message: Callable[[str], None]) -> RunEnd:
         child = self._open.get(session_id)
         if child is None:  # a child of a session reopened in another process: its run is not here
             child = await self._session_class.open(session_id, root=self._root)
             self._open[session_id] = child
-        return await child.run_as_child(request)
+        return await child.run_as_child(request, on_message)
 
     async def stop(self, session_id: str) -> None:
         child = self._open.pop(session_id, None)

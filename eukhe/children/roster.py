@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,11 +24,11 @@ from typing import Any
 
 import msgspec
 
-from eukhe.children.errors import ChildExistsError, ChildNameError, UnknownChildError
+from eukhe.children.errors import ChildExistsError, ChildNameError, ModelNotConfiguredError, UnknownChildError
 from eukhe.children.host import ChildHost
 from eukhe.clock import Clock, wait_within
 from eukhe.core.job import blocking_span
-from eukhe.errors import EukheError
+from eukhe.errors import EukheError, InputError
 from eukhe.records.base import convert
 from eukhe.records.children import (
     ChildError,
@@ -44,6 +45,7 @@ from eukhe.records.journal import DocPut, DocRetire, JournalRecord
 from eukhe.records.sandbox import UNCONFINED, SandboxPolicy
 from eukhe.records.workspace import HandbackOutcome, HandbackReport
 from eukhe.session.session import SessionClosedError
+from eukhe.session.settings import load_model, user_settings_path
 from eukhe.workspace import (
     MAX_WORKSPACE_FILES,
     HandbackError,
@@ -58,6 +60,9 @@ log = logging.getLogger("eukhe.children")
 
 CHILD_DOC = "eukhe.child"
 """The state document of one child in its parent's journal (key: the child's name)."""
+
+PROMPT_RESUMES = 2
+"""How many times a prompt child whose run was cut (its worker died) takes up its conversation again."""
 
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 """A child's name: one path component of its workspace, up to 64 letters, digits and `_.-`."""
@@ -100,6 +105,7 @@ class Children:
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._ended: dict[str, asyncio.Future[None]] = {}
         self._cancelling: dict[str, str] = {}  # a child whose run is cancelled on purpose: why
+        self._requests: dict[str, RunRequest] = {}  # a spawned child's run, until it starts (a key stays in memory)
         self._handing_back = asyncio.Lock()
         self._closed = False
 
@@ -150,14 +156,16 @@ class Children:
 
     # --- spawn ----------------------------------------------------------------------------------------------------
 
-    async def spawn(self, request: SpawnRequest) -> ChildRow:
-        """Start a child: its workspace (isolated: the copy), its session, then its run in the background."""
+    async def spawn(self, request: SpawnRequest, *, api_key: str | None = None) -> ChildRow:
+        """Start a child: its workspace (isolated: the copy), its session, then its run in the background. A prompt
+        child's API key is `api_key` (the asking client's), else the variable the `model` setting names."""
         if self._closed:
             raise SessionClosedError("the parent session is closing: no child starts")
         if not NAME.fullmatch(request.name):
             raise ChildNameError(request.name)
         if request.name in self._states:
             raise ChildExistsError(request.name)
+        run = run_request(request, api_key)
         self._reserve(request.name)
         try:
             cwd, copy = self._parent.cwd, None
@@ -183,7 +191,10 @@ class Children:
             timeout_ms=request.timeout_ms,
             code=request.code,
             copy=copy,
+            prompt=request.prompt,
+            model=None if run.provider is None else run.provider.name,
         )
+        self._requests[request.name] = run
         self._record(state)
         self._runs[request.name] = asyncio.create_task(self._run(state), name=f"child {request.name}")
         return state.row()
@@ -196,8 +207,9 @@ class Children:
 
     async def _run(self, state: ChildState) -> None:
         """The child's run, then its end."""
+        request = self._requests.pop(state.name, None) or RunRequest(code=state.code, timeout_ms=state.timeout_ms)
         try:
-            end = await self._host.run(state.session, RunRequest(code=state.code, timeout_ms=state.timeout_ms))
+            end = await self._run_resuming(state, request)
         except asyncio.CancelledError:
             why = self._cancelling.get(state.name)
             if why is None:
@@ -206,7 +218,11 @@ class Children:
         except EukheError as error:
             if await self._host.stopping():
                 return  # the host goes away: the child's end is decided when the parent reopens
-            end = RunEnd(status="failed", error=ChildError(reason="host_stopped", message=str(error)))
+            if state.prompt is not None:  # its loop was cut (its worker died): its transcript is its session's
+                cut = ChildError(reason="interrupted", message=f"the child's loop was cut: {error}")
+                end = RunEnd(status="interrupted", error=cut)
+            else:
+                end = RunEnd(status="failed", error=ChildError(reason="host_stopped", message=str(error)))
         except Exception as error:  # a bug: the child still ends (stopped, handed back), its report says why
             log.exception("child %s: its run failed", state.name)
             end = RunEnd(
@@ -214,7 +230,31 @@ class Children:
             )
         cancelled = end.error is not None and end.error.reason == "cancelled"
         status: ChildStatus = "cancelled" if cancelled else end.status
-        await self._end(msgspec.structs.replace(state, status=status, answer=end.answer, error=end.error))
+        now = self._states.get(state.name, state)  # with the messages it sent meanwhile
+        await self._end(
+            msgspec.structs.replace(now, status=status, answer=end.answer, error=end.error, usage=end.usage)
+        )
+
+    async def _run_resuming(self, state: ChildState, request: RunRequest) -> RunEnd:
+        """The host's run of the child. A prompt child whose run was cut (its worker died: the host failed, and is
+        not stopping) runs again, at most PROMPT_RESUMES times: its loop takes up its conversation from its
+        session's journal (the host reopens the session), with the key this roster holds in memory."""
+        resumes = 0
+        while True:
+            try:
+                return await self._host.run(state.session, request, lambda text: self._heard(state.name, text))
+            except EukheError as error:
+                if request.prompt is None or resumes >= PROMPT_RESUMES or await self._host.stopping():
+                    raise
+                resumes += 1
+                log.warning("child %s: its run was cut (%s); it resumes from its journal", state.name, error)
+
+    def _heard(self, name: str, text: str) -> None:
+        """A prompt child's `message_parent(text)`: kept on its row (and in the parent's journal) while it runs."""
+        state = self._states.get(name)
+        if state is None or state.status != "running":
+            return
+        self._record_end(msgspec.structs.replace(state, messages=[*state.messages, text]))
 
     async def _end(self, state: ChildState) -> None:
         """Record the status, stop the child, hand an isolated child back, record the outcome, wake the waiters.
@@ -340,7 +380,10 @@ class Children:
         each is stopped and handed back as at any end (a hand-back cut by a crash reruns to the same result)."""
         cut = ChildError(reason="host_stopped", message="the parent's host stopped during the child's run")
         for left in unfinished:
-            state = msgspec.structs.replace(left, status="failed", error=cut) if left.status == "running" else left
+            state = left
+            if left.status == "running":  # a prompt child's loop is not resumed: its transcript stays in its session
+                status: ChildStatus = "interrupted" if left.prompt is not None else "failed"
+                state = msgspec.structs.replace(left, status=status, error=cut)
             self._runs[state.name] = asyncio.create_task(self._end(state), name=f"child {state.name} end")
 
     async def close(self) -> None:
@@ -355,3 +398,31 @@ class Children:
             if state.status == "running":
                 with contextlib.suppress(EukheError):
                     await self._host.stop(state.session)
+
+
+def run_request(request: SpawnRequest, api_key: str | None) -> RunRequest:
+    """A spawn's run: its code, or its prompt with the model to ask and its key (exactly one of code and prompt;
+    a prompt needs the `model` setting and a key, `api_key` or the variable the setting names)."""
+    if request.code is not None and request.prompt is not None:
+        raise InputError("bad_args", "a spawn takes code or prompt, not both", field="prompt")
+    if request.code is None and request.prompt is None:
+        raise InputError("bad_args", "a spawn takes code or prompt: neither was given", field="code")
+    if request.code is not None:
+        return RunRequest(code=request.code, timeout_ms=request.timeout_ms)
+    provider = load_model()
+    if provider is None:
+        raise ModelNotConfiguredError(
+            f"a prompt child needs the `model` setting in {user_settings_path()} "
+            '(e.g. {"base_url": "https://.../v1", "name": "MODEL", "api_key_env": "OPENAI_API_KEY"})',
+            field="model",
+        )
+    key = api_key or os.environ.get(provider.api_key_env)
+    if not key:
+        raise ModelNotConfiguredError(
+            f"the `model` setting's api_key_env names {provider.api_key_env}, which is unset: neither the client "
+            "that asked for the spawn nor this process (the daemon's worker, or the Python API's) has it",
+            field="model.api_key_env",
+        )
+    if request.model is not None:
+        provider = msgspec.structs.replace(provider, name=request.model)
+    return RunRequest(prompt=request.prompt, timeout_ms=request.timeout_ms, provider=provider, api_key=key)

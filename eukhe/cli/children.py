@@ -1,7 +1,8 @@
 """`eukhe spawn` and `eukhe children list|collect|delete`: a daemon-hosted session's children.
 
-A child is a session of its own (worker, kernel, jobs) whose run is CODE, one cell in its kernel; `--isolated` gives
-it a copy of the parent's files, handed back path by path at its end (docs/children.md).
+A child is a session of its own (worker, kernel, jobs) whose run is CODE, one cell in its kernel, or `--prompt TEXT`,
+worked on by a model with the child's own tools; `--isolated` gives it a copy of the parent's files, handed back path
+by path at its end (docs/children.md). A prompt child's report has its `usage` and its `messages` to the parent.
 
 --json: `spawn` -> the child's roster row (`name`, `session`, `status`, `workspace`, `cwd`, `handback`); `list` ->
 `{"children": [...]}`; `collect` -> `{"reports": [...]}`, each `name`, `status`, `answer`, `error`, `handback`;
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 def _code(args: argparse.Namespace) -> str:
     """The child's code: `-c CODE`, a FILE, or `-` for standard input (exactly one)."""
     if (args.code is None) == (args.file is None):
-        raise UsageError("eukhe spawn: give the child's code as -c CODE, a FILE, or - for standard input")
+        raise UsageError("eukhe spawn: give the child's code as -c CODE, a FILE, or - for standard input (or --prompt)")
     if args.code is not None:
         return str(args.code)
     if args.file == "-":
@@ -53,14 +54,24 @@ def _handback_line(handback: HandbackOutcome | None) -> str:
 
 
 def cmd_spawn(args: argparse.Namespace) -> int:
-    """Start a child of the session."""
-    payload = {
+    """Start a child of the session: its code, or its prompt (with the API key this shell's environment holds, in
+    the variable the `model` setting names: the daemon may have started before it was set)."""
+    payload: dict[str, Any] = {
         "session": args.session,
         "name": args.name,
-        "code": _code(args),
         "workspace": "isolated" if args.isolated else "shared",
         "timeout_ms": args.timeout_ms,
     }
+    if args.prompt is not None:
+        if args.code is not None or args.file is not None:
+            raise UsageError("eukhe spawn: give the child's code (-c, a FILE, -) or --prompt, not both")
+        from eukhe.session.settings import model_key_here  # noqa: PLC0415  (lazy: CLI start-up time)
+
+        payload.update(prompt=args.prompt, model=args.model, api_key=model_key_here())
+    else:
+        if args.model is not None:
+            raise UsageError("eukhe spawn: --model names the model of a --prompt child")
+        payload["code"] = _code(args)
     from eukhe.records.children import ChildRow  # noqa: PLC0415  (lazy: CLI start-up time)
 
     row = call(args, "children.spawn", payload, answer=ChildRow)
@@ -89,10 +100,18 @@ def _print_report(report: ChildReport) -> None:
     from eukhe.records.workspace import HandbackReport  # noqa: PLC0415  (lazy: CLI start-up time)
 
     print(f"{report.name}: {report.status}")
+    for message in report.messages:
+        print(f"  message: {message}")
     if report.answer is not None:
         print(f"  answer: {json.dumps(report.answer, ensure_ascii=False)}")
     if report.error:
         print(f"  error ({report.error.reason}): {report.error.message}")
+    if report.usage is not None:
+        used = report.usage
+        print(
+            f"  usage: {used.total_tokens} tokens ({used.prompt_tokens} prompt, {used.completion_tokens} completion), "
+            f"{used.model_calls} model calls, {used.tool_calls} tool calls"
+        )
     handback = report.handback
     if handback:
         print(_handback_line(handback))
@@ -130,12 +149,16 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add `eukhe spawn` and `eukhe children ...` to the parser."""
-    spawn = subparsers.add_parser("spawn", help="start a child of a session: CODE as a cell in its own session")
+    spawn = subparsers.add_parser(
+        "spawn", help="start a child of a session: CODE as a cell in its own session, or a model on a --prompt"
+    )
     spawn.add_argument("--name", required=True, help="the child's name (letters, digits, _.-; unique per parent)")
     spawn.add_argument("--isolated", action="store_true", help="work in a copy of the parent's files, handed back")
     spawn.add_argument("--timeout-ms", type=non_negative_int, help="stall the child past this many milliseconds")
     spawn.add_argument("-c", dest="code", help="the child's code")
     spawn.add_argument("file", nargs="?", help="a file with the child's code (- for standard input)")
+    spawn.add_argument("--prompt", help="a task for a model (the user's `model` setting), instead of code")
+    spawn.add_argument("--model", help="the model a --prompt child asks (default: the setting's name)")
     spawn.set_defaults(handler=cmd_spawn)
     children = subparsers.add_parser("children", help="list, collect or delete a session's children")
     commands = children.add_subparsers(dest="children_command", required=True, parser_class=type(children))

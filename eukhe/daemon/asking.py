@@ -1,19 +1,21 @@
 """A daemon client for the daemon's own processes (asyncio): a worker asks the supervisor, e.g. to start a child.
 
-One connection per request; events are skipped; the reply is read by the one reply reader (`eukhe.daemon.replies`)
-as the op's answer record. Cancelled, it sends the protocol's `cancel` for its request and waits (bounded, on its
-clock) for the request's own answer before the cancellation goes on, so the far side has ended the work.
+One connection per request; events go to `on_event` (else they are skipped); the reply is read by the one reply reader
+(`eukhe.daemon.replies`) as the op's answer record. Cancelled, it sends the protocol's `cancel` for its request and
+waits (bounded, on its clock) for the request's own answer before the cancellation goes on, so the far side has ended
+the work.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from eukhe.clock import Clock, MonotonicClock, wait_within
-from eukhe.daemon.replies import RESULT, DaemonError, DaemonProtocolError, decode_reply, reply_outcome
+from eukhe.daemon.replies import EVENT, RESULT, DaemonError, DaemonProtocolError, decode_reply, reply_outcome
 from eukhe.daemon.server import close_writer
 from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
 from eukhe.records.base import Record
@@ -25,7 +27,15 @@ CANCEL_ID = "cancel"
 A = TypeVar("A", bound=Record)
 
 
-async def ask(socket: Path, op: str, args: dict[str, Any], answer: type[A], *, clock: Clock | None = None) -> A:
+async def ask(
+    socket: Path,
+    op: str,
+    args: dict[str, Any],
+    answer: type[A],
+    *,
+    clock: Clock | None = None,
+    on_event: Callable[[Any], None] | None = None,
+) -> A:
     """Send one request to the daemon at `socket`; its answer as the record `answer`, or DaemonError with the
     daemon's code (`daemon_unavailable` when nothing listens; DaemonProtocolError when the reply is not one)."""
     try:
@@ -36,7 +46,7 @@ async def ask(socket: Path, op: str, args: dict[str, Any], answer: type[A], *, c
         writer.write(encode_request(1, op, args))
         await writer.drain()
         try:
-            return await _answer(reader, answer)
+            return await _answer(reader, answer, on_event)
         except asyncio.CancelledError:
             writer.write(encode_request(CANCEL_ID, "cancel", {"request": 1}))
             with contextlib.suppress(Exception):
@@ -51,8 +61,8 @@ async def ask(socket: Path, op: str, args: dict[str, Any], answer: type[A], *, c
         await close_writer(writer)
 
 
-async def _answer(reader: asyncio.StreamReader, answer: type[A]) -> A:
-    """Read replies until request 1's own (its events and the cancel's answer are skipped)."""
+async def _answer(reader: asyncio.StreamReader, answer: type[A], on_event: Callable[[Any], None] | None = None) -> A:
+    """Read replies until request 1's own (its events go to `on_event`; the cancel's answer is skipped)."""
     while True:
         line = await reader.readline()
         if not line.endswith(b"\n"):
@@ -61,3 +71,5 @@ async def _answer(reader: asyncio.StreamReader, answer: type[A]) -> A:
         if kind == RESULT:
             result: A = value
             return result
+        if kind == EVENT and on_event is not None:
+            on_event(value)

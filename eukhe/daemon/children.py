@@ -8,7 +8,9 @@ force: its worker ends, with its kernel and jobs; the session stays on disk and 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from eukhe.children import AgentSession
 from eukhe.children.family import AgentSessions, agent_parts
@@ -31,9 +33,14 @@ class DaemonHost:
         )
         return created.id
 
-    async def run(self, session_id: str, request: RunRequest) -> RunEnd:
-        args = {"session": session_id, "code": request.code, "timeout_ms": request.timeout_ms}
-        return await ask(self.socket, "child.run", args, RunEnd)
+    async def run(self, session_id: str, request: RunRequest, on_message: Callable[[str], None]) -> RunEnd:
+        args = {"session": session_id, **request.to_json()}
+
+        def heard(event: Any) -> None:
+            if isinstance(event, dict) and isinstance(event.get("message"), str):
+                on_message(event["message"])
+
+        return await ask(self.socket, "child.run", args, RunEnd, on_event=heard)
 
     async def stop(self, session_id: str) -> None:
         await ask(self.socket, "session.close", {"session": session_id, "force": True}, SessionClosed)

@@ -31,7 +31,7 @@ from eukhe.jobs.wait import CallCancelledError
 from eukhe.paths import sessions_root
 from eukhe.private_fs import open_private_file
 from eukhe.records.base import decode_json
-from eukhe.records.children import ChildReport, ChildRow, Reports, Roster, RunEnd, RunRequest
+from eukhe.records.children import ChildReport, ChildRow, ParentMessage, Reports, Roster, RunEnd, RunRequest
 from eukhe.records.daemon import (
     CREATION_ENV,
     WORKER_OPS,
@@ -140,7 +140,7 @@ class SessionHost:
         self.last_artifacts: list[str] = []
         """The artifacts the last answer named (an artifact collection keeps them)."""
         self._unsubscribe = session.job_table.subscribe(self)
-        self.calls = ToolCalls(session)
+        self.calls = ToolCalls.of(session)
         self.socket: str | None = None
         """Where this worker listens (set once it is bound)."""
         self.retiring = False
@@ -287,7 +287,7 @@ class SessionHost:
     async def tool_call(self, args: ToolCallArgs, emit: EventSink) -> ToolCallAnswer:
         """One tool call a model makes, journaled by the session (its start, its settle); with `events`, its call id
         and its job's go out as events at once."""
-        return await self.calls.call(args.tool, args.args, on_event=emit if args.events else None)
+        return await self.calls.call(args.tool, args.args, on_event=emit if args.events else None, api_key=args.api_key)
 
     async def session_calls(self, args: CallsArgs, emit: EventSink) -> CallList:
         return calls_of(self.session, args.call)
@@ -331,7 +331,13 @@ class SessionHost:
 
     async def children_spawn(self, args: ChildrenSpawnArgs, emit: EventSink) -> ChildRow:
         return await self.session.children.spawn(
-            args.name, args.code, workspace=args.workspace, timeout_ms=args.timeout_ms
+            args.name,
+            args.code,
+            workspace=args.workspace,
+            timeout_ms=args.timeout_ms,
+            prompt=args.prompt,
+            model=args.model,
+            api_key=args.api_key,
         )
 
     async def children_list(self, args: SessionArgs, emit: EventSink) -> Roster:
@@ -344,7 +350,14 @@ class SessionHost:
         return await self.session.children.delete(args.name)
 
     async def child_run(self, args: ChildRunArgs, emit: EventSink) -> RunEnd:
-        return await self.session.run_as_child(RunRequest(code=args.code, timeout_ms=args.timeout_ms))
+        request = RunRequest(
+            code=args.code,
+            timeout_ms=args.timeout_ms,
+            prompt=args.prompt,
+            provider=args.provider,
+            api_key=args.api_key,
+        )
+        return await self.session.run_as_child(request, lambda text: emit(ParentMessage(message=text).to_json()))
 
     async def watch(self, args: SessionArgs, emit: EventSink) -> WatchEnded:
         """Stream `watch_events` (tool call progress) and the running jobs' output counters until the client goes."""

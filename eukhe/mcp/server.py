@@ -57,6 +57,7 @@ from eukhe.mcp.stdio import stdio_streams
 from eukhe.mcp.tools import TOOLS, Tool
 from eukhe.records.base import convert
 from eukhe.records.daemon import ToolCallAnswer
+from eukhe.session.settings import model_key_here
 
 CALL_OP = "tool.call"
 """Every tool call is this one daemon op: the session journals it (start, settle) and runs the tool."""
@@ -121,10 +122,10 @@ def base_instructions(target: Target) -> str:
         "budget; past it, it goes on as a job: jobs_wait waits for it, jobs_cancel ends it (its whole process "
         "group), jobs_list shows them all. The Python kernel keeps its state between ipython calls. read, write, "
         "edit (one patch, all or nothing), grep and glob work on files; relative paths start from the working "
-        "directory. spawn starts a child (Python code in a session of its own, in this directory or an isolated "
-        "copy handed back at its end), collect waits for children's reports, subagents lists them. Every call is "
-        "journaled in the session; the resources eukhe://session/running-jobs and eukhe://session/calls show the "
-        "running jobs and the calls so far."
+        "directory. spawn starts a child (Python code, or a model working on a prompt with these tools, in a "
+        "session of its own, in this directory or an isolated copy handed back at its end), collect waits for "
+        "children's reports, subagents lists them. Every call is journaled in the session; the resources "
+        "eukhe://session/running-jobs and eukhe://session/calls show the running jobs and the calls so far."
     )
 
 
@@ -263,7 +264,9 @@ class EukheServer:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}; known: {', '.join(TOOLS)}")
         try:
             args = tool.decode(params.arguments or {})
-            payload = {"session": self.target.session, "tool": tool.name, "args": args.to_json()}
+            payload: dict[str, Any] = {"session": self.target.session, "tool": tool.name, "args": args.to_json()}
+            if getattr(args, "prompt", None) is not None:  # a prompt child: the key as this server's environment has it
+                payload["api_key"] = model_key_here()
             settled = convert(
                 await self._ask(ctx, tool, payload), ToolCallAnswer, code="daemon_protocol", what="a call"
             )

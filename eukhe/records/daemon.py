@@ -173,9 +173,14 @@ class CullArgs(Record):
 
 
 class ChildrenSpawnArgs(SpawnRequest, kw_only=True):
-    """`children.spawn`: start a child of the session (the arguments of `rlm.spawn`)."""
+    """`children.spawn`: start a child of the session (the arguments of `rlm.spawn`); a prompt child's API key, as
+    the asking client's environment has it (the daemon may have started before it was set; it is never stored)."""
 
     session: str
+    api_key: str | None = None
+
+    def __repr__(self) -> str:  # the key never goes in a log or a traceback
+        return f"ChildrenSpawnArgs(session={self.session!r}, name={self.name!r})"
 
 
 class ChildrenCollectArgs(CollectRequest, kw_only=True):
@@ -191,7 +196,8 @@ class ChildrenDeleteArgs(ChildName, kw_only=True):
 
 
 class ChildRunArgs(RunRequest, kw_only=True):
-    """`child.run`: the session runs `code` as its run as a child (one cell, then its answer)."""
+    """`child.run`: the session runs `code` (one cell, then its answer) or `prompt` (a model's loop, its
+    `message_parent` texts sent as `ParentMessage` events) as its run as a child."""
 
     session: str
 
@@ -589,6 +595,11 @@ class ToolCallArgs(Record):
     events: bool = False
     """Send the call's `call_started` and its job's `started` as events (a client that follows its progress or
     names its job); a call nobody follows gets its answer alone."""
+    api_key: str | None = None
+    """The key a `spawn` of a prompt child uses, as the asking client's environment has it (never journaled)."""
+
+    def __repr__(self) -> str:  # the key never goes in a log or a traceback
+        return f"ToolCallArgs(session={self.session!r}, tool={self.tool!r})"
 
 
 class ToolCallAnswer(Record):

@@ -167,7 +167,7 @@ ChildNames = Annotated[
 
 
 class SpawnTool(Record):
-    """Start a child: its code runs as one Python cell in a session of its own."""
+    """Start a child: its code runs as one Python cell in a session of its own, or a model works on its prompt there."""
 
     name: Annotated[
         str,
@@ -177,12 +177,13 @@ class SpawnTool(Record):
         ),
     ]
     code: Annotated[
-        str,
+        str | None,
         msgspec.Meta(
             description="Python code, run as one cell on the child's own kernel in its working directory. Its "
-            "answer is what it passes to rlm.answer(value), else the value of its last expression (JSON)."
+            "answer is what it passes to rlm.answer(value), else the value of its last expression (JSON). Give "
+            "code or prompt, not both."
         ),
-    ]
+    ] = None
     workspace: Annotated[
         WorkspaceMode,
         msgspec.Meta(
@@ -194,6 +195,18 @@ class SpawnTool(Record):
     timeout_ms: Annotated[
         NonNegative | None,
         msgspec.Meta(description="Stop the child if its code runs longer than this (default: never)."),
+    ] = None
+    prompt: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="A task for a model (the user's model setting): it works on it in the child's session with "
+            "the same tools (bash, ipython, read, write, edit, grep, glob, jobs_*), may tell you things with "
+            "message_parent, and answers with answer(value) or its last reply. Give code or prompt, not both."
+        ),
+    ] = None
+    model: Annotated[
+        str | None,
+        msgspec.Meta(description="The model a prompt child asks (default: the model setting's name)."),
     ] = None
 
 

@@ -47,3 +47,32 @@ def args_schema(name: str) -> dict[str, Any]:
 def schema_of(kind: Any) -> dict[str, Any]:
     """A self-contained JSON Schema of any record type."""
     return msgspec.json.schema(kind, ref_template=REF)
+
+
+def object_schema(kind: Any) -> dict[str, Any]:
+    """A record's JSON Schema with an object at its root (MCP asks `type: object` of input and output schemas):
+    a record's own definition is lifted to the root; a union of records becomes an object that is any of them. The
+    other definitions stay under `$defs`, which the root's `$ref`s name."""
+    schema = schema_of(kind)
+    defs: dict[str, Any] = dict(schema.pop("$defs", {}))
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        root = dict(defs[name])
+        if not _referenced(name, defs):
+            del defs[name]
+    else:
+        root = {"type": "object", **schema}
+    root.pop("title", None)
+    if defs:
+        root["$defs"] = defs
+    return root
+
+
+def _referenced(name: str, value: Any) -> bool:
+    """Whether `value` (a schema, or a part of one) refers to definition `name` (then it stays under `$defs`)."""
+    if isinstance(value, dict):
+        return value.get("$ref") == f"#/$defs/{name}" or any(_referenced(name, inner) for inner in value.values())
+    if isinstance(value, list):
+        return any(_referenced(name, inner) for inner in value)
+    return False

@@ -127,9 +127,29 @@ class KernelTransport(Record):
     command: Literal["argv", "shell"] = "argv"
 
 
+Positive = Annotated[int, msgspec.Meta(ge=1)]
+PositiveSeconds = Annotated[float, msgspec.Meta(gt=0)]
+
+
+class ModelProvider(Record):
+    """`model`: the OpenAI-compatible server a prompt child's loop asks (POST `{base_url}/chat/completions`), the
+    model's `name`, and the environment variable holding the API key (its name only: the key is never stored). A
+    child asks the model at most `max_turns` times; a request gives up after `request_timeout_s`; a 429, a 5xx or a
+    connection error is tried again at most `max_retries` times, after `backoff_ms` doubling (or Retry-After)."""
+
+    base_url: str
+    name: str
+    api_key_env: str = "OPENAI_API_KEY"
+    max_turns: Positive = 40
+    request_timeout_s: PositiveSeconds = 120.0
+    max_retries: NonNegative = 4
+    backoff_ms: NonNegative = 500
+    max_backoff_ms: NonNegative = 8_000
+
+
 class UserSettings(Record):
-    """`<agent dir>/settings.json`: the user's own settings. Only here may `kernel_transport` be set, and the daemon's
-    upkeep (idle culling, artifact retention: `Upkeep`, whose defaults a missing key keeps)."""
+    """`<agent dir>/settings.json`: the user's own settings. Only here may `kernel_transport` and `model` be set,
+    and the daemon's upkeep (idle culling, artifact retention: `Upkeep`, whose defaults a missing key keeps)."""
 
     kernel_transport: KernelTransport | None = None
     sandbox: SandboxPolicy | None = None
@@ -139,6 +159,8 @@ class UserSettings(Record):
     kernel_idle_timeout_s: Seconds | None = None
     artifact_max_total_bytes: NonNegative | None = None
     artifact_max_age_days: Days | None = None
+    model: ModelProvider | None = None
+    """The model a prompt child thinks with (the user's alone: it names where the API key is sent)."""
 
 
 DEFAULT_SESSION_IDLE_TIMEOUT_S = 600.0

@@ -15,7 +15,14 @@ from eukhe.core import sandbox as policy_rules
 from eukhe.errors import InputError
 from eukhe.records.base import decode_json
 from eukhe.records.sandbox import SandboxPolicy
-from eukhe.records.settings import KernelTransport, ProjectSettings, SessionSettings, Upkeep, UserSettings
+from eukhe.records.settings import (
+    KernelTransport,
+    ModelProvider,
+    ProjectSettings,
+    SessionSettings,
+    Upkeep,
+    UserSettings,
+)
 
 USER_FILE = "settings.json"
 PROJECT_FILE = Path(".eukhe") / "settings.json"
@@ -88,3 +95,19 @@ def load_upkeep() -> Upkeep:
     does not decode is refused: `bad_setting`, naming the file and the key)."""
     user = _read(user_settings_path(), UserSettings)
     return Upkeep.of(user if isinstance(user, UserSettings) else None)
+
+
+def model_key_here() -> str | None:
+    """The API key for a prompt child as this process's environment holds it, in the variable the user's `model`
+    setting names (None: no such setting, or the variable is unset). A client passes it along with its spawn."""
+    try:
+        model = load_model()
+    except InputError:
+        return None  # the daemon refuses the spawn, naming the setting
+    return None if model is None else os.environ.get(model.api_key_env) or None
+
+
+def load_model() -> ModelProvider | None:
+    """The user's `model` setting (None: unset); a file that does not decode is refused (`bad_setting`)."""
+    user = _read(user_settings_path(), UserSettings)
+    return user.model if isinstance(user, UserSettings) else None

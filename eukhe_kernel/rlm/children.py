@@ -1,8 +1,9 @@
 """`rlm.spawn`, `rlm.list_subagents`, `rlm.collect`, `rlm.delete` and `rlm.answer`: children, as host requests.
 
-A child is a session of its own whose run is `code`, one cell in its own kernel; its answer is what it passes to
-`rlm.answer`, else its last expression's value. Each call blocks until the host answers (`collect` at most its
-timeout and the session's blocking budget). Answers are `Answer`s (dicts readable by attribute).
+A child is a session of its own whose run is `code`, one cell in its own kernel (its answer is what it passes to
+`rlm.answer`, else its last expression's value), or `prompt`, worked on by a model with the child's own tools (its
+answer is what the model passes to its `answer` tool, else its last reply). Each call blocks until the host answers
+(`collect` at most its timeout and the session's blocking budget). Answers are `Answer`s (dicts readable by attribute).
 """
 
 from __future__ import annotations
@@ -18,12 +19,25 @@ def _ask(kind: str, params: dict[str, Any]) -> Any:
     return host_request_sync(kind, params)
 
 
-def spawn(name: str, code: str, workspace: str = "shared", timeout_ms: int | None = None) -> Answer:
-    """Start child `name` running `code`; `workspace="isolated"` gives it a copy of this directory, handed back path
-    by path when it ends (conflicts keep this side's content). Its roster row."""
-    return Answer(
-        _ask("children.spawn", {"name": name, "code": code, "workspace": workspace, "timeout_ms": timeout_ms})
-    )
+def spawn(
+    name: str,
+    code: str | None = None,
+    workspace: str = "shared",
+    timeout_ms: int | None = None,
+    *,
+    prompt: str | None = None,
+    model: str | None = None,
+) -> Answer:
+    """Start child `name` running `code`, or a model working on `prompt` with the child session's tools (the user's
+    `model` setting; `model` names another model); `workspace="isolated"` gives it a copy of this directory, handed
+    back path by path when it ends (conflicts keep this side's content). Exactly one of code and prompt. Its roster
+    row."""
+    params: dict[str, Any] = {"name": name, "code": code, "workspace": workspace, "timeout_ms": timeout_ms}
+    if prompt is not None:
+        params["prompt"] = prompt
+    if model is not None:
+        params["model"] = model
+    return Answer(_ask("children.spawn", params))
 
 
 def list_subagents() -> list[Answer]:

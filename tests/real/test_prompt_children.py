@@ -30,7 +30,7 @@ from tests.skills_support import write_skill
 
 pytestmark = pytest.mark.real
 
-JOBS = ("jobs_list", "jobs_wait", "jobs_cancel")
+JOBS = ("jobs_list", "jobs_wait", "jobs_cancel", "jobs_write", "jobs_signal")
 KEY = "sk-test-Zq81-never-stored"
 KEY_ENV = "EUKHE_TEST_MODEL_KEY"
 

@@ -46,6 +46,7 @@ from eukhe.workspace.spawn import stat_facts
 BASE = "="
 """The identity of a file whose bytes and mode are the base's at that path."""
 BASE_FILE = File(BASE)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 PLACEHOLDER = "?"
 """The identity of a parent's file outside the merge that only stands in a merged path's way (never compared)."""
 
@@ -158,6 +159,14 @@ def _directory_kinds(base: _Base, copy_root: str, dirs: Iterable[CopiedDir]) -> 
     return kinds, changed
 
 
+def _open_dir(root: str, directory: str) -> int:
+    """An fd of a directory of the copy (-1 if it is gone or is no directory now): never through a symlink."""
+    try:
+        return os.open(f"{root}/{directory}" if directory else root, _DIR_FLAGS)
+    except (FileNotFoundError, NotADirectoryError):
+        return -1
+
+
 def read_child(base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...]) -> dict[str, Entry]:
     """The child's tree: every base path where it is now, and the new entries its .gitignore files do not ignore.
 
@@ -166,23 +175,36 @@ def read_child(base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...]) -> dict
     """
     child: dict[str, Entry] = {}
     kinds, changed = _directory_kinds(base, copy_root, dirs)
-    # This loop runs once per file of the workspace: names bound locally, no os.path.join.
+    # This loop runs once per file of the workspace: names bound locally, each file looked up by its name in its
+    # directory's fd (the directories come in runs: the record is sorted), not by its whole path from the root.
     lstat, recorded_at, base_file = os.lstat, base.recorded_at_ns, BASE_FILE
-    for path, copied in base.by_path.items():
-        if kinds.get(path.rpartition("/")[0]) != "dir":
-            continue  # gone with its directory, or under a file: the child has no entry there
-        full_path = f"{copy_root}/{path}"
-        try:
-            st = lstat(full_path)
-        except FileNotFoundError:
-            continue
-        now = StatFacts(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
-        if copied.link is None and stat_proves_same(copied.copy, now, recorded_at):
-            child[path] = base_file  # the common case, decided here without reading the file
-            continue
-        leaf = _leaf(base, path, full_path, st, copied.copy)
-        if leaf is not None:
-            child[path] = leaf
+    opened: str | None = None
+    dir_fd = -1
+    try:
+        for path, copied in base.by_path.items():
+            directory, _, name = path.rpartition("/")
+            if directory != opened:
+                if dir_fd >= 0:
+                    os.close(dir_fd)
+                opened = directory
+                # Gone with its directory, or under a file: the child has no entry there.
+                dir_fd = _open_dir(copy_root, directory) if kinds.get(directory) == "dir" else -1
+            if dir_fd < 0:
+                continue
+            try:
+                st = lstat(name, dir_fd=dir_fd)
+            except FileNotFoundError:
+                continue
+            now = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+            if copied.link is None and stat_proves_same(copied.copy, now, recorded_at):
+                child[path] = base_file  # the common case, decided here without reading the file
+                continue
+            leaf = _leaf(base, path, f"{copy_root}/{path}", st, copied.copy)
+            if leaf is not None:
+                child[path] = leaf
+    finally:
+        if dir_fd >= 0:
+            os.close(dir_fd)
     rules = GitignoreRules(Path(copy_root))
     root = Path(copy_root)
     for directory in changed:

@@ -7,11 +7,12 @@ The caller stops the child first (worker, kernel, jobs). Then `hand_back`:
    finds the mark follows a crash: it first removes the fixed-name copies (`.<name>.eukhe-handback`) that run may
    have left beside each merged path and in conflicts/.
 3. Carries out the steps in the plan's order, each in one change: a removal is one unlink; a write is one rename of
-   the child's version, copied beside the path under its fixed name and fsynced, then an fsync of the directory; a
-   conflict puts the child's version into `conflicts/<path>` the same way. Just before each change, the parent's
-   entry is checked against what the facts read: if the parent changed it meanwhile, the hand-back stops
-   (`HandbackError`) rather than overwrite it.
-4. Writes `handback.json` (the report) atomically: that ends the hand-back.
+   the child's version, copied beside the path under its fixed name and fsynced; a conflict puts the child's
+   version into `conflicts/<path>` the same way. Just before each change, the parent's entry is checked against
+   what the facts read: if the parent changed it meanwhile, the hand-back stops (`HandbackError`) rather than
+   overwrite it.
+4. Fsyncs each directory the steps changed, once (the journal keeps the changes in order, so one fsync after the
+   last makes them all durable), then writes `handback.json` (the report) atomically: that ends the hand-back.
 5. Renames base and copy aside (one rename each), puts a symlink to the parent's directory where the copy was,
    removes the copy record and the start mark, then the retired trees (or leaves them to `remove_retired`).
 
@@ -90,6 +91,7 @@ def hand_back(layout: WorkspaceLayout, *, hook: CrashHook = no_hook, remove_now:
         run.prepare(facts, handback)
         for step in handback.steps:
             run.carry_out(step)
+        run.sync_changed_dirs()
         report = report_of(layout, record.parent_dir, handback)
         run.at = str(layout.record)
         write_record(layout.record, msgspec.json.encode(report), hook, "record")
@@ -149,6 +151,7 @@ class _Run:
         self.cloner = Cloner()
         self.seen: dict[str, StatFacts | None] = {}
         self.at = str(parent)
+        self.changed_dirs: dict[Path, None] = {}  # the directories a step changed, in order; fsynced before the record
 
     def prepare(self, facts: Facts, handback: HandbackPlan) -> None:
         """Mark the start, or after a crash, remove what it left beside each merged path."""
@@ -196,7 +199,7 @@ class _Run:
             raise self.fail(path, "the parent changed it during the hand-back")
         self.hook(f"remove:{path}")
         os.unlink(target)
-        fsync_dir(target.parent)
+        self.changed_dirs[target.parent] = None
 
     def write(self, path: str, child: Leaf) -> None:
         """The child's version replaces the parent's in one rename from the fixed-name copy beside it."""
@@ -209,16 +212,28 @@ class _Run:
         if (now is None) != (self.seen.get(path) is None) or (now is not None and not _same(now, self.seen[path])):
             raise self.fail(path, "the parent changed it during the hand-back")
         replace_from_beside(
-            target, lambda temp: self.write_version(path, child, temp), self.hook, f"take:{path}", fsync_file=False
+            target,
+            lambda temp: self.write_version(path, child, temp),
+            self.hook,
+            f"take:{path}",
+            fsync_file=False,
+            fsync_parent=False,
         )
+        self.changed_dirs[target.parent] = None
 
     def save_conflict(self, path: str, child: Leaf) -> None:
         """The child's version goes to conflicts/<path>; the parent's stays."""
         target = self.layout.conflicts / path
         make_private_dirs(target.parent)
         replace_from_beside(
-            target, lambda temp: self.write_version(path, child, temp), self.hook, f"conflict:{path}", fsync_file=False
+            target,
+            lambda temp: self.write_version(path, child, temp),
+            self.hook,
+            f"conflict:{path}",
+            fsync_file=False,
+            fsync_parent=False,
         )
+        self.changed_dirs[target.parent] = None
 
     def make_parent_dirs(self, path: str) -> None:
         """The directories `path` needs in the parent, made with the child's modes; never through a file or symlink."""
@@ -229,10 +244,17 @@ class _Run:
             except FileNotFoundError:
                 os.mkdir(directory, PRIVATE_DIR_MODE)
                 os.chmod(directory, stat.S_IMODE(os.lstat(self.layout.copy / above).st_mode))
-                fsync_dir(directory.parent)
+                self.changed_dirs[directory.parent] = None
                 continue
             if not stat.S_ISDIR(mode):
                 raise self.fail(path, f"{above} in the parent is not a directory")
+
+    def sync_changed_dirs(self) -> None:
+        """Make every step's change durable: one fsync of each directory they changed, before the record."""
+        for directory in self.changed_dirs:
+            self.at = str(directory)
+            fsync_dir(directory)
+        self.changed_dirs.clear()
 
     def write_version(self, path: str, child: Leaf, temp: Path) -> None:
         """The child's file (bytes, mode, mtime; fsynced here, so the replace does not fsync it again) or symlink

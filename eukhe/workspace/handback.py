@@ -44,8 +44,6 @@ from eukhe.workspace.durable import (
     remove_leftover,
     remove_tree,
     replace_from_beside,
-    unlink_durably,
-    write_bytes_private,
     write_record,
 )
 from eukhe.workspace.errors import HandbackError, WorkspaceError
@@ -54,6 +52,8 @@ from eukhe.workspace.layout import WorkspaceLayout, temp_beside
 from eukhe.workspace.spawn import load_copy_record, stat_facts
 
 log = logging.getLogger("eukhe.workspace")
+
+_CREATE_MARK = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def load_report(layout: WorkspaceLayout) -> HandbackReport | None:
@@ -168,7 +168,8 @@ class _Run:
                     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
                         remove_leftover(temp_beside(place))
         else:
-            write_bytes_private(self.layout.started, b"")
+            # An empty mark: the directory's fsync makes it durable (there are no bytes of its own to sync).
+            os.close(os.open(self.layout.started, _CREATE_MARK, PRIVATE_FILE_MODE))
             fsync_dir(self.layout.dir)
 
     def is_real_dir(self, path: str, seen: dict[str, bool]) -> bool:
@@ -294,10 +295,15 @@ def finish(layout: WorkspaceLayout, parent_dir: str, hook: CrashHook = no_hook, 
             hook("retire:copy")
             remove_leftover(layout.retired_copy)
             os.rename(layout.copy, layout.retired_copy)
-        fsync_dir(layout.dir)
-        replace_from_beside(layout.copy, lambda temp: os.symlink(parent_dir, temp), hook, "link:copy")
+        replace_from_beside(
+            layout.copy, lambda temp: os.symlink(parent_dir, temp), hook, "link:copy", fsync_parent=False
+        )
     for done_with in (layout.copy_record, layout.started):
-        unlink_durably(done_with)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(done_with)
+    # One fsync for all of it: the journal keeps these changes of one directory in order, and a crash before it
+    # finds the record and finishes again.
+    fsync_dir(layout.dir)
     if remove_now:
         remove_retired(layout)
 

@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.verdict import Target, report
 from eukhe.core.bound import DEFAULT_TRUNCATION
 from eukhe.jobs import JobTable
 from eukhe.jobs.bash import bash_and_wait
@@ -68,6 +69,7 @@ def main() -> None:
     print(f"subprocess.run(bash -c {command!r}): median {b * 1000:.2f} ms over {len(base)} runs")
     print(f"bash job for {command!r}, to its end{where}: median {o * 1000:.2f} ms over {len(ours)} runs")
     print(f"ratio job / subprocess.run: {o / b:.2f} (target <= 1.5)")
+    report([Target("bash job / subprocess.run, median", o / b, "<=", 1.5, "x")])
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.verdict import Target, report
+
 MIB = 1 << 20
 
 WRITER = r"""
@@ -45,6 +47,7 @@ with_artifact = mode.endswith("+artifact")
 mode = mode.removesuffix("+artifact")
 from eukhe.core.bound import DEFAULT_LIMITS, Keep, On, OutputLimits
 from eukhe.output import BoundedOutput
+
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 child = subprocess.Popen([sys.executable, "-c", sys.argv[4], str(total)], stdout=subprocess.PIPE, bufsize=0)
 fd = child.stdout.fileno()
@@ -120,6 +123,7 @@ def main() -> None:
     max_bytes = 51_200
     rss_budget_kib = (3 * max_bytes + 16 * MIB) // 1024
     base = best["discard"]["seconds"]
+    targets = []
     print(f"streamed {args.size_mib} MiB per run; plain read-and-discard: {total / base / MIB:.0f} MiB/s")
     for mode in ("head", "tail"):
         ratio = base / best[mode]["seconds"]
@@ -129,6 +133,8 @@ def main() -> None:
             f"{mode}: throughput ratio {ratio:.2f} (target >= 0.5), peak RSS growth {growth:.0f} KiB "
             f"(budget {rss_budget_kib} KiB) [{verdict}]"
         )
+        targets.append(Target(f"{mode}: throughput / read-and-discard", ratio, ">=", 0.5, "x"))
+        targets.append(Target(f"{mode}: peak RSS growth", growth, "<", rss_budget_kib, "KiB"))
     # Past its limits BoundedOutput also writes every byte to the artifact: that costs what the disk costs.
     disk = best["write"]["seconds"]
     print(
@@ -141,6 +147,7 @@ def main() -> None:
             f"{disk / best[mode]['seconds']:.2f} of read-and-write-to-a-file; "
             f"peak RSS growth {best[mode]['rss_growth_kib']:.0f} KiB"
         )
+    report(targets)
 
 
 if __name__ == "__main__":

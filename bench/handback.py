@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.verdict import Target, report
 from bench.workspace_support import GIT_ENV, make_git_tree, xfs_reflink_mount
 from eukhe.workspace import WorkspaceLayout, create_workspace, hand_back, remove_retired
 
@@ -54,7 +55,7 @@ def revert(tree: Path) -> None:
     subprocess.run(["git", "checkout", "-q", "--", "."], cwd=tree, env=GIT_ENV, check=True)
 
 
-def measure(where: Path, files: int, total: int, *, runs: int, changed: int, label: str) -> None:
+def measure(where: Path, files: int, total: int, *, runs: int, changed: int, label: str) -> Target:
     tree = where / "tree"
     paths = make_git_tree(tree, files, total)
     print(f"{label}: a git work tree of {len(paths)} files at {where}; {changed} files changed by the child")
@@ -75,6 +76,7 @@ def measure(where: Path, files: int, total: int, *, runs: int, changed: int, lab
     print(f"  hand-back (remove_now=False):   median {h * 1000:7.1f} ms over {runs} runs ({taken} paths taken)")
     print(f"  remove_retired (base and copy): median {c * 1000:7.1f} ms")
     print(f"  ratio hand-back / git status: {h / g:.2f} (target <= 2); with the clean-up: {(h + c) / g:.2f}")
+    return Target(f"hand-back / git status, {label}", h / g, "<=", 2, "x")
 
 
 def main() -> None:
@@ -86,11 +88,14 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     total = args.megabytes * 1_000_000
+    targets = []
     with tempfile.TemporaryDirectory(prefix="ek-bench-") as tmp:
-        measure(Path(tmp), args.files, total, runs=args.runs, changed=args.changed, label="default filesystem")
+        where = Path(tmp)
+        targets.append(measure(where, args.files, total, runs=args.runs, changed=args.changed, label="default fs"))
     with xfs_reflink_mount() as mount:
         if mount is not None:
-            measure(mount, args.files, total, runs=args.runs, changed=args.changed, label="XFS with reflink")
+            targets.append(measure(mount, args.files, total, runs=args.runs, changed=args.changed, label="XFS"))
+    report(targets)
 
 
 if __name__ == "__main__":

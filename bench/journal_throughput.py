@@ -24,6 +24,7 @@ from pathlib import Path
 
 import msgspec
 
+from bench.verdict import Target, report
 from eukhe.core.bound import DEFAULT_TRUNCATION
 from eukhe.harness.harness import Harness
 from eukhe.harness.tool import ToolExecutionApi, ToolRegistration
@@ -131,6 +132,7 @@ def main() -> None:
     print(f"SQLite WAL synchronous=FULL (same records): {theirs_rate:,.0f} settled calls/s")
     print(f"per-round ratios: {', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}")
     print(f"ratio journal / SQLite: {ours_rate / theirs_rate:.2f} (target >= 1)")
+    report([Target("journal / SQLite WAL, settled calls/s", ours_rate / theirs_rate, ">=", 1, "x")])
 
 
 if __name__ == "__main__":

@@ -26,9 +26,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.verdict import Target, report
+
 JUPYTER_SIDE = r"""
 import json, statistics, sys, time
 from jupyter_client.manager import KernelManager
+
 
 rounds, interrupts, prints, starts = map(int, sys.argv[1:5])
 
@@ -208,10 +211,13 @@ def main() -> None:
         (f"{prints:,} print lines", jupyter["prints"], eukhe["prints"], 1.0),
     ]
     print(f"{'measure':28} {'jupyter':>12} {'eukhe':>12} {'ratio':>8} {'target':>8}")
+    targets = []
     for name, theirs, ours, target in rows:
         ratio = ours / theirs
         verdict = "ok" if ratio <= target else "MISSED"
         print(f"{name:28} {theirs * 1000:10.3f}ms {ours * 1000:10.3f}ms {ratio:8.4f} {'<=' + str(target):>8} {verdict}")
+        targets.append(Target(f"{name}, eukhe / jupyter", ratio, "<=" if target < 1 else "<", target, "x"))
+    report(targets)
 
 
 if __name__ == "__main__":

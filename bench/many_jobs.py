@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from bench.verdict import Target, report
 from eukhe.core.bound import DEFAULT_TRUNCATION
 from eukhe.core.job import End, Exited
 from eukhe.jobs import Job, JobTable, wait_until
@@ -126,6 +127,13 @@ def main() -> None:
     print(f"host peak RSS: {peak_mb:.0f} MB (target < 200 MB): {'ok' if peak_mb < 200 else 'OVER'}")
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
+    report(
+        [
+            Target("cat baseline time / eukhe time, median", ratio, ">=", 0.5, "x"),
+            Target("host peak RSS", peak_mb, "<", 200, "MB"),
+            Target("jobs ended once, exit 0, kept + dropped exact", float(once and exited and exact), ">=", 1),
+        ]
+    )
 
 
 def as_a_worker() -> None:

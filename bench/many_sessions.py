@@ -42,6 +42,7 @@ from typing import Any
 
 import psutil
 
+from bench.verdict import Target, report
 from eukhe.daemon.client import DaemonClient, start_daemon
 
 MIB = 1 << 20
@@ -396,6 +397,14 @@ def main() -> int:
         )
         ratio = statistics.median(fork["creates"]) / statistics.median(tmux["creates"])
         print(f"create, eukhe / tmux:           {ratio:.2f}x (median); PSS, eukhe / tmux: {idle / tmux['pss']:.2f}x")
+    projection = "" if k == n else ", projected"
+    report(
+        [
+            Target("session create, median", median_create * 1000, "<=", 50, "ms"),
+            Target(f"daemon PSS, {n} idle sessions", idle / MIB, "<=", 1024, "MiB"),
+            Target(f"daemon PSS, {n} sessions with a kernel each{projection}", projected / MIB, "<=", 3072, "MiB"),
+        ]
+    )
     return 0
 
 

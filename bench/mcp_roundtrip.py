@@ -31,6 +31,7 @@ import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from bench.verdict import Target, report
 from eukhe.daemon.client import DaemonClient
 
 
@@ -102,6 +103,7 @@ async def measure(runs: int, root: Path, env: dict[str, str]) -> None:
         f"{journaling / trip:.0%} of the MCP call"
     )
     show("  MCP jobs_list, no jobs (no process to run):", listing["list"])
+    report([Target("MCP bash call / subprocess.run, median", trip / base, "<=", 3, "x")])
 
 
 def main() -> int:

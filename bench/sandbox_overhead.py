@@ -24,6 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from bench.verdict import Target, report
 from eukhe.kernel.session_kernel import KernelSession
 from eukhe.records.jobs import Settled
 from eukhe.records.sandbox import SandboxPolicy
@@ -124,7 +125,15 @@ def main() -> None:
     print(f"bwrap's own cost: {bwrap_cost:.3f} ms; confined - unconfined: {added:.3f} ms")
     print(f"(confined - unconfined) / (raw bwrap - raw): {ratio:.2f} (target <= 1.5)")
     print(f"confined cell / unconfined cell: {ms['cell_on'] / ms['cell_off']:.3f} (target <= 1.1)")
-    print(f"the start's probe: median {probe_ms():.1f} ms (target < 50 ms)")
+    probe = probe_ms()
+    print(f"the start's probe: median {probe:.1f} ms (target < 50 ms)")
+    report(
+        [
+            Target("(confined - unconfined) / (raw bwrap - raw), bash true", ratio, "<=", 1.5, "x"),
+            Target("confined cell / unconfined cell", ms["cell_on"] / ms["cell_off"], "<=", 1.1, "x"),
+            Target("the start's probe, median", probe, "<", 50, "ms"),
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.verdict import Target, report
+
 REPLY_TIMEOUT_S = 120.0
 """A request not answered in this long is a violation (the blocking budget is 30 s; a reopen may wait 30 s)."""
 PROC_GRACE_S = 5.0
@@ -1345,6 +1347,8 @@ class Soak:
             "violations": stats.violations,
         }
         print("SOAK_SUMMARY " + json.dumps(summary), flush=True)
+        report([Target("invariant violations", len(stats.violations), "<=", 0)])
+        sys.stdout.flush()
 
 
 def is_bash_row(content: object) -> bool:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/ helpers (an sshd of its own)
 
+from bench.verdict import Target, report
 from eukhe.api import Session, SessionSettings, Settled
 from eukhe.records.settings import KernelTransport, Mount
 from tests.real.sandboxes import SANDBOX_PYTHON, bind_mount, sshd
@@ -138,6 +139,14 @@ def main() -> None:
     for name in ("ssh", "ssh-gcm"):
         over = inline[name] - inline["local"]
         print(f"{name} - local, fs.read 1 MiB with the text over the pipe: {over:+.2f} ms (the fallback; no target)")
+    targets = [
+        Target("bwrap / local, cell round trip", median["bwrap"] / median["local"], "<=", 1.2, "x"),
+        Target("bwrap / local, fs.read 1 MiB", read["bwrap"] / read["local"], "<=", 1.2, "x"),
+    ]
+    for name in ("ssh", "ssh-gcm"):
+        targets.append(Target(f"{name} - local, cell round trip", median[name] - median["local"], "<=", 1, "ms"))
+        targets.append(Target(f"{name} - local, fs.read 1 MiB", read[name] - read["local"], "<=", 1, "ms"))
+    report(targets)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.verdict import Target, report
 from bench.workspace_support import make_git_tree, tree_bytes, xfs_reflink_mount
 from eukhe.workspace import WorkspaceLayout, create_workspace
 
@@ -42,7 +43,7 @@ def copy_with_spawn(tree: Path, root: Path, child: str) -> tuple[float, str]:
     return elapsed, how
 
 
-def measure(where: Path, files: int, total: int, runs: int, label: str) -> None:
+def measure(where: Path, files: int, total: int, runs: int, label: str) -> Target:
     tree = where / "tree"
     paths = make_git_tree(tree, files, total)
     print(f"{label}: a git work tree of {len(paths)} files, {tree_bytes(paths, tree) / 1e6:.1f} MB, at {where}")
@@ -63,6 +64,7 @@ def measure(where: Path, files: int, total: int, runs: int, label: str) -> None:
     print(f"  cp -a --reflink=auto (one copy):  median {c * 1000:8.1f} ms over {runs} runs")
     print(f"  create_workspace (base and copy): median {s * 1000:8.1f} ms over {runs} runs ({how})")
     print(f"  ratio spawn / cp: {s / c:.2f} (target <= 1.5); per copy made, spawn / cp: {s / 2 / c:.2f}")
+    return Target(f"isolated spawn / cp -a --reflink=auto, {label}", s / c, "<=", 1.5, "x")
 
 
 def main() -> None:
@@ -73,11 +75,13 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)  # the byte-copy warning would print once per run
     total = args.megabytes * 1_000_000
+    targets = []
     with tempfile.TemporaryDirectory(prefix="ek-bench-") as tmp:
-        measure(Path(tmp), args.files, total, args.runs, "default filesystem")
+        targets.append(measure(Path(tmp), args.files, total, args.runs, "default fs"))
     with xfs_reflink_mount() as mount:
         if mount is not None:
-            measure(mount, args.files, total, args.runs, "XFS with reflink")
+            targets.append(measure(mount, args.files, total, args.runs, "XFS"))
+    report(targets)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ gate reads only a frame's head when the line is over its limit, so the head must
 from __future__ import annotations
 
 import json
+import json.encoder
 from typing import Any
 
 PROTOCOL_VERSION = 1
@@ -22,6 +23,8 @@ RESULT_REPR_CHARS = 1024 * 1024
 """A trailing expression's repr is cut to this many characters (the host bounds it again)."""
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+_STRING = json.encoder.encode_basestring_ascii
+"""How `_ENCODER` writes a string (key or value): the same function, called directly."""
 
 
 class PayloadTooLargeError(ValueError):
@@ -41,8 +44,18 @@ def encode_frame(event: str, frame_id: str | int | None, fields: dict[str, Any] 
 
     Raises ValueError for a value strict JSON cannot carry (NaN, infinity) and TypeError for a non-JSON type.
     """
-    head = '{"event":' + _ENCODER.encode(event) + ',"id":' + _ENCODER.encode(frame_id)
+    head = (
+        '{"event":'
+        + _STRING(event)
+        + ',"id":'
+        + (_STRING(frame_id) if type(frame_id) is str else _ENCODER.encode(frame_id))
+    )
     if not fields:
         return (head + "}\n").encode("ascii")
+    if all(type(key) is str and type(value) is str for key, value in fields.items()):
+        # Most frames carry strings only (text, repr, status): the encoder's own escaping, without its set-up.
+        return (
+            head + "," + ",".join(_STRING(key) + ":" + _STRING(value) for key, value in fields.items()) + "}\n"
+        ).encode("ascii")
     rest = _ENCODER.encode(fields)  # "{...}"
     return (head + "," + rest[1:] + "\n").encode("ascii")

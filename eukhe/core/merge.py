@@ -62,6 +62,8 @@ class Dir:
 
 Leaf = File | Link
 """What a hand-back merges: a file or a symlink."""
+_LEAVES = (File, Link)
+"""`Leaf` for isinstance in the loops over whole trees (a tuple is faster there than the union)."""
 Entry = File | Link | Dir
 Tree = Mapping[str, Entry]
 """A tree: relative POSIX path -> entry. No entry sits under a file or symlink of the same tree."""
@@ -94,7 +96,7 @@ def ancestors(path: str) -> Iterable[str]:
 def blocker_of(tree: Tree, path: str) -> str | None:
     """The file or symlink of `tree` that sits where one of `path`'s directories goes (the outermost), if any."""
     for above in ancestors(path):
-        if isinstance(tree.get(above), File | Link):
+        if isinstance(tree.get(above), _LEAVES):
             return above
     return None
 
@@ -114,7 +116,7 @@ def implied_dirs(tree: Tree) -> frozenset[str]:
 def state_of(tree: Tree, path: str, dirs: frozenset[str] | None = None) -> State:
     """A path's state in a tree (`dirs`: the tree's `implied_dirs`, passed in when asking about many paths)."""
     entry = tree.get(path)
-    if isinstance(entry, File | Link):
+    if isinstance(entry, _LEAVES):
         return entry
     if blocker_of(tree, path) is not None:
         return Void.UNDER
@@ -285,7 +287,7 @@ def phase_of(step: Step) -> Phase:
 
 def merge_paths(base: Tree, child: Tree) -> frozenset[str]:
     """The paths a hand-back decides on: every file or symlink of the base or the child."""
-    return frozenset(p for tree in (base, child) for p, entry in tree.items() if isinstance(entry, File | Link))
+    return frozenset(p for tree in (base, child) for p, entry in tree.items() if isinstance(entry, _LEAVES))
 
 
 def split_changed(base: Tree, child: Tree) -> tuple[list[str], list[str]]:
@@ -293,11 +295,13 @@ def split_changed(base: Tree, child: Tree) -> tuple[list[str], list[str]]:
     parent holds), and where it changed it (the shell reads the parent only there)."""
     kept: list[str] = []
     changed: list[str] = []
+    in_base, in_child = base.get, child.get
     for path, entry in child.items():
-        if isinstance(entry, File | Link):
-            (kept if entry == base.get(path) else changed).append(path)
+        if isinstance(entry, _LEAVES):
+            was = in_base(path)
+            (kept if entry is was or entry == was else changed).append(path)
     for path, entry in base.items():
-        if isinstance(entry, File | Link) and not isinstance(child.get(path), File | Link):
+        if isinstance(entry, _LEAVES) and not isinstance(in_child(path), _LEAVES):
             changed.append(path)  # the child has no file or symlink there any more
     return kept, changed
 
@@ -306,7 +310,7 @@ def leaf_state(tree: Tree, path: str) -> State:
     """A base's or a child's state as the table reads it: only its file or symlink counts (`plan_path` looks at
     them through `leaf_of`), so a directory there or a file above reads as absent, which costs no tree walk."""
     entry = tree.get(path)
-    return entry if isinstance(entry, File | Link) else Void.ABSENT
+    return entry if isinstance(entry, _LEAVES) else Void.ABSENT
 
 
 def path_order(path: str) -> str:
@@ -340,13 +344,18 @@ def _valid_entry(entry: object) -> bool:
     return isinstance(entry, Dir)
 
 
+_NOTHING_CHECKED = object()
+
+
 def tree_error(name: str, tree: object) -> TreeError | None:
     """Why `tree` is no tree a disk holds, naming its first wrong path; None for a tree `plan` may take."""
     if not isinstance(tree, Mapping):
         return TreeError(name, None)
+    checked: object = _NOTHING_CHECKED  # the entry last found valid: trees share one `File` for unchanged files
     for path, entry in tree.items():
-        if not valid_path(path) or not _valid_entry(entry):
+        if not valid_path(path) or (entry is not checked and not _valid_entry(entry)):
             return TreeError(name, path)
+        checked = entry
     under = _first_under_a_leaf(tree)
     return None if under is None else TreeError(name, under)
 
@@ -359,7 +368,7 @@ def _first_under_a_leaf(tree: Tree) -> str | None:
         while head and head not in above:  # a directory seen once has had its own ancestors added
             above.add(head)
             head = head.rpartition("/")[0]
-    if not any(isinstance(tree.get(head), File | Link) for head in above):
+    if not any(isinstance(tree.get(head), _LEAVES) for head in above):
         return None
     return next(path for path in tree if blocker_of(tree, path) is not None)
 
@@ -438,7 +447,8 @@ class StatFacts(NamedTuple):
     mode: int
 
 
-def stat_proves_same(recorded: StatFacts, now: StatFacts, recorded_at_ns: int) -> bool:
+def stat_proves_same(recorded: StatFacts, now: tuple[int, int, int, int, int], recorded_at_ns: int) -> bool:
     """Stat data proves a file unchanged only if all of it matches and the file's recorded mtime is strictly older
-    than the moment the record began (racy git: an edit in the same clock tick keeps mtime and ctime)."""
+    than the moment the record began (racy git: an edit in the same clock tick keeps mtime and ctime). `now` is a
+    `StatFacts` or the plain tuple of the same fields (the shell's hot loop makes no record per file)."""
     return recorded == now and recorded.mtime_ns < recorded_at_ns

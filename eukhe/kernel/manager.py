@@ -420,7 +420,8 @@ class KernelManager:
         elif isinstance(verdict, Event):
             try:  # a frame that does not fit its record is a protocol fault
                 what = f"a kernel {verdict.event} frame"
-                frame: wire.KernelEvent = convert(verdict.frame, wire.KernelEvent, code="malformed", what=what)
+                record = wire.KERNEL_EVENT_RECORDS.get(verdict.event, wire.KernelEvent)
+                frame: wire.KernelEvent = convert(verdict.frame, record, code="malformed", what=what)
             except InputError as exc:
                 self._feel(kernel, LifeEvent.FAULT, ProtocolFault(FaultReason.NOT_PROTOCOL, str(exc)))
                 return

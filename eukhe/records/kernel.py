@@ -8,7 +8,7 @@ fault (the kernel is replaced, loudly).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from eukhe.records.base import Record
 
@@ -100,6 +100,12 @@ KernelEvent = (
     | DiagnosticFrame
     | ProcessFrame
 )
+
+KERNEL_EVENT_RECORDS: dict[str, type[KernelEvent]] = {
+    tag: frame for frame in get_args(KernelEvent) if isinstance(tag := frame.__struct_config__.tag, str)
+}
+"""Each kernel event's record by its `event` tag: a frame converts to its own record at once (msgspec caches what it
+knows of a record, not of a union, which it would work out again on every frame)."""
 
 
 class ExecuteRequest(Record, tag="execute", tag_field="request"):

@@ -41,10 +41,17 @@ def remove_leftover(path: Path) -> bool:
 
 
 def replace_from_beside(
-    target: Path, write: Callable[[Path], None], hook: CrashHook, point: str, *, fsync_file: bool = True
+    target: Path,
+    write: Callable[[Path], None],
+    hook: CrashHook,
+    point: str,
+    *,
+    fsync_file: bool = True,
+    fsync_parent: bool = True,
 ) -> None:
     """Replace `target` in one rename from its fixed-name copy: remove a leftover copy, `write` the new one, fsync it,
-    rename it over the target, fsync the directory. A crash anywhere leaves the target old or new, never torn."""
+    rename it over the target, fsync the directory. A crash anywhere leaves the target old or new, never torn.
+    `fsync_parent=False`: the caller fsyncs the directory later, once for all the renames it made there."""
     temp = temp_beside(target)
     remove_leftover(temp)
     write(temp)
@@ -56,7 +63,8 @@ def replace_from_beside(
             os.close(fd)
     hook(point)
     os.rename(temp, target)
-    fsync_dir(target.parent)
+    if fsync_parent:
+        fsync_dir(target.parent)
 
 
 def write_bytes_private(path: Path, data: bytes) -> None:

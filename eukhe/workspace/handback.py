@@ -7,11 +7,12 @@ The caller stops the child first (worker, kernel, jobs). Then `hand_back`:
    finds the mark follows a crash: it first removes the fixed-name copies (`.<name>.eukhe-handback`) that run may
    have left beside each merged path and in conflicts/.
 3. Carries out the steps in the plan's order, each in one change: a removal is one unlink; a write is one rename of
-   the child's version, copied beside the path under its fixed name and fsynced, then an fsync of the directory; a
-   conflict puts the child's version into `conflicts/<path>` the same way. Just before each change, the parent's
-   entry is checked against what the facts read: if the parent changed it meanwhile, the hand-back stops
-   (`HandbackError`) rather than overwrite it.
-4. Writes `handback.json` (the report) atomically: that ends the hand-back.
+   the child's version, copied beside the path under its fixed name and fsynced; a conflict puts the child's
+   version into `conflicts/<path>` the same way. Just before each change, the parent's entry is checked against
+   what the facts read: if the parent changed it meanwhile, the hand-back stops (`HandbackError`) rather than
+   overwrite it.
+4. Fsyncs each directory the steps changed, once (the journal keeps the changes in order, so one fsync after the
+   last makes them all durable), then writes `handback.json` (the report) atomically: that ends the hand-back.
 5. Renames base and copy aside (one rename each), puts a symlink to the parent's directory where the copy was,
    removes the copy record and the start mark, then the retired trees (or leaves them to `remove_retired`).
 
@@ -43,8 +44,6 @@ from eukhe.workspace.durable import (
     remove_leftover,
     remove_tree,
     replace_from_beside,
-    unlink_durably,
-    write_bytes_private,
     write_record,
 )
 from eukhe.workspace.errors import HandbackError, WorkspaceError
@@ -53,6 +52,8 @@ from eukhe.workspace.layout import WorkspaceLayout, temp_beside
 from eukhe.workspace.spawn import load_copy_record, stat_facts
 
 log = logging.getLogger("eukhe.workspace")
+
+_CREATE_MARK = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def load_report(layout: WorkspaceLayout) -> HandbackReport | None:
@@ -90,6 +91,7 @@ def hand_back(layout: WorkspaceLayout, *, hook: CrashHook = no_hook, remove_now:
         run.prepare(facts, handback)
         for step in handback.steps:
             run.carry_out(step)
+        run.sync_changed_dirs()
         report = report_of(layout, record.parent_dir, handback)
         run.at = str(layout.record)
         write_record(layout.record, msgspec.json.encode(report), hook, "record")
@@ -149,6 +151,7 @@ class _Run:
         self.cloner = Cloner()
         self.seen: dict[str, StatFacts | None] = {}
         self.at = str(parent)
+        self.changed_dirs: dict[Path, None] = {}  # the directories a step changed, in order; fsynced before the record
 
     def prepare(self, facts: Facts, handback: HandbackPlan) -> None:
         """Mark the start, or after a crash, remove what it left beside each merged path."""
@@ -165,7 +168,8 @@ class _Run:
                     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
                         remove_leftover(temp_beside(place))
         else:
-            write_bytes_private(self.layout.started, b"")
+            # An empty mark: the directory's fsync makes it durable (there are no bytes of its own to sync).
+            os.close(os.open(self.layout.started, _CREATE_MARK, PRIVATE_FILE_MODE))
             fsync_dir(self.layout.dir)
 
     def is_real_dir(self, path: str, seen: dict[str, bool]) -> bool:
@@ -196,7 +200,7 @@ class _Run:
             raise self.fail(path, "the parent changed it during the hand-back")
         self.hook(f"remove:{path}")
         os.unlink(target)
-        fsync_dir(target.parent)
+        self.changed_dirs[target.parent] = None
 
     def write(self, path: str, child: Leaf) -> None:
         """The child's version replaces the parent's in one rename from the fixed-name copy beside it."""
@@ -209,16 +213,28 @@ class _Run:
         if (now is None) != (self.seen.get(path) is None) or (now is not None and not _same(now, self.seen[path])):
             raise self.fail(path, "the parent changed it during the hand-back")
         replace_from_beside(
-            target, lambda temp: self.write_version(path, child, temp), self.hook, f"take:{path}", fsync_file=False
+            target,
+            lambda temp: self.write_version(path, child, temp),
+            self.hook,
+            f"take:{path}",
+            fsync_file=False,
+            fsync_parent=False,
         )
+        self.changed_dirs[target.parent] = None
 
     def save_conflict(self, path: str, child: Leaf) -> None:
         """The child's version goes to conflicts/<path>; the parent's stays."""
         target = self.layout.conflicts / path
         make_private_dirs(target.parent)
         replace_from_beside(
-            target, lambda temp: self.write_version(path, child, temp), self.hook, f"conflict:{path}", fsync_file=False
+            target,
+            lambda temp: self.write_version(path, child, temp),
+            self.hook,
+            f"conflict:{path}",
+            fsync_file=False,
+            fsync_parent=False,
         )
+        self.changed_dirs[target.parent] = None
 
     def make_parent_dirs(self, path: str) -> None:
         """The directories `path` needs in the parent, made with the child's modes; never through a file or symlink."""
@@ -229,10 +245,17 @@ class _Run:
             except FileNotFoundError:
                 os.mkdir(directory, PRIVATE_DIR_MODE)
                 os.chmod(directory, stat.S_IMODE(os.lstat(self.layout.copy / above).st_mode))
-                fsync_dir(directory.parent)
+                self.changed_dirs[directory.parent] = None
                 continue
             if not stat.S_ISDIR(mode):
                 raise self.fail(path, f"{above} in the parent is not a directory")
+
+    def sync_changed_dirs(self) -> None:
+        """Make every step's change durable: one fsync of each directory they changed, before the record."""
+        for directory in self.changed_dirs:
+            self.at = str(directory)
+            fsync_dir(directory)
+        self.changed_dirs.clear()
 
     def write_version(self, path: str, child: Leaf, temp: Path) -> None:
         """The child's file (bytes, mode, mtime; fsynced here, so the replace does not fsync it again) or symlink
@@ -272,10 +295,15 @@ def finish(layout: WorkspaceLayout, parent_dir: str, hook: CrashHook = no_hook, 
             hook("retire:copy")
             remove_leftover(layout.retired_copy)
             os.rename(layout.copy, layout.retired_copy)
-        fsync_dir(layout.dir)
-        replace_from_beside(layout.copy, lambda temp: os.symlink(parent_dir, temp), hook, "link:copy")
+        replace_from_beside(
+            layout.copy, lambda temp: os.symlink(parent_dir, temp), hook, "link:copy", fsync_parent=False
+        )
     for done_with in (layout.copy_record, layout.started):
-        unlink_durably(done_with)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(done_with)
+    # One fsync for all of it: the journal keeps these changes of one directory in order, and a crash before it
+    # finds the record and finishes again.
+    fsync_dir(layout.dir)
     if remove_now:
         remove_retired(layout)
 

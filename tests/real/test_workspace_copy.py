@@ -25,6 +25,7 @@ from eukhe.workspace import (
     create_workspace,
     hand_back,
     list_workspace,
+    spawn,
 )
 from tests.real.tools import need_tools, needs_tools
 from tests.workspace_support import git, read_disk
@@ -255,6 +256,36 @@ def test_the_byte_copy_fallback_logs_one_warning_with_the_counts(
     message = warnings[0].getMessage()
     assert "cannot clone" in message and f"copied {copied.copied_bytes} bytes" in message
     assert "in 10 file copies" in message and "(0 file copies cloned)" in message
+
+
+def test_a_copy_made_on_threads_is_the_copy_made_on_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files copied by two threads, runs of a few paths each, give the same trees and the same record, in the
+    listing's order, as on the calling thread; modes the umask would cut are still the source's."""
+    parent = tmp_path / "project"
+    for index in range(40):
+        path = parent / f"d{index % 3}" / f"e{index % 2}" / f"f{index}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"file {index}\n" * (index + 1))
+        os.chmod(path, (0o644, 0o600, 0o755, 0o666, 0o4755)[index % 5])
+    os.symlink("d0/e0/f0.txt", parent / "d1" / "link")
+    (parent / "d2" / "e1" / "f5.txt").unlink()  # listed by no one: nothing to copy there
+    records = []
+    for name, threaded in (("one", False), ("two", True)):
+        if threaded:
+            monkeypatch.setattr(spawn, "THREADED_FROM", 1)
+            monkeypatch.setattr(spawn, "RUN_PATHS", 3)
+            monkeypatch.setattr(spawn, "COPY_THREADS", 2)
+            monkeypatch.setattr(os, "cpu_count", lambda: 2)
+        layout = WorkspaceLayout.at(tmp_path / "ws", "s", name)
+        copied = create_workspace(parent, layout)
+        assert copied.files == 40
+        assert read_disk(layout.base)[0] == read_disk(layout.copy)[0] == read_disk(parent)[0]
+        for relative in files_of(parent):
+            source, made = os.lstat(parent / relative), os.lstat(layout.copy / relative)
+            assert (source.st_mode, source.st_mtime_ns) == (made.st_mode, made.st_mtime_ns), relative
+        records.append(spawn.load_copy_record(layout))
+    one, two = ([(p.path, p.link, p.source) for p in record.paths] for record in records)
+    assert one == two == sorted(one)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

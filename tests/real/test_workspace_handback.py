@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -21,9 +22,11 @@ from eukhe.workspace import (
     HandbackError,
     WorkspaceLayout,
     create_workspace,
+    facts,
     hand_back,
     load_report,
     remove_retired,
+    spawn,
 )
 from eukhe.workspace.layout import temp_beside
 from tests.workspace_support import age, handback_leftovers, read_disk, reshape
@@ -362,3 +365,38 @@ def test_a_mode_change_alone_is_a_change(tmp_path: Path) -> None:
     os.chmod(layout.copy / "f", 0o755)
     assert hand_back(layout).paths_taken == ("f",)
     assert stat.S_IMODE(os.lstat(tmp_path / "parent" / "f").st_mode) == 0o755
+
+
+def test_the_child_read_on_threads_is_the_child_read_on_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child's copy read by two threads, runs of a few base paths each, is the same tree, in the same order, as
+    read on the calling thread: kept, changed, removed, re-moded and new files alike."""
+    parent = tmp_path / "project"
+    for index in range(30):
+        path = parent / f"d{index % 4}" / f"f{index}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"file {index}\n")
+    os.symlink("f0.txt", parent / "d0" / "link")
+    layout = WorkspaceLayout.at(tmp_path / "ws", "s", "c")
+    create_workspace(parent, layout)
+    (layout.copy / "d1" / "f5.txt").write_text("changed by the child\n")
+    (layout.copy / "d2" / "f6.txt").unlink()
+    shutil.rmtree(layout.copy / "d3")
+    os.chmod(layout.copy / "d0" / "f4.txt", 0o755)
+    (layout.copy / "d0" / "new.txt").write_text("new\n")
+    record = spawn.load_copy_record(layout)
+
+    def read() -> list[tuple[str, object]]:
+        base = facts._Base(str(layout.base), record.recorded_at_ns, {p.path: p for p in record.paths})
+        return list(facts.read_child(base, str(layout.copy), record.dirs).items())
+
+    one = read()
+    monkeypatch.setattr(facts, "THREADED_FROM", 1)
+    monkeypatch.setattr(facts, "READ_RUN", 2)
+    monkeypatch.setattr(facts, "READ_THREADS", 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    two = read()
+    assert one == two
+    tree = dict(one)
+    assert tree["d1/f1.txt"] == facts.BASE_FILE and tree["d0/link"] == Link("f0.txt")
+    assert tree["d1/f5.txt"] != facts.BASE_FILE and tree["d0/f4.txt"] != facts.BASE_FILE
+    assert "d2/f6.txt" not in tree and not any(path.startswith("d3/") for path in tree) and "d0/new.txt" in tree

@@ -52,6 +52,8 @@ BENCHES = (
     Bench("transport_roundtrip", quick=("--runs", "40"), needs_root=True),
     Bench("handback", quick=("--files", "2000", "--megabytes", "18", "--runs", "2")),
     Bench("workspace_spawn", quick=("--files", "2000", "--megabytes", "18", "--runs", "2")),
+    Bench("subagent_turns", quick=("--turns", "40")),
+    Bench("tty_roundtrip", quick=("--runs", "40")),
     Bench("soak", quick=("--seconds", "30")),
 )
 """Every benchmark run_all knows, in the order it runs them."""

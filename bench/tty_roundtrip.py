@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.verdict import Target, report
 from eukhe.daemon.client import DaemonClient
 
 DEADLINE_S = 30.0
@@ -147,7 +148,7 @@ def main() -> int:
     print(f"daemon request floor (jobs.list):                median {floor_ms:7.3f} ms over {len(times['floor'])}")
     print(f"writes that answered before the REPL did, read on: {reads}")
     print(f"ratio (trip - floor) / raw: {(trip_ms - floor_ms) / raw_ms:.2f}")
-    print(f"target: trip <= 3 x raw + floor = {target:.3f} ms: {'ok' if trip_ms <= target else 'MISSED'}")
+    report([Target(f"jobs_write round trip, {where}, median", trip_ms, "<=", target, "ms (3 x raw + floor)")])
     return 0
 
 

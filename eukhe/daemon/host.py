@@ -25,6 +25,7 @@ from eukhe.clock import Clock, MonotonicClock, poll_until, sleep_ms
 from eukhe.core.jobdocs import JOB_DOC_TYPE
 from eukhe.daemon.protocol import JSON, Request
 from eukhe.daemon.server import EventSink, RequestError
+from eukhe.errors import InputError
 from eukhe.fs.serve import run as run_file_tool
 from eukhe.jobs.job import Job
 from eukhe.jobs.wait import CallCancelledError
@@ -350,6 +351,9 @@ class SessionHost:
         return await self.session.children.delete(args.name)
 
     async def child_run(self, args: ChildRunArgs, emit: EventSink) -> RunEnd:
+        if (args.code is None) == (args.prompt is None):
+            named = "code" if args.code is None else "prompt"
+            raise InputError("bad_args", "a child's run takes its code or its prompt: exactly one", field=named)
         request = RunRequest(
             code=args.code,
             timeout_ms=args.timeout_ms,

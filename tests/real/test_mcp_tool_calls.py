@@ -263,7 +263,13 @@ def test_session_calls_lists_each_call_with_its_status_and_prints_one_settle_who
                 ("bash", "done", "returned"),
                 ("read", "done", "failed"),
             ]
-            assert rows[0]["args"] == '{"command": "echo hello", "budget_ms": null}'
+            assert json.loads(rows[0]["args"]) == {
+                "command": "echo hello",
+                "budget_ms": None,
+                "tty": False,
+                "cols": None,
+                "rows": None,
+            }
             assert rows[0]["summary"] == "hello"
             assert rows[0]["started_ms"] <= rows[0]["settled_ms"]
             assert "missing.txt" in rows[1]["summary"]

@@ -31,7 +31,9 @@ from eukhe.session.session import Session
 pytestmark = pytest.mark.real
 
 DEADLINE_S = 60.0
-PY = sys.executable
+PY = os.path.realpath(sys.executable)
+"""The Python the jobs run, by its real path: a confined job's /tmp is private, so a venv in a clone under /tmp is
+not there (its interpreter, where the venv points, is)."""
 SETTINGS = SessionSettings(tool_blocking_budget_ms=20_000)
 
 

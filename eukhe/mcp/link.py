@@ -166,6 +166,10 @@ class _Pool:
             if connection.reusable:
                 return connection
             await connection.close()
+        return await self.open()
+
+    async def open(self) -> DaemonConnection:
+        """A new connection to the socket."""
         reader, writer = await asyncio.open_unix_connection(self.socket, limit=MAX_REPLY_BYTES + 1)
         return DaemonConnection(reader, writer)
 
@@ -208,8 +212,7 @@ class DaemonLink:
             raise DaemonUnavailableError(f"cannot reach the daemon at {self.socket}: {error.strerror}") from error
 
     async def _open(self) -> DaemonConnection:
-        reader, writer = await asyncio.open_unix_connection(self.socket, limit=MAX_REPLY_BYTES + 1)
-        return DaemonConnection(reader, writer)
+        return await self._supervisor.open()
 
     def _start(self) -> None:
         """Start the daemon (blocking) the way every CLI command does, and wait until it answers."""

@@ -212,25 +212,22 @@ class _Run:
             now = None
         if (now is None) != (self.seen.get(path) is None) or (now is not None and not _same(now, self.seen[path])):
             raise self.fail(path, "the parent changed it during the hand-back")
-        replace_from_beside(
-            target,
-            lambda temp: self.write_version(path, child, temp),
-            self.hook,
-            f"take:{path}",
-            fsync_file=False,
-            fsync_parent=False,
-        )
-        self.changed_dirs[target.parent] = None
+        self.place_version(target, path, child, f"take:{path}")
 
     def save_conflict(self, path: str, child: Leaf) -> None:
         """The child's version goes to conflicts/<path>; the parent's stays."""
         target = self.layout.conflicts / path
         make_private_dirs(target.parent)
+        self.place_version(target, path, child, f"conflict:{path}")
+
+    def place_version(self, target: Path, path: str, child: Leaf, step: str) -> None:
+        """The child's version of `path` replaces `target` in one rename; its directory is fsynced once, with the
+        others the steps changed, before the record."""
         replace_from_beside(
             target,
             lambda temp: self.write_version(path, child, temp),
             self.hook,
-            f"conflict:{path}",
+            step,
             fsync_file=False,
             fsync_parent=False,
         )

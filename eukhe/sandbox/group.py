@@ -6,6 +6,11 @@ only bwrap itself, and the command's group is the sandbox's first process (its p
 for, so only the command and its children hear it), and the SIGKILL after the grace ends bwrap, whose
 `--die-with-parent` takes the whole namespace with it: no process of the job outlives it, not even one that called
 setsid. A signal asked for before bwrap has reported goes out as soon as it does.
+
+bwrap reports pid 1 as soon as it is cloned: pid 1 may not have made its session yet, nor forked the command. A
+SIGTERM then would reach no process that heeds it (the group is not there, or holds pid 1 alone), and the command
+forked after would never hear it; so until pid 1 has a child, a SIGTERM is a SIGKILL to pid 1 by its pid (nothing
+of the command ran, so nothing needed the grace), and a SIGKILL always goes to pid 1 by its pid too.
 """
 
 from __future__ import annotations
@@ -68,8 +73,10 @@ class SandboxGroup:
         with contextlib.suppress(msgspec.DecodeError):
             self.pgid = _INFO.decode(self._data).child_pid
             self._started = start_ticks(self.pgid)
-        if self.pgid is not None and self._pending:
-            signal_group(self.pgid, self._pending)
+        if self._pending == signal.SIGTERM:
+            self._terminate_now()
+        elif self._pending:
+            self._kill_now()
 
     def terminate(self) -> bool:
         """SIGTERM to the group inside, now or as soon as bwrap has named it (within ms of the start; the kill's
@@ -79,7 +86,7 @@ class SandboxGroup:
                 return False
             self._pending = max(self._pending, signal.SIGTERM)
             return True
-        signal_group(self.pgid, signal.SIGTERM)
+        self._terminate_now()
         return True
 
     def kill(self) -> None:
@@ -87,6 +94,23 @@ class SandboxGroup:
         if self.pgid is None:
             self._pending = signal.SIGKILL
         else:
+            self._kill_now()
+
+    def _terminate_now(self) -> None:
+        """SIGTERM to the group once pid 1 has forked the command into it; before that, SIGKILL to pid 1."""
+        if self.pgid is None:
+            return
+        if _has_child(self.pgid):
+            signal_group(self.pgid, signal.SIGTERM)
+        else:
+            self._kill_now()
+
+    def _kill_now(self) -> None:
+        """SIGKILL to pid 1 by its pid (the group may not be made yet), if it is still the pid 1 bwrap named; its end
+        takes every process of the namespace along."""
+        if self.pgid is not None and self.alive():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pgid, signal.SIGKILL)
             kill_group(self.pgid)
 
     def alive(self) -> bool:
@@ -109,6 +133,20 @@ class SandboxGroup:
             os.close(fd)
 
 
+def _children(pid: int) -> list[int] | None:
+    """The children of process `pid` (its main thread) now; None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as children:
+            return [int(word) for word in children.read().split()]
+    except (OSError, ValueError):
+        return None
+
+
+def _has_child(pid: int) -> bool:
+    """Whether process `pid` has a child now."""
+    return bool(_children(pid))
+
+
 NAMESPACE_END_MS = 10_000
 """How long the end of a pid namespace may take after bwrap is gone (the kernel SIGKILLs its processes at once:
 only a process stuck in the kernel reaches this)."""
@@ -116,12 +154,8 @@ only a process stuck in the kernel reaches this)."""
 
 def namespace_of(bwrap_pid: int) -> tuple[int, int] | None:
     """The pid 1 (pid, start ticks) of the namespace a running bwrap made: its one child."""
-    try:
-        with open(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children", "rb") as children:
-            pids = [int(word) for word in children.read().split()]
-    except (OSError, ValueError):
-        return None
-    if len(pids) != 1:
+    pids = _children(bwrap_pid)
+    if pids is None or len(pids) != 1:
         return None
     started = start_ticks(pids[0])
     return None if started is None else (pids[0], started)

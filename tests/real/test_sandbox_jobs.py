@@ -143,3 +143,26 @@ def test_a_confined_job_that_cannot_get_its_output_pipe_leaks_no_descriptor(tmp_
             await session.close()
 
     asyncio.run(scenario())
+
+
+def test_a_confined_job_cancelled_at_its_start_ends_without_its_grace(tmp_path: Path) -> None:
+    """A cancel at once after the start (bwrap has not reported, or its pid 1 has not forked the command) still ends
+    the job within a deadline far short of its grace: only a SIGTERM or SIGKILL that took can end it."""
+
+    async def scenario() -> None:
+        cwd = tmp_path / "cwd"
+        cwd.mkdir()
+        session = await Session.create(
+            cwd, root=tmp_path / "sessions", sandbox=SandboxPolicy(), bash_options=BashOptions(kill_grace_ms=600_000)
+        )
+        try:
+            for _ in range(5):
+                started = await session.execute_bash_and_wait("sleep 300", 0)
+                assert isinstance(started, Detached)
+                ended = await asyncio.wait_for(session.jobs.cancel(started.job), 60)
+                assert isinstance(ended, Settled)
+                assert ended.killed
+        finally:
+            await session.close()
+
+    asyncio.run(scenario())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 
 import psutil
 
@@ -115,6 +116,27 @@ def signal_group(pgid: int, signum: int) -> None:
 def kill_group(pgid: int) -> None:
     """SIGKILL to process group `pgid`, if it is still there."""
     signal_group(pgid, signal.SIGKILL)
+
+
+JOB_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM)
+"""The signals a job hears whatever its host does with them: Ctrl-C and Ctrl-\\ on its terminal, a kill's SIGTERM."""
+
+
+def job_signals_reset() -> Callable[[], None] | None:
+    """What a job's process runs before its exec when this thread ignores or blocks one of JOB_SIGNALS (a host
+    started in a shell's background or by a program that ignores Ctrl-C; both are inherited across exec, and a shell
+    cannot undo an ignore it inherited): the default action and an unblocked mask for them. None in the usual case
+    (a handler set in Python is reset by exec): the spawn then stays on its fast path."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    if any(signal.getsignal(number) == signal.SIG_IGN or number in blocked for number in JOB_SIGNALS):
+        return _default_job_signals
+    return None
+
+
+def _default_job_signals() -> None:
+    for number in JOB_SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, JOB_SIGNALS)
 
 
 BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"

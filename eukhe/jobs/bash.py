@@ -51,6 +51,7 @@ from eukhe.jobs.wait import settle_or_detach
 from eukhe.procs import (
     group_alive,
     has_controlling_terminal,
+    job_signals_reset,
     kill_group,
     members_carrying,
     signal_group,
@@ -400,6 +401,7 @@ async def start_bash(
             start_new_session=terminal or tty is not None,
             process_group=None if terminal or tty is not None else 0,
             pass_fds=() if info is None else (info.write_end,),
+            preexec_fn=job_signals_reset(),  # only signal calls, and only when the host ignores or blocks them
         )
     except OSError as error:
         os.close(read_end)

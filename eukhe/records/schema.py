@@ -52,7 +52,8 @@ def schema_of(kind: Any) -> dict[str, Any]:
 def object_schema(kind: Any) -> dict[str, Any]:
     """A record's JSON Schema with an object at its root (MCP asks `type: object` of input and output schemas):
     a record's own definition is lifted to the root; a union of records becomes an object that is any of them. The
-    other definitions stay under `$defs`, which the root's `$ref`s name."""
+    other definitions stay under `$defs`, which the root's `$ref`s name. It is compact (`compact_schema`): clients
+    validate every result against it."""
     schema = schema_of(kind)
     defs: dict[str, Any] = dict(schema.pop("$defs", {}))
     ref = schema.get("$ref")
@@ -66,7 +67,7 @@ def object_schema(kind: Any) -> dict[str, Any]:
     root.pop("title", None)
     if defs:
         root["$defs"] = defs
-    return root
+    return compact_schema(root)
 
 
 def _referenced(name: str, value: Any) -> bool:
@@ -76,3 +77,83 @@ def _referenced(name: str, value: Any) -> bool:
     if isinstance(value, list):
         return any(_referenced(name, inner) for inner in value)
     return False
+
+
+_OBJECT_ONLY = frozenset({"type", "title", "description", "properties", "required", "additionalProperties"})
+"""The keywords of a record's object schema: all but `type` constrain objects only, so a null passes them."""
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same schema, cheaper to validate: each definition that refers to no other is inlined where it is named
+    (a validator resolves no `$ref` for it), and a nullable `anyOf` of one type (or enum, or record) and null is one
+    `type` list (or an enum with null) instead of two branches tried in turn. It accepts exactly what `schema`
+    accepts."""
+    defs: dict[str, Any] = schema.get("$defs", {})
+    inlinable = {name: body for name, body in defs.items() if not _refers(body)}
+    # Inline the leaves first, then the definitions that named only them, until nothing changes.
+    while True:
+        resolved = {name: _inline(body, inlinable) for name, body in defs.items() if name not in inlinable}
+        newly = {name: body for name, body in resolved.items() if not _refers(body)}
+        if not newly:
+            break
+        inlinable.update(newly)
+    compacted: dict[str, Any] = _collapse(_inline({k: v for k, v in schema.items() if k != "$defs"}, inlinable))
+    kept = {name: _collapse(_inline(body, inlinable)) for name, body in defs.items() if name not in inlinable}
+    kept = {name: body for name, body in kept.items() if _referenced(name, compacted) or _referenced(name, kept)}
+    if kept:
+        compacted["$defs"] = kept
+    return compacted
+
+
+def _refers(value: Any) -> bool:
+    """Whether a schema (or a part of one) holds a `$ref`."""
+    if isinstance(value, dict):
+        return "$ref" in value or any(_refers(inner) for inner in value.values())
+    if isinstance(value, list):
+        return any(_refers(inner) for inner in value)
+    return False
+
+
+def _inline(value: Any, defs: dict[str, Any]) -> Any:
+    """`value` with every `$ref` to one of `defs` replaced by the definition (when the `$ref` stands alone)."""
+    if isinstance(value, dict):
+        ref = value.get("$ref")
+        name = ref.removeprefix("#/$defs/") if isinstance(ref, str) else None
+        if name in defs and len(value) == 1:
+            return _inline(defs[name], defs)
+        return {key: _inline(inner, defs) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_inline(inner, defs) for inner in value]
+    return value
+
+
+def _collapse(value: Any) -> Any:
+    """`value` with each nullable `anyOf` of two branches made one schema (see `compact_schema`)."""
+    if isinstance(value, list):
+        return [_collapse(inner) for inner in value]
+    if not isinstance(value, dict):
+        return value
+    value = {key: _collapse(inner) for key, inner in value.items()}
+    branches = value.get("anyOf")
+    if not (isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches):
+        return value
+    other = branches[0] if branches[1] == {"type": "null"} else branches[1]
+    merged = _or_null(other)
+    if merged is None or any(key in value for key in merged if key not in ("title", "description")):
+        return value
+    rest = {key: inner for key, inner in value.items() if key != "anyOf"}
+    return {**merged, **rest}
+
+
+def _or_null(schema: Any) -> dict[str, Any] | None:
+    """One schema that accepts what `schema` accepts and null, when there is a simple one."""
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    if set(schema) == {"type"} and isinstance(kind, str):
+        return {"type": [kind, "null"]}
+    if set(schema) == {"enum"} and isinstance(schema["enum"], list):
+        return {"enum": [*schema["enum"], None]}
+    if kind == "object" and set(schema) <= _OBJECT_ONLY:
+        return {**schema, "type": ["object", "null"]}
+    return None

@@ -38,7 +38,8 @@ os.environ.update(
 
 
 SignalState = tuple[tuple[tuple[int, object], ...], frozenset[int], str]
-_CATCHABLE = sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP})
+_CATCHABLE = sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP, signal.SIGALRM})
+"""Every signal a handler can be set for, but SIGALRM: pytest-timeout's, which it sets and clears around a test."""
 
 
 def signal_state() -> SignalState:

@@ -24,6 +24,14 @@ from eukhe.records.output import OutputWindow
 Block = types.TextContent | types.ImageContent | types.ResourceLink
 
 
+def has_extra_content(answer: Record) -> bool:
+    """Whether `extra_content` has anything to add (no file is read here: the common answer skips the thread)."""
+    displays = getattr(answer, "displays", None)
+    output = getattr(answer, "output", None)
+    shown = isinstance(displays, list) and any(display.shown for display in displays)
+    return shown or (isinstance(output, OutputWindow) and output.artifact is not None)
+
+
 def extra_content(answer: Record) -> list[Block]:
     """The images an answer shows, then the link to its cut output's artifact (blocking file I/O: run off the loop)."""
     blocks: list[Block] = []

@@ -38,7 +38,7 @@ from eukhe.core.skills import CATALOG_MAX_BYTES, catalog_text, offered
 from eukhe.daemon.client import DaemonClient, connect
 from eukhe.errors import EukheError, InputError, error_code, error_details
 from eukhe.mcp.artifacts import ArtifactRefusedError, check_artifact, page_text, parse_artifact_uri, read_page
-from eukhe.mcp.content import extra_content
+from eukhe.mcp.content import extra_content, has_extra_content
 from eukhe.mcp.link import DaemonLink
 from eukhe.mcp.progress import CallProgress
 from eukhe.mcp.resources import (
@@ -277,7 +277,7 @@ class EukheServer:
             return refused(error_code(error), str(error), error_details(error))
         except OSError as error:
             return refused("daemon_unavailable", f"the daemon connection failed: {error}")
-        extra = await anyio.to_thread.run_sync(lambda: extra_content(answer))
+        extra = await anyio.to_thread.run_sync(lambda: extra_content(answer)) if has_extra_content(answer) else []
         return types.CallToolResult(
             content=[types.TextContent(text=settled.text), *extra], structured_content=answer.to_json()
         )

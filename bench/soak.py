@@ -57,6 +57,8 @@ REPLY_TIMEOUT_S = 120.0
 PROC_GRACE_S = 5.0
 """How long a process of an ended job may still be seen (it is being reaped)."""
 FD_SETTLE_S = 10.0
+MIN_FAULTS_WAIT_S = 600.0
+"""How long past its time a run waits for --min-faults (faults come every --fault-every seconds on average)."""
 SLOW_CLOSE_S = 44.5
 """A close this slow met the supervisor's stop grace (WORKER_STOP_GRACE_MS, 45 s): its worker may have been killed."""
 HOST_ENDS = ("worker_died", "daemon_stopped", "host_restart")
@@ -848,6 +850,7 @@ class Soak:
         """Every tag of this run starts so: another soak on the machine (CI beside a long run) has its own."""
         self.duration: float = args.seconds if args.seconds is not None else args.minutes * 60
         self.round_s: float = args.round_seconds
+        self.min_faults: int = args.min_faults
         self.fault_every: float = args.fault_every
         self.world = make_world(not args.no_tmpfs)
         self.stats = Stats()
@@ -965,6 +968,18 @@ class Soak:
 
     # -- the run ---------------------------------------------------------------------------------------------------
 
+    def injected(self) -> int:
+        """How many faults the injector has made so far."""
+        with self.registry.lock:
+            return len(self.registry.faults)
+
+    def goes_on(self, elapsed: float) -> bool:
+        """Another round: the time is not up, or fewer than --min-faults faults came (a machine under load runs
+        fewer operations and faults in the same time); past MIN_FAULTS_WAIT_S more, only a stuck injector, it ends."""
+        if elapsed < self.duration:
+            return True
+        return self.injected() < self.min_faults and elapsed < self.duration + MIN_FAULTS_WAIT_S
+
     def run(self) -> int:
         from eukhe.daemon.client import start_daemon
 
@@ -984,10 +999,10 @@ class Soak:
         self.injector.start()
         began = time.monotonic()
         try:
-            while time.monotonic() - began < self.duration:
+            while self.goes_on(time.monotonic() - began):
                 left = self.duration - (time.monotonic() - began)
-                time.sleep(max(0.0, min(self.round_s, left)))
-                last = time.monotonic() - began >= self.duration
+                time.sleep(max(0.0, min(self.round_s, left)) if left > 0 else self.round_s)
+                last = not self.goes_on(time.monotonic() - began)
                 try:
                     self.quiesce(final=last)
                 except NoAnswerError as error:
@@ -1383,6 +1398,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--round-seconds", type=float, default=20.0, help="time between quiesces (checks)")
     parser.add_argument("--fault-every", type=float, default=6.0, help="mean seconds between faults")
+    parser.add_argument(
+        "--min-faults", type=int, default=0, help="go on past the time, round by round, until this many faults came"
+    )
     parser.add_argument("--no-tmpfs", action="store_true", help="no tmpfs for the agent dir (no ENOSPC faults)")
     args = parser.parse_args(argv)
     if args.seed is None:

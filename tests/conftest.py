@@ -4,13 +4,14 @@ Python, git as on any machine, and a check that every test leaves this process's
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.signal_support import put_back, signal_state
 
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(
@@ -37,20 +38,6 @@ os.environ.update(
 )
 
 
-SignalState = tuple[tuple[tuple[int, object], ...], frozenset[int], str]
-_CATCHABLE = sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP, signal.SIGALRM})
-"""Every signal a handler can be set for, but SIGALRM: pytest-timeout's, which it sets and clears around a test."""
-
-
-def signal_state() -> SignalState:
-    """This process's handlers (as Python sees them), the main thread's blocked mask, and the kernel's own view of
-    what is ignored and blocked (/proc: a disposition set below Python shows there)."""
-    handlers = tuple((number, signal.getsignal(number)) for number in _CATCHABLE)
-    with open("/proc/self/status") as status:
-        kernel = " ".join(line.strip() for line in status if line.startswith(("SigIgn:", "SigBlk:")))
-    return handlers, frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, ())), kernel
-
-
 @pytest.fixture(autouse=True)
 def _signal_state_is_put_back() -> Iterator[None]:
     """A test that changes this process's signal handling or mask puts it back: what it left would reach every
@@ -63,9 +50,5 @@ def _signal_state_is_put_back() -> Iterator[None]:
     after = signal_state()
     if after == before:
         return
-    for (number, handler), (_, now) in zip(before[0], after[0], strict=True):
-        if handler is not now and handler is not None:
-            signal.signal(number, handler)  # type: ignore[arg-type]
-    signal.pthread_sigmask(signal.SIG_SETMASK, before[1])
-    changed = [signal.Signals(n).name for (n, h), (_, now) in zip(before[0], after[0], strict=True) if h is not now]
+    changed = put_back(before)
     pytest.fail(f"the test left this process's signal state changed: handlers of {changed}; {before[2]} -> {after[2]}")

@@ -18,6 +18,7 @@ import pytest
 from eukhe.cli.main import main
 from tests.fuzz.budget import fuzz_for
 from tests.real.conftest import DaemonEnv
+from tests.signal_support import signal_state_kept
 
 pytestmark = pytest.mark.real
 
@@ -73,7 +74,7 @@ def mutate(rng: random.Random, words: list[str]) -> list[str]:
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), signal_state_kept():
         try:
             code = main(argv)
         except SystemExit as leaving:  # argparse's usage errors

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from eukhe.cli.main import main
+from tests.signal_support import signal_state_kept
 
 JOB_ROW = {
     "id": "job-1",
@@ -122,7 +123,8 @@ def socket_file() -> Iterator[str]:
 def answered(socket_file: str, argv: list[str], result: Any) -> tuple[int, OneAnswer]:
     server = OneAnswer(socket_file, result)
     try:
-        code = main([*argv, "--json", "--daemon-socket", socket_file])
+        with signal_state_kept():
+            code = main([*argv, "--json", "--daemon-socket", socket_file])
     finally:
         server.close()
     return code, server

@@ -77,7 +77,7 @@ def test_compact_schema_accepts_exactly_what_the_records_schema_accepts(name: st
     compact_validator = jsonschema.validators.validator_for(compact)(compact)
     jsonschema.validators.validator_for(compact).check_schema(compact)
 
-    @settings(max_examples=25, deadline=None)
+    @settings(max_examples=15, deadline=None)
     @given(instances(full, full.get("$defs", {})))
     def judged_alike(value: Any) -> None:
         assert valid(full_validator, value) == valid(compact_validator, value), value

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from eukhe.clock import Clock, poll_until
-from eukhe.procs import kill_group, signal_group, start_ticks
+from eukhe.procs import main_thread_children, signal_group, start_ticks
 
 Confine = Callable[[Sequence[str], int], list[str]]
 """Makes the argv that runs a command confined, given the descriptor bwrap writes its info to."""
@@ -111,7 +111,6 @@ class SandboxGroup:
         if self.pgid is not None and self.alive():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self.pgid, signal.SIGKILL)
-            kill_group(self.pgid)
 
     def alive(self) -> bool:
         """Whether the sandbox's pid 1 still lives. When it ends, the kernel kills every other process of its pid
@@ -133,18 +132,9 @@ class SandboxGroup:
             os.close(fd)
 
 
-def _children(pid: int) -> list[int] | None:
-    """The children of process `pid` (its main thread) now; None when it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as children:
-            return [int(word) for word in children.read().split()]
-    except (OSError, ValueError):
-        return None
-
-
 def _has_child(pid: int) -> bool:
     """Whether process `pid` has a child now."""
-    return bool(_children(pid))
+    return bool(main_thread_children(pid))
 
 
 NAMESPACE_END_MS = 10_000
@@ -154,7 +144,7 @@ only a process stuck in the kernel reaches this)."""
 
 def namespace_of(bwrap_pid: int) -> tuple[int, int] | None:
     """The pid 1 (pid, start ticks) of the namespace a running bwrap made: its one child."""
-    pids = _children(bwrap_pid)
+    pids = main_thread_children(bwrap_pid)
     if pids is None or len(pids) != 1:
         return None
     started = start_ticks(pids[0])

@@ -14,7 +14,7 @@ git clone -q "$here" "$work/p"
 [ -d "$here/../shared" ] && cp -r "$here/../shared" "$work/shared"
 home=$(mktemp -d /tmp/eukhe-hunt-home-XXXXXX)
 cd "$work/p" || exit 1
-run() { env -u GIT_AUTHOR_NAME -u GIT_AUTHOR_EMAIL -u GIT_COMMITTER_NAME -u GIT_COMMITTER_EMAIL HOME="$home" "$@"; }
+run() { env -u PYTHONDONTWRITEBYTECODE -u GIT_AUTHOR_NAME -u GIT_AUTHOR_EMAIL -u GIT_COMMITTER_NAME -u GIT_COMMITTER_EMAIL HOME="$home" "$@"; }
 python3 -m uv sync --frozen -q
 busy=""
 if [ "${HUNT_LOAD:-1}" = 0 ]; then

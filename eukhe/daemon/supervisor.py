@@ -704,10 +704,19 @@ class Supervisor:
                     raise WorkerUnreachableError("worker_unavailable", what) from error
                 raise RequestError("worker_died", what) from error
             cancelled = False
+            heard = False
             cancel_id = f"cancel-{request.id}"
             while True:
                 try:
                     line = await reader.readline()
+                except ConnectionResetError as error:
+                    if not (heard or cancelled):
+                        # A reset before any reply: the worker ended with the request unread (the kernel resets a
+                        # peer whose bytes a closing socket left unread, or a connection it never accepted); a worker
+                        # that read it and died mid-request closes with EOF. So nothing of it ran: sent again.
+                        what = f"session {worker.session_id}: its worker ended before it read the request"
+                        raise WorkerUnreachableError("worker_unavailable", what) from error
+                    raise _ended_mid_request(worker) from error
                 except ConnectionError as error:
                     raise _ended_mid_request(worker) from error
                 except asyncio.CancelledError:
@@ -721,6 +730,7 @@ class Supervisor:
                     continue
                 if not line:
                     raise _ended_mid_request(worker)
+                heard = True
                 try:
                     kind, value = reply_outcome(decode_reply(line), request.id, skip=cancel_id, answer=answer)
                 except DaemonError:

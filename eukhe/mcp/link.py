@@ -61,7 +61,9 @@ class WorkerDiedError(EukheError):
 
 
 class NotSentError(ConnectionError):
-    """The request never left: the connection broke at the send."""
+    """The request never reached the peer: the connection broke at the send, or was reset before any reply (the
+    kernel resets a peer whose bytes a closing socket left unread; a peer that read the request and died closes
+    with EOF)."""
 
 
 class DaemonConnection:
@@ -71,6 +73,7 @@ class DaemonConnection:
         self._reader = reader
         self._writer = writer
         self._ids = itertools.count(1)
+        self._lines_read = 0
 
     async def request(
         self,
@@ -93,8 +96,13 @@ class DaemonConnection:
             await self._send(encode_request(request_id, op, args))
         except OSError as error:
             raise NotSentError(error.errno, error.strerror or str(error)) from error
+        lines_before = self._lines_read
         try:
             return await self._answer(request_id, on_event)
+        except ConnectionResetError as error:
+            if self._lines_read == lines_before:
+                raise NotSentError(error.errno, "the peer ended before it read the request") from error
+            raise
         except anyio.get_cancelled_exc_class():
             if cancel_in_daemon is None or not cancel_in_daemon():
                 raise
@@ -138,6 +146,7 @@ class DaemonConnection:
             raise DaemonProtocolError(f"a reply line is longer than {MAX_REPLY_BYTES} bytes") from error
         if not line.endswith(b"\n"):
             raise DaemonProtocolError("the daemon closed the connection")
+        self._lines_read += 1
         return decode_reply(line)
 
     @property

@@ -45,6 +45,7 @@ named=(
   "tests/real/test_ctrl_c.py::test_ctrl_c_on_a_waiting_ipython_interrupts_the_cell"
   "tests/ties/test_a_real_hand_back_equals_the_model.py::test_a_real_hand_back_equals_the_model"
   "tests/real/test_daemon_paths_and_random_requests.py::test_random_requests_never_answer_internal"
+  "tests/real/test_prompt_children_daemon.py::test_a_prompt_child_whose_worker_keeps_dying_ends_interrupted_with_its_transcript"
 )
 for test in "${named[@]}"; do
   passed=0

@@ -45,6 +45,21 @@ def start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
+def reap_ended_child(pid: int, started: int) -> bool:
+    """Reap `pid` if it is an ended child of this process (a zombie) that started at `started` clock ticks, so
+    that a reused pid is never reaped in its place; whether it was."""
+    fields = stat_fields(pid)
+    if fields is None or len(fields) < 20 or fields[0] != b"Z":
+        return False
+    if int(fields[1]) != os.getpid() or int(fields[19]) != started:
+        return False
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return done == pid
+
+
 def has_controlling_terminal() -> bool:
     """Whether this process has a controlling terminal (it can open /dev/tty)."""
     try:

@@ -266,6 +266,7 @@ class BashRun:
             if not done:  # cancelled (the loop is closing): leave no process behind
                 self._kill()
             if self.sandbox is not None:
+                self.sandbox.reap()
                 self.sandbox.close()
             if self._kill_timer is not None:
                 self._kill_timer.cancel()

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from eukhe.clock import Clock, poll_until
-from eukhe.procs import main_thread_children, signal_group, start_ticks
+from eukhe.procs import main_thread_children, reap_ended_child, signal_group, start_ticks
 
 Confine = Callable[[Sequence[str], int], list[str]]
 """Makes the argv that runs a command confined, given the descriptor bwrap writes its info to."""
@@ -117,6 +117,12 @@ class SandboxGroup:
         namespace and waits for them before pid 1 is a zombie: so its life is the life of all of them (one read
         of /proc, not a scan of every process)."""
         return self.pgid is not None and self._started is not None and start_ticks(self.pgid) == self._started
+
+    def reap(self) -> bool:
+        """Reap pid 1 once it ended, if this process is its parent by now; whether it was reaped. bwrap exits as soon
+        as pid 1 has reported the command's status, so pid 1 ends after bwrap, as a child of the nearest subreaper:
+        a daemon worker would keep it as a zombie for its whole life, one per confined job."""
+        return self.pgid is not None and self._started is not None and reap_ended_child(self.pgid, self._started)
 
     def close(self) -> None:
         """Stop reading the report (idempotent)."""

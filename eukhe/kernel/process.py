@@ -18,6 +18,7 @@ from pathlib import Path
 from eukhe.clock import Clock, wait_within
 from eukhe.kernel.errors import KernelStartError
 from eukhe.kernel.launch import KernelLaunch
+from eukhe.procs import reap_ended_child
 from eukhe.sandbox.group import namespace_gone, namespace_of
 
 log = logging.getLogger("eukhe.kernel")
@@ -163,6 +164,7 @@ class KernelProcess:
         code = await asyncio.shield(self.exited)
         if self.namespace is not None:  # its pid namespace ends after bwrap: wait until nothing of it runs
             await namespace_gone(self.namespace, clock)
+            reap_ended_child(*self.namespace)  # pid 1 ended after bwrap: a subreaper host is its parent now
         for pgid in sorted(child_groups):  # the stub may have died before it could kill them
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)

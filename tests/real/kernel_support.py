@@ -24,7 +24,7 @@ def run(coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
     return asyncio.run(bounded())
 
 
-async def until(check: Callable[[], bool], timeout: float = 10.0, what: str = "a condition") -> None:
+async def until(check: Callable[[], bool], timeout: float = 60.0, what: str = "a condition") -> None:
     """Poll a real condition with a bounded deadline."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -34,7 +34,7 @@ async def until(check: Callable[[], bool], timeout: float = 10.0, what: str = "a
         await asyncio.sleep(0.005)
 
 
-async def until_output(run_: CellRun, marker: bytes, timeout: float = 10.0) -> None:
+async def until_output(run_: CellRun, marker: bytes, timeout: float = 60.0) -> None:
     """Wait until a cell's output shows `marker` (the cell is then really running)."""
     await until(lambda: marker in run_.output.snapshot().text, timeout, f"output {marker!r}")
 

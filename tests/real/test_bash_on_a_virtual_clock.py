@@ -30,7 +30,7 @@ OPTIONS = BashOptions(kill_grace_ms=30_000, drain_ms=30_000)
 """Longer than any wait of the test: were they on the wall clock, nothing would end in time."""
 
 
-async def until(fact: Callable[[], bool], timeout_s: float = 10.0) -> None:
+async def until(fact: Callable[[], bool], timeout_s: float = 60.0) -> None:
     """Poll a real fact until it holds, at most `timeout_s` (the wall clock bounds the test, decides nothing)."""
     loop = asyncio.get_running_loop()
     give_up = loop.time() + timeout_s

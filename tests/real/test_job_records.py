@@ -35,7 +35,7 @@ LONG = "seq 1 400; echo $$ > {pidfile}; exec sleep 300"  # past the 200-byte cap
 SEQ_BYTES = len("".join(f"{n}\n" for n in range(1, 401)))
 
 
-async def poll_until(check: object, timeout_s: float = 10.0) -> None:
+async def poll_until(check: object, timeout_s: float = 60.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while not check():  # type: ignore[operator]

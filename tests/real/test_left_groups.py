@@ -24,7 +24,7 @@ pytestmark = pytest.mark.real
 BOOT = "boot-a"
 
 
-def wait_for(check: object, timeout_s: float = 10.0) -> bool:
+def wait_for(check: object, timeout_s: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while not check():  # type: ignore[operator]
         if time.monotonic() > deadline:

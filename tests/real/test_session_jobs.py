@@ -33,7 +33,7 @@ FAST = BashOptions(kill_grace_ms=500, drain_ms=50)
 SETTINGS = SessionSettings(tool_blocking_budget_ms=5000)
 
 
-async def poll_until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
+async def poll_until(predicate: Callable[[], bool], timeout_s: float = 60.0) -> None:
     """Wait for a real event (a process's output, a job's end) with a bounded deadline."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s

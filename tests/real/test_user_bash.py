@@ -53,7 +53,7 @@ def run(body: Callable[[JobTable], Awaitable[T]]) -> T:
     return asyncio.run(main())
 
 
-async def until(fact: Callable[[], bool], timeout_s: float = 10.0) -> None:
+async def until(fact: Callable[[], bool], timeout_s: float = 60.0) -> None:
     """Poll a real fact until it holds, at most `timeout_s`."""
     loop = asyncio.get_running_loop()
     give_up = loop.time() + timeout_s

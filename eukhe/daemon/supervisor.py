@@ -26,6 +26,7 @@ from typing import Any, ClassVar, TypeVar
 import msgspec
 
 from eukhe.clock import Clock, MonotonicClock
+from eukhe.core.delivery import reset_means_never_read
 from eukhe.daemon.client import default_socket_path
 from eukhe.daemon.local_access import (
     bind_private_socket,
@@ -704,16 +705,13 @@ class Supervisor:
                     raise WorkerUnreachableError("worker_unavailable", what) from error
                 raise RequestError("worker_died", what) from error
             cancelled = False
-            heard = False
+            heard = 0
             cancel_id = f"cancel-{request.id}"
             while True:
                 try:
                     line = await reader.readline()
                 except ConnectionResetError as error:
-                    if not (heard or cancelled):
-                        # A reset before any reply: the worker ended with the request unread (the kernel resets a
-                        # peer whose bytes a closing socket left unread, or a connection it never accepted); a worker
-                        # that read it and died mid-request closes with EOF. So nothing of it ran: sent again.
+                    if reset_means_never_read(heard, cancelled):  # nothing of it ran: sent again once reopened
                         what = f"session {worker.session_id}: its worker ended before it read the request"
                         raise WorkerUnreachableError("worker_unavailable", what) from error
                     raise _ended_mid_request(worker) from error
@@ -730,7 +728,7 @@ class Supervisor:
                     continue
                 if not line:
                     raise _ended_mid_request(worker)
-                heard = True
+                heard += 1
                 try:
                     kind, value = reply_outcome(decode_reply(line), request.id, skip=cancel_id, answer=answer)
                 except DaemonError:

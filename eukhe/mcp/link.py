@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from eukhe.core.delivery import reset_means_never_read
 from eukhe.daemon.client import DaemonUnavailableError, connect
 from eukhe.daemon.replies import EVENT, RESULT, DaemonError, DaemonProtocolError, decode_reply, reply_outcome
 from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
@@ -61,9 +62,8 @@ class WorkerDiedError(EukheError):
 
 
 class NotSentError(ConnectionError):
-    """The request never reached the peer: the connection broke at the send, or was reset before any reply (the
-    kernel resets a peer whose bytes a closing socket left unread; a peer that read the request and died closes
-    with EOF)."""
+    """The request never reached the peer: the connection broke at the send, or its end shows it was never read
+    (`core.delivery.reset_means_never_read`)."""
 
 
 class DaemonConnection:
@@ -100,7 +100,7 @@ class DaemonConnection:
         try:
             return await self._answer(request_id, on_event)
         except ConnectionResetError as error:
-            if self._lines_read == lines_before:
+            if reset_means_never_read(self._lines_read - lines_before, cancel_sent=False):
                 raise NotSentError(error.errno, "the peer ended before it read the request") from error
             raise
         except anyio.get_cancelled_exc_class():

@@ -62,7 +62,17 @@ async def peer_ends(listener: socket.socket, *, read_first: bool) -> None:
     await asyncio.to_thread(end)
 
 
-def in_loop(scenario: Callable[[], Awaitable[Any]]) -> Any:
+def error_when_the_peer_ends(path: Path, ask: Callable[[], Awaitable[Any]], *, read_first: bool) -> BaseException:
+    """What `ask()` (a request to the socket at `path`) raises when its peer ends having read it, or not."""
+
+    async def scenario() -> BaseException:
+        with listening(path) as listener:
+            asked = asyncio.ensure_future(ask())
+            await peer_ends(listener, read_first=read_first)
+            with pytest.raises(Exception) as raised:
+                await asked
+            return raised.value
+
     return asyncio.run(asyncio.wait_for(scenario(), DEADLINE_S))
 
 
@@ -72,20 +82,14 @@ def test_the_supervisor_sends_again_only_a_request_its_dying_worker_left_unread(
 ) -> None:
     path = tmp_path / "w.sock"
 
-    async def scenario() -> BaseException:
-        with listening(path) as listener:
-            supervisor = Supervisor(tmp_path / "daemon.sock")
-            worker = Worker("s", str(tmp_path), path, GoneProcess(), 0, 0)  # type: ignore[arg-type]
-            supervisor.workers["s"] = worker
-            forwarded = asyncio.ensure_future(
-                supervisor.forward(worker, Request(id=1, op="jobs.list", args={"session": "s"}), NO_EVENTS)
-            )
-            await peer_ends(listener, read_first=read_first)
-            with pytest.raises(RequestError) as raised:
-                await forwarded
-            return raised.value
+    async def forward() -> Any:
+        supervisor = Supervisor(tmp_path / "daemon.sock")
+        worker = Worker("s", str(tmp_path), path, GoneProcess(), 0, 0)  # type: ignore[arg-type]
+        supervisor.workers["s"] = worker
+        return await supervisor.forward(worker, Request(id=1, op="jobs.list", args={"session": "s"}), NO_EVENTS)
 
-    error = in_loop(scenario)
+    error = error_when_the_peer_ends(path, forward, read_first=read_first)
+    assert isinstance(error, RequestError), error
     if read_first:
         assert not isinstance(error, WorkerUnreachableError)
         assert error.code == "worker_died"
@@ -100,19 +104,15 @@ def test_the_mcp_link_sends_a_direct_call_its_worker_left_unread_through_the_sup
     tmp_path: Path, read_first: bool
 ) -> None:
     path = tmp_path / "w.sock"
+    link = DaemonLink(str(tmp_path / "daemon.sock"))
 
-    async def scenario() -> BaseException:
-        with listening(path) as listener:
-            link = DaemonLink(str(tmp_path / "daemon.sock"))
-            pool = _Pool(str(path))
-            called = asyncio.ensure_future(link._request(pool, "tool.call", {"session": "s"}, direct=True))
-            await peer_ends(listener, read_first=read_first)
-            with pytest.raises(Exception) as raised:
-                await called
+    async def call() -> Any:
+        try:
+            return await link._request(_Pool(str(path)), "tool.call", {"session": "s"}, direct=True)
+        finally:
             await link.aclose()
-            return raised.value
 
-    error = in_loop(scenario)
+    error = error_when_the_peer_ends(path, call, read_first=read_first)
     if read_first:
         assert not isinstance(error, NotTakenError)
         assert getattr(error, "code", None) == "worker_died"

@@ -4,6 +4,9 @@
 #   bash tests/flake_hunt.sh [RUNS] [REPEATS]      (defaults: 5 runs, 20 repeats)
 #   HUNT_PARTS=full|named bash tests/flake_hunt.sh  (only the full runs, or only the named tests)
 #   HUNT_LOAD=0 ...                                  (no load of its own: another hunt keeps the cores busy)
+#   HUNT_NEWCOMER=1 ...                              (as a newcomer: a fresh venv's python and `env -i`, a PATH
+#                                                     without uv, bubblewrap, ripgrep, sshd, xfsprogs and node; the
+#                                                     README's two commands)
 # It prints every run's closing line and the failures of a red one, and the longest streak of green runs.
 set -uo pipefail
 runs=${1:-5}
@@ -14,8 +17,27 @@ git clone -q "$here" "$work/p"
 [ -d "$here/../shared" ] && cp -r "$here/../shared" "$work/shared"
 home=$(mktemp -d /tmp/eukhe-hunt-home-XXXXXX)
 cd "$work/p" || exit 1
-run() { env -u PYTHONDONTWRITEBYTECODE -u GIT_AUTHOR_NAME -u GIT_AUTHOR_EMAIL -u GIT_COMMITTER_NAME -u GIT_COMMITTER_EMAIL HOME="$home" "$@"; }
-python3 -m uv sync --frozen -q
+if [ "${HUNT_NEWCOMER:-0}" = 1 ]; then
+  # A PATH of this machine's commands less the ones the README's two commands do not install.
+  mkdir "$work/bin"
+  for dir in /usr/local/bin /usr/bin /bin /usr/sbin /sbin; do
+    for tool in "$dir"/*; do
+      name=$(basename "$tool")
+      case $name in
+        bwrap | rg | sshd | ssh | mkfs.xfs | xfs_* | uv | uvx | node | npm | npx | stress-ng) continue ;;
+      esac
+      [ -e "$work/bin/$name" ] || ln -s "$tool" "$work/bin/$name"
+    done
+  done
+  "$(command -v python3)" -m venv "$work/venv"
+  run() { env -i HOME="$home" PATH="$work/venv/bin:$work/bin" LANG=C.UTF-8 "$@"; }
+  run python3 -m pip install -q uv >/dev/null 2>&1
+  run python3 -m uv run eukhe run --max-lines 5 -- seq 1 100000 > "$work/first-command.log" 2>&1 ||
+    { echo "the README's first command failed:"; cat "$work/first-command.log"; }
+else
+  run() { env -u PYTHONDONTWRITEBYTECODE -u GIT_AUTHOR_NAME -u GIT_AUTHOR_EMAIL -u GIT_COMMITTER_NAME -u GIT_COMMITTER_EMAIL HOME="$home" "$@"; }
+  python3 -m uv sync --frozen -q
+fi
 busy=""
 if [ "${HUNT_LOAD:-1}" = 0 ]; then
   :  # another process keeps the cores busy

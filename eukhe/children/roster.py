@@ -315,8 +315,11 @@ class Children:
         """End the child (its run is cancelled if it still runs), hand it back, and take it off the roster; its
         last report. Its session stays on disk; an isolated child's workspace keeps `conflicts/` and its record."""
         self._state(name)
+        ended = self._ended[name]
         self.cancel([name], "the parent deleted it")
-        await asyncio.shield(self._ended[name])
+        await asyncio.shield(ended)
+        if self._ended.get(name) is not ended:  # another delete of it took it off the roster meanwhile
+            raise UnknownChildError(name)
         report = self._states[name].report()
         del self._states[name]
         del self._ended[name]

@@ -76,9 +76,17 @@ class Interrupts:
             self.job = str(event.get("job"))
 
     def on_interrupt(self, first: bool) -> None:
-        job = self.job or "(not started yet)"
+        # The job may run before its id reaches this client (the cancel names the request, so it reaches the job
+        # all the same); the end's line names it then.
+        job = self.job or "(its id not heard yet)"
         if first:
             sys.stderr.write(f"eukhe: interrupted: cancelling job {job} (Ctrl-C again to leave it running)\n")
+            return
+        if self.job is None:
+            sys.stderr.write(
+                f"eukhe: left the call while it is cancelled: `eukhe jobs list --session {self.session}` names its "
+                "job\n"
+            )
             return
         sys.stderr.write(
             f"eukhe: left job {job} while it is cancelled: `eukhe jobs wait --session {self.session} {job}` waits "

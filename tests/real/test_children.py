@@ -111,6 +111,30 @@ def test_a_child_fails_stalls_or_is_cancelled_and_its_report_says_why(tmp_path: 
     run(scenario())
 
 
+def test_two_deletes_of_one_running_child_at_once_end_it_once_and_the_second_names_it_unknown(
+    tmp_path: Path,
+) -> None:
+    work = git_tree(tmp_path / "work", {})
+    started = work / "started"  # in the child's workspace: the one place a confined child may write
+
+    async def scenario() -> None:
+        session = await Session.create(work, root=tmp_path / "sessions")
+        try:
+            await session.children.spawn("c", f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(600)")
+            await until(started.exists, what="the child's cell to start")
+            first, second = await asyncio.gather(
+                session.children.delete("c"), session.children.delete("c"), return_exceptions=True
+            )
+            assert not isinstance(first, BaseException), first
+            assert first.status == "cancelled"
+            assert isinstance(second, UnknownChildError), second
+            assert session.children.list() == []
+        finally:
+            await session.close()
+
+    run(scenario())
+
+
 def test_bad_spawns_are_refused_with_the_field_named(tmp_path: Path) -> None:
     work = git_tree(tmp_path / "work", {})
 

@@ -5,6 +5,7 @@ once and names the job and how to wait for it or cancel it."""
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import subprocess
@@ -113,7 +114,9 @@ def test_ctrl_c_on_a_waiting_ipython_interrupts_the_cell(world: DaemonEnv, sessi
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130, (out, err)
-    assert "cancelling job job-" in err
+    # The cell runs before its job's id reaches the CLI: the Ctrl-C may come in between, and the cancel (which
+    # names the request) reaches the cell all the same. The end's line names the job either way.
+    assert re.search(r"cancelling job (job-\S+|\(its id not heard yet\))", err), err
     assert "cancelled: job job-" in err
     after = world.json("ipython", "--session", session, "-c", "kept + 1")
     assert after["result"] == "42"  # interrupted, not killed: the namespace stays

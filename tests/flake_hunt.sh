@@ -24,13 +24,15 @@ if [ "${HUNT_NEWCOMER:-0}" = 1 ]; then
     for tool in "$dir"/*; do
       name=$(basename "$tool")
       case $name in
-        bwrap | rg | sshd | ssh | mkfs.xfs | xfs_* | uv | uvx | node | npm | npx | stress-ng) continue ;;
+        bwrap | rg | sshd | ssh | mkfs.xfs | xfs_* | uv | uvx | node | npm | npx | stress-ng | python*) continue ;;
       esac
       [ -e "$work/bin/$name" ] || ln -s "$tool" "$work/bin/$name"
     done
   done
   "$(command -v python3)" -m venv "$work/venv"
-  run() { env -i HOME="$home" PATH="$work/venv/bin:$work/bin" LANG=C.UTF-8 "$@"; }
+  # The machine's own network settings (its certificates and proxies) stay: a newcomer's machine has its own.
+  mapfile -t network < <(env | grep -E '^[A-Za-z_]*(CERT|CA_BUNDLE|PROXY|proxy)[A-Za-z_]*=|^PIP_' || true)
+  run() { env -i "${network[@]}" HOME="$home" PATH="$work/venv/bin:$work/bin" LANG=C.UTF-8 "$@"; }
   run python3 -m pip install -q uv >/dev/null 2>&1
   run python3 -m uv run eukhe run --max-lines 5 -- seq 1 100000 > "$work/first-command.log" 2>&1 ||
     { echo "the README's first command failed:"; cat "$work/first-command.log"; }

@@ -24,7 +24,7 @@ if [ "${HUNT_NEWCOMER:-0}" = 1 ]; then
     for tool in "$dir"/*; do
       name=$(basename "$tool")
       case $name in
-        bwrap | rg | sshd | ssh | mkfs.xfs | xfs_* | uv | uvx | node | npm | npx | stress-ng | python*) continue ;;
+        bwrap | rg | sshd | ssh | mkfs.xfs | xfs_* | uv | uvx | node | npm | npx | stress-ng) continue ;;
       esac
       [ -e "$work/bin/$name" ] || ln -s "$tool" "$work/bin/$name"
     done

@@ -19,20 +19,22 @@ home=$(mktemp -d /tmp/eukhe-hunt-home-XXXXXX)
 cd "$work/p" || exit 1
 if [ "${HUNT_NEWCOMER:-0}" = 1 ]; then
   # A PATH of this machine's commands less the ones the README's two commands do not install.
-  mkdir "$work/bin"
+  # Outside /tmp: a confined kernel sees its session's own /tmp, so an interpreter reached through a link under the
+  # machine's /tmp would not be found there.
+  tools=$(mktemp -d /var/tmp/eukhe-newcomer-bin-XXXXXX)
   for dir in /usr/local/bin /usr/bin /bin /usr/sbin /sbin; do
     for tool in "$dir"/*; do
       name=$(basename "$tool")
       case $name in
         bwrap | rg | sshd | ssh | mkfs.xfs | xfs_* | uv | uvx | node | npm | npx | stress-ng) continue ;;
       esac
-      [ -e "$work/bin/$name" ] || ln -s "$tool" "$work/bin/$name"
+      [ -e "$tools/$name" ] || ln -s "$tool" "$tools/$name"
     done
   done
   "$(command -v python3)" -m venv "$work/venv"
   # The machine's own network settings (its certificates and proxies) stay: a newcomer's machine has its own.
   mapfile -t network < <(env | grep -E '^[A-Za-z_]*(CERT|CA_BUNDLE|PROXY|proxy)[A-Za-z_]*=|^PIP_' || true)
-  run() { env -i "${network[@]}" HOME="$home" PATH="$work/venv/bin:$work/bin" LANG=C.UTF-8 "$@"; }
+  run() { env -i "${network[@]}" HOME="$home" PATH="$work/venv/bin:$tools" LANG=C.UTF-8 "$@"; }
   run python3 -m pip install -q uv >/dev/null 2>&1
   run python3 -m uv run eukhe run --max-lines 5 -- seq 1 100000 > "$work/first-command.log" 2>&1 ||
     { echo "the README's first command failed:"; cat "$work/first-command.log"; }

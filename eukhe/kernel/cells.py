@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO
 
-from eukhe.clock import wait_within
+from eukhe.clock import wait_until_deadline
 from eukhe.core import job as core
 from eukhe.jobs.job import CellEnding, Job, JobSpec, end_fields
 from eukhe.jobs.table import JobTable
@@ -228,18 +228,20 @@ class CellJobs:
         job.finish(core.Killed() if job.kill_requested else end_of(outcome))
 
     def cancel_later(self, run: CellRun) -> None:
-        """Interrupt the cell; if it has not ended after the grace, kill its kernel (in the background)."""
-        task = asyncio.get_running_loop().create_task(self._cancel(run))
+        """Interrupt the cell; if it has not ended after the grace, kill its kernel (in the background). The grace
+        runs on the job's clock from now, the cancel, not from the kernel's answer to the interrupt."""
+        grace_ms = round(self.grace_s * 1000)
+        deadline_ms = self.table.clock.now_ms() + grace_ms
+        task = asyncio.get_running_loop().create_task(self._cancel(run, grace_ms, deadline_ms))
         self._cancels.add(task)
         task.add_done_callback(self._cancels.discard)
 
-    async def _cancel(self, run: CellRun) -> None:
+    async def _cancel(self, run: CellRun, grace_ms: int, deadline_ms: int) -> None:
         if run.done:
             return
-        clock, grace_ms = self.table.clock, round(self.grace_s * 1000)
         await self.manager.interrupt(run.id, timeout_ms=grace_ms)
         ended = asyncio.ensure_future(run.wait())  # waiting on it never cancels the cell
-        if not await wait_within(clock, ended, grace_ms):  # the grace runs on the job's clock
+        if not await wait_until_deadline(self.table.clock, ended, deadline_ms):
             ended.cancel()
             if not run.done:
                 await self.manager.kill()

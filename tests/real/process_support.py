@@ -15,6 +15,8 @@ import subprocess
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+from eukhe.procs import group_alive, kill_group, start_ticks
+
 REAP_DEADLINE_S = 30.0
 """How long a killed process may take to be reaped: only a hang reaches it."""
 
@@ -70,3 +72,17 @@ def spawned() -> Iterator[Spawned]:
         yield started
     finally:
         started.end_all()
+
+
+def kill_group_left(group: int, leader_start: int | None) -> None:
+    """SIGKILL what is left of process group `group` (a dead host's job), whose leader started at `leader_start`
+    (clock ticks; None: it had ended when the test learned the group), unless a later process took the number.
+
+    A group's number stays taken while any member lives, so a leader of another start time means the group is gone:
+    with pid_max at 32768 and a busy machine, a number comes round again within seconds, and a kill of it would end
+    another test's processes (a test's `sleep 600` that should outlive its host, say)."""
+    now = start_ticks(group)
+    if now is not None and now != leader_start:
+        return  # the number is another process's now: its group is not this test's
+    if group_alive(group):
+        kill_group(group)

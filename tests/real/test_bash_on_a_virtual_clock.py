@@ -134,7 +134,8 @@ def test_the_drain_after_the_leader_exits_runs_on_the_jobs_clock(tmp_path: Path)
 
 def test_a_cell_jobs_cancel_grace_runs_on_the_jobs_clock_then_its_kernel_is_killed() -> None:
     """A cell job that ignores its interrupt is given the cancel grace on its table's clock: its kernel is killed
-    only once the test moves the clock past it (the whole life of a cell job, too, is on the job's clock)."""
+    only once the test moves the clock past it (the whole life of a cell job, too, is on the job's clock). The
+    grace runs from the cancel: the clock moves at once, before the kernel has answered the interrupt."""
     grace_s = 30.0
     code = (
         "import time\n"
@@ -158,8 +159,8 @@ def test_a_cell_jobs_cancel_grace_runs_on_the_jobs_clock_then_its_kernel_is_kill
             await until(lambda: b"armed" in job.snapshot().text)
             kernel = manager.pid
             job.kill()
-            await until(lambda: b"ignored" in job.snapshot().text)  # interrupted, and it goes on
             clock.advance(round(grace_s * 1000) - 1)
+            await until(lambda: b"ignored" in job.snapshot().text)  # interrupted, and it goes on
             await settle()
             assert job.running and manager.pid == kernel  # the grace has not passed on the job's clock
             clock.advance(1)

@@ -6,7 +6,6 @@ then the reopened session's `jobs.list` and `jobs.wait` answer the old jobs with
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
@@ -26,6 +25,7 @@ from eukhe.records.journal import EntryRecord
 from eukhe.records.sandbox import UNCONFINED
 from eukhe.session import Session, SessionSettings
 from eukhe.store.journal import read_journal
+from tests.real.process_support import kill_group_left
 
 pytestmark = pytest.mark.real
 
@@ -208,6 +208,7 @@ def test_a_host_killed_9_then_reopened_on_the_same_or_a_restarted_machine(
     host = subprocess.Popen(
         [sys.executable, "-c", HOST, str(root), str(work), str(pidfile)], stdout=subprocess.PIPE, text=True, env=env
     )
+    left: list[tuple[int, int | None]] = []  # the job's group and its leader's start, once known
     try:
         assert host.stdout is not None
         job = host.stdout.readline().strip()
@@ -217,6 +218,7 @@ def test_a_host_killed_9_then_reopened_on_the_same_or_a_restarted_machine(
         host.send_signal(signal.SIGKILL)
         host.wait(timeout=10)
         group = int(pidfile.read_text())
+        left.append((group, start_ticks(group)))
         assert group_alive(group)  # the job's group outlived its host
         if leader == "gone":
             os.kill(group, signal.SIGKILL)  # the leader ends; its `sleep` lives on in the group
@@ -249,6 +251,7 @@ def test_a_host_killed_9_then_reopened_on_the_same_or_a_restarted_machine(
             time.sleep(0.01)  # bounded wait for the reopen's SIGKILL to land
         assert group_alive(group) is (reason != "worker_died")
     finally:
-        if pidfile.exists() and pidfile.read_text().strip():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(int(pidfile.read_text()), signal.SIGKILL)  # the dead host's job: not ours to leave behind
+        if not left and pidfile.exists() and pidfile.read_text().strip():  # it failed before the group was known
+            left.append((int(pidfile.read_text()), start_ticks(int(pidfile.read_text()))))
+        for group, leader_start in left:  # the dead host's job: not ours to leave behind
+            kill_group_left(group, leader_start)

@@ -21,7 +21,9 @@ from pathlib import Path
 import pytest
 
 from eukhe.core.jobdocs import JOB_DOC_TYPE
+from eukhe.procs import start_ticks
 from eukhe.session import Session
+from tests.real.process_support import kill_group_left
 
 pytestmark = pytest.mark.real
 
@@ -81,6 +83,7 @@ def test_kill_9_of_the_host_mid_call_then_reopen_settles_from_what_is_durable(tm
         if host.stdout is not None:
             host.stdout.close()
     job_pid = int(pidfile.read_text())
+    job_start = start_ticks(job_pid)
     try:
         journal = root / "crash" / "main.jsonl"
         with open(journal, "ab") as handle:
@@ -109,7 +112,7 @@ def test_kill_9_of_the_host_mid_call_then_reopen_settles_from_what_is_durable(tm
 
         asyncio.run(reopen())
     finally:
-        os.killpg(job_pid, signal.SIGKILL)  # the dead host's job: its own group, not ours to leave behind
+        kill_group_left(job_pid, job_start)  # the dead host's job: its own group, not ours to leave behind
 
 
 MODES_HOST = textwrap.dedent(

@@ -15,7 +15,11 @@ import subprocess
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
-from eukhe.procs import group_alive, kill_group, start_ticks
+import psutil
+
+from eukhe.core.jobends import GroupMark
+from eukhe.jobs.bash import JOB_MARK_ENV, end_left_group
+from eukhe.procs import start_ticks
 
 REAP_DEADLINE_S = 30.0
 """How long a killed process may take to be reaped: only a hang reaches it."""
@@ -74,15 +78,26 @@ def spawned() -> Iterator[Spawned]:
         started.end_all()
 
 
-def kill_group_left(group: int, leader_start: int | None) -> None:
-    """SIGKILL what is left of process group `group` (a dead host's job), whose leader started at `leader_start`
-    (clock ticks; None: it had ended when the test learned the group), unless a later process took the number.
+SAME_BOOT = "the test's boot"
+"""A test's group is ended in the boot it learned it in: both sides of `group_is_the_jobs`'s boot check."""
 
-    A group's number stays taken while any member lives, so a leader of another start time means the group is gone:
-    with pid_max at 32768 and a busy machine, a number comes round again within seconds, and a kill of it would end
-    another test's processes (a test's `sleep 600` that should outlive its host, say)."""
-    now = start_ticks(group)
-    if now is not None and now != leader_start:
-        return  # the number is another process's now: its group is not this test's
-    if group_alive(group):
-        kill_group(group)
+
+def job_group(pgid: int) -> GroupMark | None:
+    """A bash job's process group as a reopen would judge it (`eukhe.jobs.bash.end_left_group`): its number, its
+    leader's start and the job's mark in the leader's environment; None if the leader has ended already (nothing then
+    tells this group from a later one that takes the number)."""
+    leader_start = start_ticks(pgid)
+    try:
+        mark = psutil.Process(pgid).environ().get(JOB_MARK_ENV)
+    except psutil.Error:
+        return None
+    if leader_start is None or mark is None:
+        return None
+    return GroupMark(pgid, leader_start, mark)
+
+
+def end_job_group(group: GroupMark | None) -> None:
+    """SIGKILL what is left of a dead host's job group, only while it is still that job's: with pid_max at 32768 a
+    busy machine takes a number again within seconds, and a kill by number alone would end another test's group."""
+    if group is not None:
+        end_left_group(group, SAME_BOOT, SAME_BOOT)

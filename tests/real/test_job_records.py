@@ -18,6 +18,7 @@ import pytest
 
 from eukhe.core.bound import On, OutputLimits
 from eukhe.core.jobdocs import JOB_DOC_TYPE
+from eukhe.core.jobends import GroupMark
 from eukhe.jobs.bash import BashOptions
 from eukhe.procs import BOOT_ID_ENV, group_alive, start_ticks
 from eukhe.records.jobs import Detached, Settled
@@ -25,7 +26,7 @@ from eukhe.records.journal import EntryRecord
 from eukhe.records.sandbox import UNCONFINED
 from eukhe.session import Session, SessionSettings
 from eukhe.store.journal import read_journal
-from tests.real.process_support import kill_group_left
+from tests.real.process_support import end_job_group, job_group
 
 pytestmark = pytest.mark.real
 
@@ -208,7 +209,7 @@ def test_a_host_killed_9_then_reopened_on_the_same_or_a_restarted_machine(
     host = subprocess.Popen(
         [sys.executable, "-c", HOST, str(root), str(work), str(pidfile)], stdout=subprocess.PIPE, text=True, env=env
     )
-    left: list[tuple[int, int | None]] = []  # the job's group and its leader's start, once known
+    left: list[GroupMark | None] = []  # the job's group, once known
     try:
         assert host.stdout is not None
         job = host.stdout.readline().strip()
@@ -218,7 +219,7 @@ def test_a_host_killed_9_then_reopened_on_the_same_or_a_restarted_machine(
         host.send_signal(signal.SIGKILL)
         host.wait(timeout=10)
         group = int(pidfile.read_text())
-        left.append((group, start_ticks(group)))
+        left.append(job_group(group))
         assert group_alive(group)  # the job's group outlived its host
         if leader == "gone":
             os.kill(group, signal.SIGKILL)  # the leader ends; its `sleep` lives on in the group
@@ -252,6 +253,6 @@ def test_a_host_killed_9_then_reopened_on_the_same_or_a_restarted_machine(
         assert group_alive(group) is (reason != "worker_died")
     finally:
         if not left and pidfile.exists() and pidfile.read_text().strip():  # it failed before the group was known
-            left.append((int(pidfile.read_text()), start_ticks(int(pidfile.read_text()))))
-        for group, leader_start in left:  # the dead host's job: not ours to leave behind
-            kill_group_left(group, leader_start)
+            left.append(job_group(int(pidfile.read_text())))
+        for mark in left:  # the dead host's job: not ours to leave behind
+            end_job_group(mark)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from eukhe.procs import group_alive, start_ticks
-from tests.real.process_support import kill_group_left
+from eukhe.procs import group_alive
+from tests.real.process_support import end_job_group, job_group
 
 CHILD = r"""
 import asyncio, resource, signal, sys
@@ -53,11 +53,11 @@ def test_a_session_closed_on_a_full_disk_still_kills_its_jobs(tmp_path: Path) ->
         check=False,
     )
     group = int(marker.read_text())
-    leader_start = start_ticks(group)  # None once the close ended it, as it should
+    left = job_group(group)  # None once the close ended it, as it should
     try:
         deadline = time.monotonic() + 10
         while group_alive(group) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not group_alive(group), f"the job outlived its session's close: {done.stdout} {done.stderr[-2000:]}"
     finally:
-        kill_group_left(group, leader_start)
+        end_job_group(left)

@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 
 from eukhe.core.jobdocs import JOB_DOC_TYPE
-from eukhe.procs import start_ticks
 from eukhe.session import Session
-from tests.real.process_support import kill_group_left
+from tests.real.process_support import end_job_group, job_group
 
 pytestmark = pytest.mark.real
 
@@ -83,7 +82,7 @@ def test_kill_9_of_the_host_mid_call_then_reopen_settles_from_what_is_durable(tm
         if host.stdout is not None:
             host.stdout.close()
     job_pid = int(pidfile.read_text())
-    job_start = start_ticks(job_pid)
+    left = job_group(job_pid)
     try:
         journal = root / "crash" / "main.jsonl"
         with open(journal, "ab") as handle:
@@ -112,7 +111,7 @@ def test_kill_9_of_the_host_mid_call_then_reopen_settles_from_what_is_durable(tm
 
         asyncio.run(reopen())
     finally:
-        kill_group_left(job_pid, job_start)  # the dead host's job: its own group, not ours to leave behind
+        end_job_group(left)  # the dead host's job: its own group, not ours to leave behind
 
 
 MODES_HOST = textwrap.dedent(

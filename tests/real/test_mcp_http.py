@@ -378,6 +378,9 @@ def test_mcp_http_refuses_a_non_loopback_bind_unless_allow_remote(world: DaemonE
 def test_mcp_http_on_a_unix_socket_0600_and_sigterm_leaves_the_call_in_flight_to_the_daemon(world: DaemonEnv) -> None:
     path = world.root / "mcp.sock"
 
+    go = workdir(world) / "go"
+    command = f"echo start; while [ ! -e {go} ]; do sleep 0.01; done; echo done"  # runs on until the server stopped
+
     async def scenario() -> None:
         async with http_client(server) as client:
             assert await client.text("bash", {"command": "echo over a socket"}) == "over a socket\n[exit 0]"
@@ -386,7 +389,7 @@ def test_mcp_http_on_a_unix_socket_0600_and_sigterm_leaves_the_call_in_flight_to
 
                 async def call() -> None:
                     with contextlib.suppress(Exception):  # the connection ends under the call
-                        await client.call("bash", {"command": "echo start; sleep 2; echo done"})
+                        await client.call("bash", {"command": command})
 
                 group.start_soon(call)
 
@@ -397,6 +400,8 @@ def test_mcp_http_on_a_unix_socket_0600_and_sigterm_leaves_the_call_in_flight_to
                 (job,) = await eventually(running, "the job to run")
                 assert await anyio.to_thread.run_sync(server.stop) == 0, server.stderr
                 group.cancel_scope.cancel()
+        assert running() == [job], "the call's job outlives the server"
+        go.touch()
         waited = world.json("jobs", "wait", "--session", session, job, "--timeout-ms", "20000")
         assert (waited["status"], waited["exit_code"]) == ("settled", 0), "a shutdown is not a cancel"
         assert waited["output"]["text"] == "start\ndone\n"

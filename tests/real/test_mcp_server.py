@@ -373,7 +373,8 @@ def test_mcp_a_cancelled_ipython_call_interrupts_its_cell(world: DaemonEnv) -> N
 
 
 def test_mcp_a_server_killed_mid_call_leaves_the_session_its_journal_and_its_job(world: DaemonEnv) -> None:
-    command = "echo start; sleep 2; echo done"
+    go = workdir(world) / "go"
+    command = f"echo start; while [ ! -e {go} ]; do sleep 0.01; done; echo done"  # runs on until the server is gone
 
     async def scenario() -> None:
         async with mcp_server(world, "--cwd", str(workdir(world))) as server:
@@ -393,6 +394,8 @@ def test_mcp_a_server_killed_mid_call_leaves_the_session_its_journal_and_its_job
                 (job,) = await eventually(running, "the job to run")
                 os.kill(pid, signal.SIGKILL)
         await eventually(lambda: not alive(pid), "the server to be gone")
+        assert running() == [job], "the call's job outlives its server"
+        go.touch()
 
         sessions = {row["id"]: row for row in world.json("session", "list")["sessions"]}
         assert sessions[session]["open"] is True
@@ -419,6 +422,9 @@ def test_mcp_a_server_killed_mid_call_leaves_the_session_its_journal_and_its_job
 def test_mcp_a_client_that_leaves_mid_call_leaves_the_job_running(world: DaemonEnv) -> None:
     """The server's input closes while a call runs, with no cancel: the call and its job go on in the daemon."""
 
+    go = workdir(world) / "go"
+    command = f"echo start; while [ ! -e {go} ]; do sleep 0.01; done; echo done"  # runs on until the client left
+
     async def scenario() -> None:
         async with mcp_server(world, "--cwd", str(workdir(world))) as server:
             session = server.session
@@ -427,7 +433,7 @@ def test_mcp_a_client_that_leaves_mid_call_leaves_the_job_running(world: DaemonE
 
                 async def call() -> None:
                     with scope:
-                        await server.call("bash", {"command": "echo start; sleep 2; echo done"})
+                        await server.call("bash", {"command": command})
 
                 group.start_soon(call)
 
@@ -438,6 +444,8 @@ def test_mcp_a_client_that_leaves_mid_call_leaves_the_job_running(world: DaemonE
                 (job,) = await eventually(running, "the job to run")
                 await server.client_write_stream_closed()
                 scope.cancel()  # the client gives up on the call; its courtesy cancel cannot be sent
+        assert running() == [job], "the server left (the client's exit waited for it); its call's job runs on"
+        go.touch()
         waited = world.json("jobs", "wait", "--session", session, job, "--timeout-ms", "20000")
         assert (waited["status"], waited["exit_code"], waited["killed"]) == ("settled", 0, False)
         assert waited["output"]["text"] == "start\ndone\n"

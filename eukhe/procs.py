@@ -36,11 +36,11 @@ def stat_fields(pid: int) -> list[bytes] | None:
     return text[text.rfind(b")") + 2 :].split()
 
 
-def start_ticks(pid: int) -> int | None:
+def start_ticks(pid: int, *, ended_too: bool = False) -> int | None:
     """When the live process `pid` started, in clock ticks since boot (with its pid, it names the process across pid
-    reuse); None if there is none, or a zombie."""
+    reuse); None if there is none, or a zombie (`ended_too`: a zombie's too)."""
     fields = stat_fields(pid)
-    if fields is None or len(fields) < 20 or fields[0] in (b"Z", b"X", b"x"):
+    if fields is None or len(fields) < 20 or (fields[0] in (b"Z", b"X", b"x") and not ended_too):
         return None
     return int(fields[19])
 

@@ -60,19 +60,26 @@ class SandboxGroup:
             self.loop.add_reader(self._read_end, self._readable)
 
     def _readable(self) -> None:
-        try:
-            chunk = os.read(self._read_end, MAX_INFO_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            chunk = b""
-        if chunk and len(self._data) < MAX_INFO_BYTES:
+        if self._read_end >= 0:
+            self._read_report()
+
+    def _read_report(self) -> None:
+        """Read what bwrap wrote so far; at the report's end, learn pid 1 (and send a signal asked for before)."""
+        while True:
+            try:
+                chunk = os.read(self._read_end, MAX_INFO_BYTES)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                chunk = b""
+            if not chunk or len(self._data) >= MAX_INFO_BYTES:
+                break
             self._data += chunk
-            return
         self.close()
         with contextlib.suppress(msgspec.DecodeError):
             self.pgid = _INFO.decode(self._data).child_pid
-            self._started = start_ticks(self.pgid)
+            # Its start even when it has ended already: until this process reaps it, its pid is its own.
+            self._started = start_ticks(self.pgid, ended_too=True)
         if self._pending == signal.SIGTERM:
             self._terminate_now()
         elif self._pending:
@@ -121,7 +128,10 @@ class SandboxGroup:
     def reap(self) -> bool:
         """Reap pid 1 once it ended, if this process is its parent by now; whether it was reaped. bwrap exits as soon
         as pid 1 has reported the command's status, so pid 1 ends after bwrap, as a child of the nearest subreaper:
-        a daemon worker would keep it as a zombie for its whole life, one per confined job."""
+        a daemon worker would keep it as a zombie for its whole life, one per confined job. A report the loop has
+        not read yet (a quick job on a busy host) is read here first: bwrap is gone, so all of it is there."""
+        if self._read_end >= 0:
+            self._read_report()
         return self.pgid is not None and self._started is not None and reap_ended_child(self.pgid, self._started)
 
     def close(self) -> None:

@@ -1325,6 +1325,11 @@ class Soak:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         self.report()
+        if self.stats.violations:  # the daemon's log explains them: kept past the world's removal
+            kept = Path(tempfile.gettempdir()) / f"eukhe-soak-{self.seed}-{os.getpid()}-daemon.log"
+            with contextlib.suppress(OSError):
+                shutil.copyfile(self.world.agent / "daemon.log", kept)
+                print(f"soak: the daemon's log is kept in {kept}", flush=True)
         if os.environ.get("SOAK_KEEP"):
             print(f"soak: world kept in {self.world.root}")
             return

@@ -18,6 +18,7 @@ from eukhe.clock import Clock, MonotonicClock, wait_within
 from eukhe.daemon.replies import EVENT, RESULT, DaemonError, DaemonProtocolError, decode_reply, reply_outcome
 from eukhe.daemon.server import close_writer
 from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
+from eukhe.errors import resource_shortage
 from eukhe.records.base import Record
 
 CANCEL_WAIT_MS = 30_000
@@ -37,10 +38,13 @@ async def ask(
     on_event: Callable[[Any], None] | None = None,
 ) -> A:
     """Send one request to the daemon at `socket`; its answer as the record `answer`, or DaemonError with the
-    daemon's code (`daemon_unavailable` when nothing listens; DaemonProtocolError when the reply is not one)."""
+    daemon's code (`daemon_unavailable` when nothing listens, `resource_exhausted` when this process has no descriptor
+    for the connection; DaemonProtocolError when the reply is not one)."""
     try:
         reader, writer = await asyncio.open_unix_connection(str(socket), limit=MAX_REPLY_BYTES)
     except OSError as error:
+        if resource_shortage(error) is not None:  # this process is out of descriptors: the daemon may be fine
+            raise DaemonError("resource_exhausted", f"cannot connect to {socket}: {error.strerror or error}") from error
         raise DaemonError("daemon_unavailable", f"no daemon at {socket}: {error.strerror or error}") from error
     try:
         writer.write(encode_request(1, op, args))

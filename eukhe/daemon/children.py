@@ -46,11 +46,15 @@ class DaemonHost:
         await ask(self.socket, "session.close", {"session": session_id, "force": True}, SessionClosed)
 
     async def stopping(self) -> bool:
-        """The daemon is stopping when it no longer answers a ping (its listener closes before its workers stop)."""
+        """The daemon is stopping when it no longer answers a ping (its listener closes before its workers stop).
+        Anything else (this process out of descriptors, a connection broken mid-ping) is not a sign of it: a child
+        taken for one whose host goes away would never end in this parent's life."""
         try:
             await ask(self.socket, "ping", {}, Pong)
         except (DaemonError, DaemonProtocolError) as error:
             return error.code in STOPPING
+        except OSError:
+            return False
         return False
 
 

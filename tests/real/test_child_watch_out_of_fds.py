@@ -10,24 +10,16 @@ import sys
 import pytest
 
 CHILD = r"""
-import asyncio, os, resource, subprocess, sys
+import asyncio, os, subprocess, sys
 from eukhe.daemon.childwatch import PidfdOrThreadWatcher
+from tests.real.fd_support import descriptor_table_full
 
 async def main():
     watcher = PidfdOrThreadWatcher()
     watcher.attach_loop(asyncio.get_running_loop())
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(7)"], stdin=subprocess.PIPE)
     ended = asyncio.get_running_loop().create_future()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 1, hard))
-    fillers = []
-    try:
-        while True:  # take every free descriptor below the limit: the table is full
-            try:
-                fillers.append(os.dup(0))
-            except OSError:
-                break
+    with descriptor_table_full():
         try:
             os.pidfd_open(child.pid)
         except OSError as error:
@@ -35,10 +27,6 @@ async def main():
         else:
             sys.exit("a pidfd was opened past the limit: the test proves nothing")
         watcher.add_child_handler(child.pid, lambda pid, code: ended.set_result(code))
-    finally:
-        for fd in fillers:
-            os.close(fd)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     child.stdin.close()
     code = await asyncio.wait_for(ended, 20)
     assert code == 7, code

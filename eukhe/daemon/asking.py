@@ -18,7 +18,7 @@ from eukhe.clock import Clock, MonotonicClock, wait_within
 from eukhe.daemon.replies import EVENT, RESULT, DaemonError, DaemonProtocolError, decode_reply, reply_outcome
 from eukhe.daemon.server import close_writer
 from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
-from eukhe.errors import resource_shortage
+from eukhe.errors import SHORTAGES
 from eukhe.records.base import Record
 
 CANCEL_WAIT_MS = 30_000
@@ -43,7 +43,7 @@ async def ask(
     try:
         reader, writer = await asyncio.open_unix_connection(str(socket), limit=MAX_REPLY_BYTES)
     except OSError as error:
-        if resource_shortage(error) is not None:  # this process is out of descriptors: the daemon may be fine
+        if error.errno in SHORTAGES:  # this process is out of descriptors (or the backlog is full): the daemon is there
             raise DaemonError("resource_exhausted", f"cannot connect to {socket}: {error.strerror or error}") from error
         raise DaemonError("daemon_unavailable", f"no daemon at {socket}: {error.strerror or error}") from error
     try:

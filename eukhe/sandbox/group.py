@@ -60,11 +60,13 @@ class SandboxGroup:
             self.loop.add_reader(self._read_end, self._readable)
 
     def _readable(self) -> None:
-        if self._read_end >= 0:
-            self._read_report()
+        self._read_report()
 
     def _read_report(self) -> None:
-        """Read what bwrap wrote so far; at the report's end, learn pid 1 (and send a signal asked for before)."""
+        """Read what bwrap wrote so far; at the report's end, learn pid 1 (and send a signal asked for before).
+        Nothing once the report was read."""
+        if self._read_end < 0:
+            return
         while True:
             try:
                 chunk = os.read(self._read_end, MAX_INFO_BYTES)
@@ -130,8 +132,7 @@ class SandboxGroup:
         as pid 1 has reported the command's status, so pid 1 ends after bwrap, as a child of the nearest subreaper:
         a daemon worker would keep it as a zombie for its whole life, one per confined job. A report the loop has
         not read yet (a quick job on a busy host) is read here first: bwrap is gone, so all of it is there."""
-        if self._read_end >= 0:
-            self._read_report()
+        self._read_report()
         return self.pgid is not None and self._started is not None and reap_ended_child(self.pgid, self._started)
 
     def close(self) -> None:

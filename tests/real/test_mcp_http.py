@@ -35,7 +35,7 @@ from mcp.shared.exceptions import MCPError
 from eukhe.mcp.tools import TOOLS, object_schema
 from eukhe.procs import alive, group_alive
 from tests.real.conftest import DaemonEnv
-from tests.real.test_mcp_server import LOOKING, eventually, only_diagnostics, text_of, workdir
+from tests.real.test_mcp_server import LOOKING, eventually, held_until, only_diagnostics, text_of, workdir
 
 pytestmark = pytest.mark.real
 
@@ -379,7 +379,7 @@ def test_mcp_http_on_a_unix_socket_0600_and_sigterm_leaves_the_call_in_flight_to
     path = world.root / "mcp.sock"
 
     go = workdir(world) / "go"
-    command = f"echo start; while [ ! -e {go} ]; do sleep 0.01; done; echo done"  # runs on until the server stopped
+    command = held_until(go)  # runs on until the server stopped
 
     async def scenario() -> None:
         async with http_client(server) as client:

@@ -103,6 +103,12 @@ def workdir(world: DaemonEnv) -> Path:
     return path
 
 
+def held_until(go: Path) -> str:
+    """A command that prints `start`, runs on until the file `go` exists, then prints `done` (11 bytes, 2 lines):
+    a job still running when the test acts, whatever the load, and ended by the test making `go`."""
+    return f"echo start; while [ ! -e {go} ]; do sleep 0.01; done; echo done"
+
+
 async def eventually(check: Callable[[], Any | Awaitable[Any]], what: str, timeout: float = DEADLINE_S) -> Any:
     """Poll a real condition until it holds (its value), bounded by a deadline."""
     with anyio.fail_after(timeout):
@@ -193,7 +199,7 @@ def test_mcp_bash_settles_with_clean_text_and_exact_counts_and_a_flood_is_bounde
 def test_mcp_bash_detaches_at_its_budget_then_jobs_wait_settles_it(world: DaemonEnv) -> None:
     async def scenario() -> None:
         cwd = workdir(world)
-        command = "echo start; while [ ! -e go ]; do sleep 0.01; done; echo done"  # runs on until the test says go
+        command = held_until(cwd / "go")
         async with mcp_server(world, "--cwd", str(cwd)) as server:
             result = await server.call("bash", {"command": command, "budget_ms": 300})
             answer = result.structured_content
@@ -374,7 +380,7 @@ def test_mcp_a_cancelled_ipython_call_interrupts_its_cell(world: DaemonEnv) -> N
 
 def test_mcp_a_server_killed_mid_call_leaves_the_session_its_journal_and_its_job(world: DaemonEnv) -> None:
     go = workdir(world) / "go"
-    command = f"echo start; while [ ! -e {go} ]; do sleep 0.01; done; echo done"  # runs on until the server is gone
+    command = held_until(go)  # runs on until the server is gone
 
     async def scenario() -> None:
         async with mcp_server(world, "--cwd", str(workdir(world))) as server:
@@ -423,7 +429,7 @@ def test_mcp_a_client_that_leaves_mid_call_leaves_the_job_running(world: DaemonE
     """The server's input closes while a call runs, with no cancel: the call and its job go on in the daemon."""
 
     go = workdir(world) / "go"
-    command = f"echo start; while [ ! -e {go} ]; do sleep 0.01; done; echo done"  # runs on until the client left
+    command = held_until(go)  # runs on until the client left
 
     async def scenario() -> None:
         async with mcp_server(world, "--cwd", str(workdir(world))) as server:

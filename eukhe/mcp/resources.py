@@ -121,6 +121,17 @@ def job_resources(answer: Any) -> list[types.Resource]:
     ]
 
 
+def job_ended(answer: Any, job: str) -> bool:
+    """Whether a `jobs.list` answer lists `job` as ended (its end is there to read)."""
+    jobs = convert(answer, JobList, code="daemon_protocol", what="the daemon's jobs.list")
+    return any(row.id == job and row.status != "running" for row in jobs.jobs)
+
+
+ENDED_JOB_WAIT_MS = 10_000
+"""How long reading an ended job's resource waits for its end: it is there, so the wait answers at once; only a
+deadline that passes before the wait looks (1 ms, on a busy host) would answer the output so far instead."""
+
+
 def job_text(answer: Any) -> str:
     """A job's output so far, or its end, from a `jobs.wait` answer that did not wait."""
     union: Any = CallAnswer  # a union of records

@@ -42,10 +42,12 @@ from eukhe.mcp.content import extra_content, has_extra_content
 from eukhe.mcp.link import DaemonLink
 from eukhe.mcp.progress import CallProgress
 from eukhe.mcp.resources import (
+    ENDED_JOB_WAIT_MS,
     RESOURCES,
     SkillFileMissingError,
     UnknownSkillError,
     discover,
+    job_ended,
     job_resources,
     job_text,
     parse_job_uri,
@@ -216,10 +218,14 @@ class EukheServer:
         return types.ReadResourceResult(contents=[contents])
 
     async def read_job_resource(self, uri: str, job: str) -> types.ReadResourceResult:
-        """One job's output so far, or its end (the daemon's `jobs.wait` for 1 ms: a wait whose deadline has passed
-        answers the output so far even when the end is there)."""
+        """One job's output so far, or its end: the daemon's `jobs.wait`, for 1 ms while the job runs, and long enough
+        to read its end once `jobs.list` shows it ended (a wait whose deadline has passed answers the output so far
+        even when the end is there)."""
+        session = self.target.session
         try:
-            answer = await self.link.call("jobs.wait", {"session": self.target.session, "job": job, "timeout_ms": 1})
+            ended = job_ended(await self.link.call("jobs.list", {"session": session}), job)
+            timeout_ms = ENDED_JOB_WAIT_MS if ended else 1
+            answer = await self.link.call("jobs.wait", {"session": session, "job": job, "timeout_ms": timeout_ms})
             text = job_text(answer)
         except EukheError as error:
             code = types.INVALID_PARAMS if error_code(error) == "unknown_job" else types.INTERNAL_ERROR

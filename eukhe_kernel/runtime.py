@@ -5,9 +5,10 @@ Theory of operation:
   /dev/null and fd 1/2 become pipes that pump threads read, so raw writes from C code and subprocesses are captured
   (untagged). Python-level `sys.stdout`/`sys.stderr` writes are tagged with the cell id (a context variable, so
   background tasks a cell starts keep its tag).
-- A reader thread reads requests; `interrupt` and `shutdown` are served on that thread, so they work while a
-  synchronous cell holds the loop. Host replies resolve thread-safe futures on that thread too. A `call` of an
-  `@rlm.remote` function starts there too, on the kernel's call lane (`eukhe_kernel.calls`): never behind a cell.
+- Requests are read by the loop while no cell runs, and by a reader thread while one does (`eukhe_kernel.requests`),
+  so `interrupt` and `shutdown` work while a synchronous cell holds the loop. Host replies resolve thread-safe
+  futures where they are read. A `call` of an `@rlm.remote` function starts there too, on the kernel's call lane
+  (`eukhe_kernel.calls`): never behind a cell.
 - One worker task runs cells in order, each as its own task in one persistent namespace; compiled with top-level
   await. Background tasks keep running between cells.
 - SIGINT: our own handler. If the running cell's code is on the stack, it raises KeyboardInterrupt there; else
@@ -50,6 +51,7 @@ from eukhe_kernel.protocol import (
     PayloadTooLargeError,
     encode_frame,
 )
+from eukhe_kernel.requests import RequestReader
 
 INTERRUPT_REPEAT_S = 0.05
 """How long an interrupt waits for the SIGINT handler to act on it before the signal is sent again."""
@@ -223,6 +225,7 @@ class Kernel:
         self.shutting_down = False
         self.loop = asyncio.new_event_loop()
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.requests = RequestReader(self.in_fd, self.loop, self._serve_line, self._on_eof)
         self.calls = CallLane(self.loop, self.writer, self.diag, CELL_ID)
         self.namespace = self._main_module({"__name__": "__main__", "__builtins__": __builtins__, **(names or {})})
         pictures.install(self.show_figures)
@@ -249,7 +252,7 @@ class Kernel:
         signal.signal(signal.SIGINT, self._on_sigint)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         asyncio.set_event_loop(self.loop)
-        threading.Thread(target=self._reader, name="eukhe-kernel-reader", daemon=True).start()
+        self.requests.start()
         if os.environ.get("EUKHE_KERNEL_OWNER") == "stdin":
             # A wrapped kernel: it leads its own process group, and its owner is stdin (EOF: shut down).
             with contextlib.suppress(OSError):
@@ -414,22 +417,20 @@ class Kernel:
 
     # ---- requests -----------------------------------------------------------------------------------------
 
-    def _reader(self) -> None:
-        with os.fdopen(self.in_fd, "rb", buffering=1 << 16) as stream:
-            for line in stream:
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    self.diag(f"the kernel could not read a request line of {len(line)} bytes: not JSON")
-                    continue
-                if not isinstance(message, dict):
-                    self.diag("the kernel could not read a request: not a JSON object")
-                    continue
-                try:
-                    self._dispatch(message)
-                except Exception as exc:
-                    self.diag(f"the kernel could not serve a request: {type(exc).__name__}: {exc}")
-        self._on_eof()
+    def _serve_line(self, line: bytes) -> None:
+        """One request line, from whichever side reads the input (`eukhe_kernel.requests`)."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            self.diag(f"the kernel could not read a request line of {len(line)} bytes: not JSON")
+            return
+        if not isinstance(message, dict):
+            self.diag("the kernel could not read a request: not a JSON object")
+            return
+        try:
+            self._dispatch(message)
+        except Exception as exc:
+            self.diag(f"the kernel could not serve a request: {type(exc).__name__}: {exc}")
 
     def _on_eof(self) -> None:
         """stdin EOF = shutdown; the loop may be held by a synchronous cell, so exit from here after a grace."""
@@ -446,7 +447,10 @@ class Kernel:
                 return
             with self.state_lock:
                 self.queued.add(request_id)
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, message)
+            if threading.get_ident() == self.main_ident:
+                self.queue.put_nowait(message)  # read by the loop itself: no wake-up through its self-pipe
+            else:
+                self.loop.call_soon_threadsafe(self.queue.put_nowait, message)
         elif kind == "interrupt":
             target = message.get("target")
             found = self.interrupt(target if isinstance(target, str) else None)
@@ -522,6 +526,8 @@ class Kernel:
         if future is None:
             future = concurrent.futures.Future()
             self.host_pending[request_id] = future
+        if threading.get_ident() == self.main_ident:
+            self.requests.hand_over()  # the main thread may wait for the reply: the reader thread must read it
         self.writer.frame(data)
         return future
 
@@ -587,6 +593,7 @@ class Kernel:
     # ---- cells --------------------------------------------------------------------------------------------
 
     async def _worker(self) -> None:
+        self.requests.to_loop()  # the loop runs: it reads the requests while no cell runs
         while True:
             message = await self.queue.get()
             cell_id: str = message["id"]
@@ -602,17 +609,25 @@ class Kernel:
                 self.writer.frame(error + encode_frame("done", cell_id, {"status": "interrupted"}))
                 continue
             code = message.get("code", "")
-            token = CELL_ID.set(cell_id)  # inherited by the tasks the cell starts (and its own task)
+            self.requests.cell_started()
             try:
-                status = await self._run_cell(cell, code if isinstance(code, str) else "")
-                self._flush_figures()
+                await self._serve_cell(cell, code if isinstance(code, str) else "")
             finally:
-                CELL_ID.reset(token)
-            with self.state_lock:
-                self.running = None
-            self._drain_pumps()
-            # The result or error and the done go out in one write, after every byte the cell wrote.
-            self.writer.frame(b"".join(cell.final) + encode_frame("done", cell_id, {"status": status}))
+                self.requests.cell_ended()
+
+    async def _serve_cell(self, cell: Cell, code: str) -> None:
+        """Run one cell and answer it: its result or error and its `done`, after every byte it wrote."""
+        token = CELL_ID.set(cell.id)  # inherited by the tasks the cell starts (and its own task)
+        try:
+            status = await self._run_cell(cell, code)
+            self._flush_figures()
+        finally:
+            CELL_ID.reset(token)
+        with self.state_lock:
+            self.running = None
+        self._drain_pumps()
+        # The result or error and the done go out in one write, after every byte the cell wrote.
+        self.writer.frame(b"".join(cell.final) + encode_frame("done", cell.id, {"status": status}))
 
     async def _run_cell(self, cell: Cell, source: str) -> str:
         """Compile and run one cell; a cell without await runs right here, one with await as its own task."""

@@ -1,8 +1,8 @@
 """The kernel's request reader: the protocol's stdin is read by whichever side is free, one at a time.
 
 - The loop reads while no cell runs, so a request to an idle kernel is served on the loop's own thread: no other
-  thread wakes between the host's write and the cell (a hand-off through a reader thread was most of a `1+1`
-  round trip).
+  thread wakes between the host's write and the cell (a hand-off between threads would cost more than a `1+1`
+  cell itself).
 - The reader thread takes over when a cell has run for `TAKEOVER_S`, and at once when the main thread is about to
   wait for a host reply, so an interrupt, a shutdown or the reply is heard while a cell holds the main thread. It
   reads until the cell ends; before the loop runs (the snapshot's restore) it reads too.
@@ -145,6 +145,7 @@ class RequestReader:
             data = b""
         if not data:
             self._ended = True
+            self._cond.notify()  # a thread waiting for its turn to read has nothing left to read
             rest, self._buffer = bytes(self._buffer), bytearray()
             if rest:
                 self.serve(rest)

@@ -417,6 +417,10 @@ class Kernel:
 
     # ---- requests -----------------------------------------------------------------------------------------
 
+    def on_main_thread(self) -> bool:
+        """Whether the caller runs on the main thread (the loop's, and every synchronous cell's)."""
+        return threading.get_ident() == self.main_ident
+
     def _serve_line(self, line: bytes) -> None:
         """One request line, from whichever side reads the input (`eukhe_kernel.requests`)."""
         try:
@@ -447,7 +451,7 @@ class Kernel:
                 return
             with self.state_lock:
                 self.queued.add(request_id)
-            if threading.get_ident() == self.main_ident:
+            if self.on_main_thread():
                 self.queue.put_nowait(message)  # read by the loop itself: no wake-up through its self-pipe
             else:
                 self.loop.call_soon_threadsafe(self.queue.put_nowait, message)
@@ -526,7 +530,7 @@ class Kernel:
         if future is None:
             future = concurrent.futures.Future()
             self.host_pending[request_id] = future
-        if threading.get_ident() == self.main_ident:
+        if self.on_main_thread():
             self.requests.hand_over()  # the main thread may wait for the reply: the reader thread must read it
         self.writer.frame(data)
         return future
@@ -585,7 +589,7 @@ class Kernel:
 
     def _redeliver_interrupt(self) -> None:
         """A SIGINT arrived during a frame write: deliver it again now that the write is whole."""
-        if threading.get_ident() != self.main_ident:
+        if not self.on_main_thread():
             return
         self.writer.interrupt_deferred = False
         self._on_sigint(signal.SIGINT, sys._getframe(2))  # the caller of the write (frame 1 is the write itself)

@@ -202,7 +202,7 @@ async def serve_private(
     clock: Clock | None = None,
 ) -> None:
     """Accept connections forever; judge each peer's uid before reading anything, serve only the daemon's uid (a
-    shortage of fds is waited out on `clock`)."""
+    shortage of fds is waited out on `clock`). Cancelled, it closes the listener, then every connection."""
     uid = os.getuid() if daemon_uid is None else daemon_uid
     pause_clock: Clock = clock or MonotonicClock()
     loop = asyncio.get_running_loop()
@@ -227,6 +227,9 @@ async def serve_private(
             tasks.add(task)
             task.add_done_callback(tasks.discard)
     finally:
+        # Refuse new connections before the open ones close: a client that sees its connection end and connects
+        # again (a ping: is the server going away?) is refused at once, not left in a backlog nobody accepts from.
+        listener.close()
         for task in list(tasks):
             task.cancel()
         if tasks:

@@ -111,12 +111,12 @@ def git(directory: Path, *args: str) -> str:
 
 
 def handback_leftovers(*roots: Path) -> list[str]:
-    """Fixed-name copies, retired copies or start marks left anywhere under `roots`."""
+    """Fixed-name copies or retired copies left anywhere under `roots`."""
     left = []
     for root in roots:
         for here, subdirs, files in os.walk(root):
             for name in [*subdirs, *files]:
-                if name.endswith(".eukhe-handback") or name.endswith(".eukhe-retired") or name == "handback.started":
+                if name.endswith(".eukhe-handback") or name.endswith(".eukhe-retired"):
                     left.append(os.path.join(here, name))
     return left
 

@@ -336,6 +336,22 @@ def valid_path(path: object) -> bool:
     return "//" not in wrapped and "/./" not in wrapped and "/../" not in wrapped
 
 
+def all_valid_paths(paths: Iterable[object]) -> bool:
+    """Whether every one of `paths` is a `valid_path`, in one scan of their join (a tree has thousands).
+
+    Each path shows as `/<path>/` in the join, and the separators add only newlines between such pieces: an empty,
+    `.` or `..` part (or a NUL) of any path shows in the join, and what the join shows lies within one path's piece.
+    """
+    listed = list(paths)
+    if not listed:
+        return True
+    try:
+        joined = "/" + "/\n/".join(listed) + "/"  # type: ignore[arg-type]  # a non-string raises TypeError
+    except TypeError:
+        return False
+    return "\0" not in joined and "//" not in joined and "/./" not in joined and "/../" not in joined
+
+
 def _valid_entry(entry: object) -> bool:
     if isinstance(entry, File):
         return isinstance(entry.identity, str)
@@ -351,9 +367,10 @@ def tree_error(name: str, tree: object) -> TreeError | None:
     """Why `tree` is no tree a disk holds, naming its first wrong path; None for a tree `plan` may take."""
     if not isinstance(tree, Mapping):
         return TreeError(name, None)
+    paths_checked = all_valid_paths(tree)  # the common case, in one scan; else path by path, to name the first
     checked: object = _NOTHING_CHECKED  # the entry last found valid: trees share one `File` for unchanged files
     for path, entry in tree.items():
-        if not valid_path(path) or (entry is not checked and not _valid_entry(entry)):
+        if (not paths_checked and not valid_path(path)) or (entry is not checked and not _valid_entry(entry)):
             return TreeError(name, path)
         checked = entry
     under = _first_under_a_leaf(tree)
@@ -363,12 +380,12 @@ def tree_error(name: str, tree: object) -> TreeError | None:
 def _first_under_a_leaf(tree: Tree) -> str | None:
     """The first path of the tree under one of its files or symlinks, if any (a disk holds none)."""
     above: set[str] = set()  # every proper ancestor of a path of the tree
-    for path in tree:
-        head = path.rpartition("/")[0]
+    for own_dir in {path.rpartition("/")[0] for path in tree}:  # the paths' own directories, each once
+        head = own_dir
         while head and head not in above:  # a directory seen once has had its own ancestors added
             above.add(head)
             head = head.rpartition("/")[0]
-    if not any(isinstance(tree.get(head), _LEAVES) for head in above):
+    if not any(isinstance(tree[head], _LEAVES) for head in above.intersection(tree)):
         return None
     return next(path for path in tree if blocker_of(tree, path) is not None)
 

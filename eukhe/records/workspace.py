@@ -12,7 +12,7 @@ ConflictReason = Literal["both_changed", "parent_holds_directory", "parent_holds
 
 
 class CopiedPath(Record, array_like=True):
-    """One file or symlink of the copy, as the spawn recorded it (a row of `copy.json`, written as an array: a copy
+    """One file or symlink of the copy, as the spawn recorded it (a row of `copy.msgpack`, written as an array: a copy
     has up to 100,000 of them and the hand-back reads them all)."""
 
     path: str  # relative POSIX path
@@ -30,7 +30,7 @@ class CopiedDir(Record, array_like=True):
 
 
 class CopyRecord(Record):
-    """The spawn's record of a copy (`copy.json`), written last: a workspace without one is incomplete."""
+    """The spawn's record of a copy (`copy.msgpack`), written last: a workspace without one is incomplete."""
 
     parent_dir: str
     recorded_at_ns: int  # the filesystem clock when the copy began: the racy-git threshold

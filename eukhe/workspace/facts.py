@@ -1,4 +1,6 @@
-"""The facts a hand-back reads (spec S3 "A subagent's workspace" 2, 4): three trees for the core.
+"""The facts a hand-back reads (spec S3 "A subagent's workspace" 2, 4): three trees for the core, each at the paths
+the child changed only (a plan has steps there alone, and a hand-back of a few changes in 10,000 files reads and
+plans a few paths, not 10,000).
 
 - The base: the spawn's record (no disk read).
 - The child: every base path looked up where it is (a tracked file the child's rules ignore is still the child's
@@ -23,7 +25,6 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +37,6 @@ from eukhe.core.merge import (
     StatFacts,
     ancestors,
     path_order,
-    split_changed,
     stat_proves_same,
 )
 from eukhe.records.workspace import CopiedDir, CopiedPath, CopyRecord
@@ -119,7 +119,7 @@ class _Looker:
 
 @dataclass(frozen=True, slots=True)
 class Facts:
-    """The three trees of a hand-back, and what lstat found at each merged path of the parent."""
+    """The three trees of a hand-back at the paths the child changed, and what lstat found there in the parent."""
 
     base: dict[str, Entry]
     parent: dict[str, Entry]
@@ -168,26 +168,20 @@ def _open_dir(root: str, directory: str) -> int:
         return -1
 
 
-READ_THREADS = 2
-"""Threads that read the child's copy at once: each lstat releases the GIL, so two cores read it in about half the
-time (git status reads its work tree on threads too)."""
-THREADED_FROM = 1000
-"""A copy of fewer files than this is read on the calling thread."""
-READ_RUN = 512
-"""Base paths per run a thread takes (runs of the sorted record, so a directory is mostly one thread's)."""
+def _read_base_paths(
+    base: _Base, copy_root: str, kinds: dict[str, str], child: dict[str, Entry], changed: list[str]
+) -> None:
+    """Each base path where the child's entry is not the base's into `changed`, with that entry (if any) in `child`.
 
-
-def _read_run(
-    base: _Base, copy_root: str, kinds: dict[str, str], run: list[tuple[str, CopiedPath]]
-) -> list[tuple[str, Entry]]:
-    """The child's entries at a run of base paths, in order: each file looked up by its name in its directory's fd
-    (the directories come in runs: the record is sorted), not by its whole path from the root."""
-    found: list[tuple[str, Entry]] = []
+    Each file is looked up by its name in its directory's fd (the record is sorted, so a directory's files come
+    together), not by its whole path from the root. One thread: lstat holds the kernel's directory locks, so more
+    threads only add switches of the interpreter's lock.
+    """
     lstat, recorded_at, base_file = os.lstat, base.recorded_at_ns, BASE_FILE
     opened: str | None = None
     dir_fd = -1
     try:
-        for path, copied in run:
+        for path, copied in base.by_path.items():
             directory, _, name = path.rpartition("/")
             if directory != opened:
                 if dir_fd >= 0:
@@ -195,44 +189,46 @@ def _read_run(
                 opened = directory
                 # Gone with its directory, or under a file: the child has no entry there.
                 dir_fd = _open_dir(copy_root, directory) if kinds.get(directory) == "dir" else -1
-            if dir_fd < 0:
-                continue
             try:
+                if dir_fd < 0:
+                    raise FileNotFoundError
                 st = lstat(name, dir_fd=dir_fd)
             except FileNotFoundError:
+                changed.append(path)  # the child has no entry there now
                 continue
             now = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
             if copied.link is None and stat_proves_same(copied.copy, now, recorded_at):
-                found.append((path, base_file))  # the common case, decided here without reading the file
-                continue
+                continue  # the common case: the base's file, decided here without reading it
             leaf = _leaf(base, path, f"{copy_root}/{path}", st, copied.copy)
-            if leaf is not None:
-                found.append((path, leaf))
+            if leaf != (base_file if copied.link is None else Link(copied.link)):
+                changed.append(path)
+                if leaf is not None:
+                    child[path] = leaf
     finally:
         if dir_fd >= 0:
             os.close(dir_fd)
-    return found
 
 
-def read_child(base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...]) -> dict[str, Entry]:
-    """The child's tree: every base path where it is now, and the new entries its .gitignore files do not ignore.
+def read_child(base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...]) -> tuple[dict[str, Entry], list[str]]:
+    """The paths where the child's file or symlink is not the base's (changed, removed, or new and not ignored by
+    its .gitignore files), and the child's tree at those paths: the only paths a hand-back has steps for.
 
     New entries can only be in a directory whose stat data changed (adding or removing an entry changes its mtime),
     so only those are listed again; a new directory is walked whole.
     """
-    kinds, changed = _directory_kinds(base, copy_root, dirs)
-    items = list(base.by_path.items())
-    runs = [items[start : start + READ_RUN] for start in range(0, len(items), READ_RUN)]
-    threads = min(READ_THREADS, os.cpu_count() or 1) if len(items) >= THREADED_FROM else 1
-    if threads > 1 and len(runs) > 1:
-        with ThreadPoolExecutor(threads, thread_name_prefix="eukhe-read") as pool:
-            read = list(pool.map(lambda run: _read_run(base, copy_root, kinds, run), runs))
-    else:
-        read = [_read_run(base, copy_root, kinds, run) for run in runs]
-    child: dict[str, Entry] = {path: entry for part in read for path, entry in part}
+    kinds, changed_dirs = _directory_kinds(base, copy_root, dirs)
+    child: dict[str, Entry] = {}
+    changed: list[str] = []
+    _read_base_paths(base, copy_root, kinds, child, changed)
     rules = GitignoreRules(Path(copy_root))
     root = Path(copy_root)
-    for directory in changed:
+
+    def found_new(path: str, leaf: Leaf | None) -> None:
+        if leaf is not None:
+            child[path] = leaf
+            changed.append(path)
+
+    for directory in changed_dirs:
         chain = rules.chain(directory)
         prefix = directory + "/" if directory else ""
         for entry in os.scandir(os.path.join(copy_root, directory)):
@@ -242,16 +238,12 @@ def read_child(base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...]) -> dict
             if entry.is_dir(follow_symlinks=False):
                 if not ignored(chain, path + "/"):
                     for found, inside in walk_gitignored(root, start=path, rules=rules):
-                        leaf = _leaf(base, found, inside.path, inside.stat(follow_symlinks=False), None)
-                        if leaf is not None:
-                            child[found] = leaf
+                        found_new(found, _leaf(base, found, inside.path, inside.stat(follow_symlinks=False), None))
             elif path in base.by_path:
                 continue  # read above
             elif (entry.is_file(follow_symlinks=False) or entry.is_symlink()) and not ignored(chain, path):
-                leaf = _leaf(base, path, entry.path, entry.stat(follow_symlinks=False), None)
-                if leaf is not None:
-                    child[path] = leaf
-    return child
+                found_new(path, _leaf(base, path, entry.path, entry.stat(follow_symlinks=False), None))
+    return child, changed
 
 
 def read_parent(
@@ -293,17 +285,21 @@ def paused_gc() -> Iterator[None]:
 
 
 def read_facts(layout: WorkspaceLayout, record: CopyRecord) -> Facts:
-    """Read the base (the record), the child's copy, and the parent's directory where the child changed something.
+    """The three trees at the paths the child changed: the base's (the record), the child's copy, and the parent's
+    directory (with the files in those paths' way).
 
-    The parent is read only at the paths where the child's entry is not the base's: everywhere else the table keeps
-    the parent's entry whatever it is (cow_keeps_parent), so the parent's state there decides nothing.
+    Everywhere else the table keeps the parent's entry whatever it is (cow_keeps_parent), so no tree there decides
+    anything, and the plan of these trees has the same steps as the plan of the whole ones (cow_plan_changed_only).
     """
     base = _Base(str(layout.base), record.recorded_at_ns, {copied.path: copied for copied in record.paths})
-    base_tree: dict[str, Entry] = {p.path: (BASE_FILE if p.link is None else Link(p.link)) for p in record.paths}
-    child = read_child(base, str(layout.copy), record.dirs)
+    child, changed = read_child(base, str(layout.copy), record.dirs)
+    base_tree: dict[str, Entry] = {}
+    for path in changed:
+        copied = base.by_path.get(path)
+        if copied is not None:
+            base_tree[path] = BASE_FILE if copied.link is None else Link(copied.link)
     parent_root = record.parent_dir
     if not os.path.isdir(parent_root):
         raise NotADirectoryError(errno.ENOTDIR, "the parent's directory is gone or not a directory", parent_root)
-    _, changed = split_changed(base_tree, child)
     parent, seen = read_parent(base, parent_root, changed)
     return Facts(base=base_tree, parent=parent, child=child, parent_seen=seen)

@@ -3,18 +3,18 @@
 The caller stops the child first (worker, kernel, jobs). Then `hand_back`:
 1. If `handback.json` exists, the hand-back is over: it finishes the clean-up a crash may have cut, and returns the
    recorded report. It never plans, stops or changes the parent again.
-2. Reads the three trees (`facts`), asks `core.merge.plan`, and marks the start (`handback.started`). A run that
-   finds the mark follows a crash: it first removes the fixed-name copies (`.<name>.eukhe-handback`) that run may
-   have left beside each merged path and in conflicts/.
+2. Reads the three trees (`facts`) and asks `core.merge.plan`. It first removes the fixed-name copies
+   (`.<name>.eukhe-handback`) a run cut by a crash may have left beside each merged path and in conflicts/.
 3. Carries out the steps in the plan's order, each in one change: a removal is one unlink; a write is one rename of
-   the child's version, copied beside the path under its fixed name and fsynced; a conflict puts the child's
-   version into `conflicts/<path>` the same way. Just before each change, the parent's entry is checked against
-   what the facts read: if the parent changed it meanwhile, the hand-back stops (`HandbackError`) rather than
-   overwrite it.
+   the child's version, copied beside the path under its fixed name; a conflict puts the child's version into
+   `conflicts/<path>` the same way. The versions are all made first and fsynced at once (one journal commit, not one
+   per file), then renamed one by one. Just before each change, the parent's entry is checked against what the
+   facts read: if the parent changed it meanwhile, the hand-back stops (`HandbackError`) rather than overwrite it,
+   and removes the versions it had not renamed yet.
 4. Fsyncs each directory the steps changed, once (the journal keeps the changes in order, so one fsync after the
    last makes them all durable), then writes `handback.json` (the report) atomically: that ends the hand-back.
 5. Renames base and copy aside (one rename each), puts a symlink to the parent's directory where the copy was,
-   removes the copy record and the start mark, then the retired trees (or leaves them to `remove_retired`).
+   removes the copy record, then the retired trees (or leaves them to `remove_retired`).
 
 A crash anywhere leaves every path old or new; the rerun plans from the start, and a path already taken reads as
 changed by both to the same content, so it ends at the same tree and report. A failure raises `HandbackError` with
@@ -34,7 +34,7 @@ import msgspec
 from eukhe.core import merge
 from eukhe.core.fsmode import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
 from eukhe.core.merge import File, HandbackPlan, Leaf, Link, StatFacts, Step, ancestors
-from eukhe.fsio import fsync_dir
+from eukhe.fsio import fsync_all, fsync_dir
 from eukhe.private_fs import make_private_dirs
 from eukhe.records.workspace import HandbackConflict, HandbackReport
 from eukhe.workspace.clone import Cloner
@@ -52,8 +52,6 @@ from eukhe.workspace.layout import WorkspaceLayout, temp_beside
 from eukhe.workspace.spawn import load_copy_record, stat_facts
 
 log = logging.getLogger("eukhe.workspace")
-
-_CREATE_MARK = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def load_report(layout: WorkspaceLayout) -> HandbackReport | None:
@@ -89,8 +87,7 @@ def hand_back(layout: WorkspaceLayout, *, hook: CrashHook = no_hook, remove_now:
             facts = read_facts(layout, record)
             handback = merge.plan(facts.base, facts.parent, facts.child)
         run.prepare(facts, handback)
-        for step in handback.steps:
-            run.carry_out(step)
+        run.carry_out(handback.steps)
         run.sync_changed_dirs()
         report = report_of(layout, record.parent_dir, handback)
         run.at = str(layout.record)
@@ -154,23 +151,23 @@ class _Run:
         self.changed_dirs: dict[Path, None] = {}  # the directories a step changed, in order; fsynced before the record
 
     def prepare(self, facts: Facts, handback: HandbackPlan) -> None:
-        """Mark the start, or after a crash, remove what it left beside each merged path."""
+        """Remove what a cut run may have left beside each merged path, in the parent and in conflicts/.
+
+        The child is stopped, so a rerun plans a step for every path the cut run did (only the verdict can differ,
+        where the parent changed meanwhile); sweeping beside every step's path therefore finds every leftover, with
+        no mark to write and make durable first.
+        """
         self.seen = facts.parent_seen
         make_private_dirs(self.layout.conflicts)
-        if self.layout.started.exists():
-            real_dirs: dict[str, bool] = {}
-            for step in handback.steps:
-                self.at = step.path
-                places = [self.layout.conflicts / step.path]
-                if all(self.is_real_dir(above, real_dirs) for above in ancestors(step.path)):
-                    places.append(self.parent / step.path)  # never look through a parent's symlink
-                for place in places:
-                    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                        remove_leftover(temp_beside(place))
-        else:
-            # An empty mark: the directory's fsync makes it durable (there are no bytes of its own to sync).
-            os.close(os.open(self.layout.started, _CREATE_MARK, PRIVATE_FILE_MODE))
-            fsync_dir(self.layout.dir)
+        real_dirs: dict[str, bool] = {}
+        for step in handback.steps:
+            self.at = step.path
+            places = [self.layout.conflicts / step.path]
+            if all(self.is_real_dir(above, real_dirs) for above in ancestors(step.path)):
+                places.append(self.parent / step.path)  # never look through a parent's symlink
+            for place in places:
+                with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                    remove_leftover(temp_beside(place))
 
     def is_real_dir(self, path: str, seen: dict[str, bool]) -> bool:
         """Whether the parent's `path` is a directory itself, not a symlink to one (cached in `seen`)."""
@@ -181,14 +178,34 @@ class _Run:
                 seen[path] = False
         return seen[path]
 
-    def carry_out(self, step: Step) -> None:
-        self.at = step.path
-        if step.removes:
-            self.remove(step.path)
-        elif step.writes and step.child is not None:
-            self.write(step.path, step.child)
-        elif step.saves_conflict and step.child is not None:
-            self.save_conflict(step.path, step.child)
+    def carry_out(self, steps: tuple[Step, ...]) -> None:
+        """The plan's steps in its order: each removal one unlink; then the child's version of each write and
+        conflict is made beside its target, all of them are fsynced at once (one journal commit, not one each), and
+        each replaces its target in one rename. A failure removes the versions not yet renamed."""
+        staged: list[tuple[Step, Path, Path]] = []  # (step, target, the version beside it)
+        try:
+            for step in steps:
+                self.at = step.path
+                if step.removes:
+                    self.remove(step.path)
+                elif step.writes:
+                    staged.append(self.stage_write(step))
+                elif step.saves_conflict:
+                    staged.append(self.stage_conflict(step))
+            fsync_all([temp for step, _, temp in staged if isinstance(step.child, File)])
+            while staged:
+                step, target, temp = staged[0]
+                self.at = step.path
+                if step.writes:
+                    self.check_unchanged(step.path, target)
+                self.hook(f"{'take' if step.writes else 'conflict'}:{step.path}")
+                os.rename(temp, target)
+                staged.pop(0)
+                self.changed_dirs[target.parent] = None
+        finally:
+            for _, _, temp in staged:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
 
     def fail(self, path: str, reason: str) -> HandbackError:
         return HandbackError(path, reason, str(self.layout.copy))
@@ -202,36 +219,35 @@ class _Run:
         os.unlink(target)
         self.changed_dirs[target.parent] = None
 
-    def write(self, path: str, child: Leaf) -> None:
-        """The child's version replaces the parent's in one rename from the fixed-name copy beside it."""
-        target = self.parent / path
-        self.make_parent_dirs(path)
+    def check_unchanged(self, path: str, target: Path) -> None:
+        """The parent's entry at `path` is still the one the facts read (or still absent), else the hand-back stops."""
         try:
             now: os.stat_result | None = os.lstat(target)
         except FileNotFoundError:
             now = None
         if (now is None) != (self.seen.get(path) is None) or (now is not None and not _same(now, self.seen[path])):
             raise self.fail(path, "the parent changed it during the hand-back")
-        self.place_version(target, path, child, f"take:{path}")
 
-    def save_conflict(self, path: str, child: Leaf) -> None:
-        """The child's version goes to conflicts/<path>; the parent's stays."""
-        target = self.layout.conflicts / path
+    def stage_write(self, step: Step) -> tuple[Step, Path, Path]:
+        """The child's version of a path it alone changed, made beside the parent's (which is checked first)."""
+        target = self.parent / step.path
+        self.make_parent_dirs(step.path)
+        self.check_unchanged(step.path, target)
+        return self.stage(step, target)
+
+    def stage_conflict(self, step: Step) -> tuple[Step, Path, Path]:
+        """The child's version of a conflicting path, made beside conflicts/<path>; the parent's stays."""
+        target = self.layout.conflicts / step.path
         make_private_dirs(target.parent)
-        self.place_version(target, path, child, f"conflict:{path}")
+        return self.stage(step, target)
 
-    def place_version(self, target: Path, path: str, child: Leaf, step: str) -> None:
-        """The child's version of `path` replaces `target` in one rename; its directory is fsynced once, with the
-        others the steps changed, before the record."""
-        replace_from_beside(
-            target,
-            lambda temp: self.write_version(path, child, temp),
-            self.hook,
-            step,
-            fsync_file=False,
-            fsync_parent=False,
-        )
-        self.changed_dirs[target.parent] = None
+    def stage(self, step: Step, target: Path) -> tuple[Step, Path, Path]:
+        """The child's version at the fixed name beside `target` (a leftover there is removed first)."""
+        assert step.child is not None  # the plan writes or saves only a child's file or symlink
+        temp = temp_beside(target)
+        remove_leftover(temp)
+        self.write_version(step.path, step.child, temp)
+        return step, target, temp
 
     def make_parent_dirs(self, path: str) -> None:
         """The directories `path` needs in the parent, made with the child's modes; never through a file or symlink."""
@@ -248,15 +264,14 @@ class _Run:
                 raise self.fail(path, f"{above} in the parent is not a directory")
 
     def sync_changed_dirs(self) -> None:
-        """Make every step's change durable: one fsync of each directory they changed, before the record."""
-        for directory in self.changed_dirs:
-            self.at = str(directory)
-            fsync_dir(directory)
+        """Make every step's change durable: one fsync of each directory they changed, all at once, before the
+        record."""
+        self.at = str(self.parent)
+        fsync_all(list(self.changed_dirs))
         self.changed_dirs.clear()
 
     def write_version(self, path: str, child: Leaf, temp: Path) -> None:
-        """The child's file (bytes, mode, mtime; fsynced here, so the replace does not fsync it again) or symlink
-        at `temp`."""
+        """The child's file (bytes, mode, mtime; `carry_out` fsyncs it with the others) or symlink at `temp`."""
         if isinstance(child, Link):
             os.symlink(child.target, temp)
             return
@@ -270,7 +285,6 @@ class _Run:
                 self.cloner.fill(source_fd, dest_fd, st.st_size)
                 os.fchmod(dest_fd, stat.S_IMODE(st.st_mode))
                 os.utime(dest_fd, ns=(st.st_atime_ns, st.st_mtime_ns))
-                os.fsync(dest_fd)
             finally:
                 os.close(dest_fd)
         finally:
@@ -295,9 +309,8 @@ def finish(layout: WorkspaceLayout, parent_dir: str, hook: CrashHook = no_hook, 
         replace_from_beside(
             layout.copy, lambda temp: os.symlink(parent_dir, temp), hook, "link:copy", fsync_parent=False
         )
-    for done_with in (layout.copy_record, layout.started):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(done_with)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(layout.copy_record)
     # One fsync for all of it: the journal keeps these changes of one directory in order, and a crash before it
     # finds the record and finishes again.
     fsync_dir(layout.dir)

@@ -3,8 +3,7 @@
     <root>/<parent session>/<child>/       0700; <root> is <agent dir>/workspaces/ in the daemon
         base/          the workspace as the child found it (removed after the hand-back)
         copy/          the child's working directory; after the hand-back, a symlink to the parent's directory
-        copy.json      the spawn's record: the parent's dir, the copy's stat data, when the copy began (removed after)
-        handback.started   present from the hand-back's first change until its record: a rerun sweeps leftovers
+        copy.msgpack   the spawn's record: the parent's dir, the copy's stat data, when the copy began (removed after)
         handback.json  the hand-back's record and report: it ends the hand-back (kept)
         conflicts/     the child's versions of the conflicting paths, each under its own path (kept)
         .base.eukhe-retired/, .copy.eukhe-retired/   base and copy set aside after the record, until removed
@@ -79,11 +78,7 @@ class WorkspaceLayout:
 
     @property
     def copy_record(self) -> Path:
-        return self.dir / "copy.json"
-
-    @property
-    def started(self) -> Path:
-        return self.dir / "handback.started"
+        return self.dir / "copy.msgpack"
 
     @property
     def record(self) -> Path:

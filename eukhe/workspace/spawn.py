@@ -6,7 +6,7 @@ bytes even if the parent changes a file meanwhile. Extents are cloned where the 
 copied and one warning with the counts is logged. Symlinks stay symlinks; files keep their modes and mtimes;
 directories eukhe makes are 0700 at creation and then get the mode of the parent's directory they copy.
 
-The record (`copy.json`) is written last, atomically; a workspace without it is an interrupted spawn that the next
+The record (`copy.msgpack`) is written last, atomically; a workspace without it is an interrupted spawn that the next
 `create_workspace` clears and starts again. It holds the stat data change detection compares at the hand-back.
 """
 
@@ -316,7 +316,7 @@ def create_workspace(
     record = CopyRecord(
         parent_dir=str(parent), recorded_at_ns=recorded_at, paths=tuple(copied), dirs=tuple(reversed(copied_dirs))
     )
-    write_record(layout.copy_record, msgspec.json.encode(record))
+    write_record(layout.copy_record, msgspec.msgpack.encode(record))
     cloned, copied_files, copied_bytes = (sum(counts) for counts in zip(*(c.counts() for c in copiers), strict=True))
     if copied_files:
         log.warning(
@@ -359,4 +359,4 @@ def _source_directory(directory: str) -> tuple[int, int, int]:
 
 def load_copy_record(layout: WorkspaceLayout) -> CopyRecord:
     """The spawn's record of a workspace (FileNotFoundError if the spawn did not finish)."""
-    return msgspec.json.decode(layout.copy_record.read_bytes(), type=CopyRecord)
+    return msgspec.msgpack.decode(layout.copy_record.read_bytes(), type=CopyRecord)

@@ -305,6 +305,19 @@ def check_idempotent(base: Tree, parent: Tree, child: Tree) -> None:
     assert merge.back(rerun, final) == final
 
 
+def changed_only(tree: Tree, changed: list[str]) -> dict[str, Entry]:
+    """A tree at the given paths only (what the shell reads of the base and the child)."""
+    return {path: tree[path] for path in changed if isinstance(tree.get(path), File | Link)}
+
+
+def check_plan_changed_only(base: Tree, parent: Tree, child: Tree) -> None:
+    """The plan of the base and the child at the paths the child changed has the whole plan's steps."""
+    leaves = {path for tree in (base, child) for path, entry in tree.items() if isinstance(entry, File | Link)}
+    changed = [path for path in leaves if merge.leaf_state(base, path) != merge.leaf_state(child, path)]
+    whole = merge.plan(base, parent, child)
+    assert merge.plan(changed_only(base, changed), parent, changed_only(child, changed)).steps == whole.steps
+
+
 TREE_LAWS: dict[str, Callable[[Tree, Tree, Tree], None]] = {
     "cow_plan": check_plan,
     "cow_plan_is_merge": check_plan_is_merge,
@@ -320,6 +333,29 @@ def test_cow_plan_exhaustively_over_tiny_trees() -> None:
 def test_cow_plan_is_merge_exhaustively_over_tiny_trees() -> None:
     for triple in TINY_TRIPLES:
         check_plan_is_merge(*triple)
+
+
+def test_cow_plan_changed_only_exhaustively_over_tiny_trees() -> None:
+    for triple in TINY_TRIPLES:
+        check_plan_changed_only(*triple)
+
+
+@given(tree_triples())
+def test_cow_plan_changed_only_over_trees(triple: tuple[Tree, Tree, Tree]) -> None:
+    check_plan_changed_only(*triple)
+
+
+def test_cow_plan_changed_only_catches_a_plan_that_reads_a_kept_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug: the plan gives a step to a path the child kept, so the trees the shell reads plan fewer steps."""
+    real_split = merge.split_changed
+
+    def split_keeping_nothing(base: Tree, child: Tree) -> tuple[list[str], list[str]]:
+        kept, changed = real_split(base, child)
+        return [], changed + kept
+
+    monkeypatch.setattr(merge, "split_changed", split_keeping_nothing)
+    with pytest.raises(AssertionError):
+        test_cow_plan_changed_only_exhaustively_over_tiny_trees()
 
 
 def test_the_plan_is_idempotent_exhaustively_over_tiny_trees() -> None:
@@ -499,6 +535,23 @@ def test_cow_entry_refuses_malformed_exactly(
     trees: tuple[object, object, object], refused: tuple[str, str | None]
 ) -> None:
     assert refusal_of(*trees) == refused
+
+
+path_parts = st.text(alphabet="a./\0\n", max_size=6)
+
+
+@given(st.lists(path_parts, max_size=6))
+def test_cow_entry_checks_all_paths_at_once_as_one_by_one(paths: list[str]) -> None:
+    assert merge.all_valid_paths(paths) == all(merge.valid_path(path) for path in paths)
+
+
+def test_cow_entry_checks_all_paths_at_once_as_one_by_one_exhaustively() -> None:
+    names = ["", "a", ".", "..", "a\0", "\n"]
+    paths = ["/".join(parts) for size in (1, 2, 3) for parts in itertools.product(names, repeat=size)]
+    for path in paths:
+        assert merge.all_valid_paths([path]) == merge.valid_path(path), path
+        assert merge.all_valid_paths(["a", path, "b"]) == merge.valid_path(path), path
+    assert not merge.all_valid_paths(["a", 1])
 
 
 junk = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4), st.lists)

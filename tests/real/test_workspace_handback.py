@@ -168,7 +168,6 @@ def test_a_hand_back_after_a_crash_removes_the_copy_the_crash_left_beside_a_path
     assert left.name == ".edit.eukhe-handback"
     assert left.read_bytes() == b"B\n"  # the child's version, complete, waiting for its rename
     assert (parent / "edit").read_bytes() == b"A\n"  # the path itself is still the parent's
-    assert layout.started.exists()
     report = hand_back(layout)
     assert not left.exists()
     assert (parent / "edit").read_bytes() == b"B\n"
@@ -267,6 +266,29 @@ def test_a_parent_change_during_the_hand_back_stops_it_and_the_copy_stays(tmp_pa
     assert (layout.conflicts / "edit").read_bytes() == b"B\n"
 
 
+def test_a_parent_change_found_at_a_later_rename_leaves_no_version_beside_any_path(tmp_path: Path) -> None:
+    """The versions are made before the renames: a hand-back stopped at a later one removes those it did not
+    rename, beside the parent's paths and in conflicts/, and a rerun finishes it."""
+    layout = set_up(tmp_path)
+    parent_dir = tmp_path / "parent"
+
+    def parent_edits_link(point: str) -> None:
+        if point == "take:edit":  # every version is made by now; "link" is renamed later
+            assert temp_beside(parent_dir / "link").is_symlink() and temp_beside(layout.conflicts / "conflict").exists()
+            (parent_dir / "link").unlink()
+            (parent_dir / "link").write_text("the parent's, mid hand-back\n")
+
+    with pytest.raises(HandbackError) as failed:
+        hand_back(layout, hook=parent_edits_link)
+    assert failed.value.path == "link"
+    assert (parent_dir / "link").read_text() == "the parent's, mid hand-back\n"
+    assert (parent_dir / "edit").read_bytes() == b"B\n"  # renamed before the change was found
+    assert not handback_leftovers(parent_dir, layout.dir)
+    report = hand_back(layout)
+    assert ("link", "both_changed") in [(c.path, c.reason) for c in report.conflicts]
+    assert not handback_leftovers(parent_dir, layout.dir)
+
+
 def test_a_hand_back_whose_parent_directory_is_gone_fails_with_the_path_and_the_copy_stays(tmp_path: Path) -> None:
     layout = set_up(tmp_path)
     os.rename(tmp_path / "parent", tmp_path / "moved")
@@ -303,10 +325,10 @@ def test_an_edit_keeping_the_size_and_mtime_is_still_seen(tmp_path: Path) -> Non
 
 def rewrite_record(layout: WorkspaceLayout, path: str, copy: StatFacts, recorded_at_ns: int) -> None:
     """Rewrite the spawn's record as if it had read `copy` for `path`, with its clock at `recorded_at_ns`."""
-    record = msgspec.json.decode(layout.copy_record.read_bytes(), type=CopyRecord)
+    record = msgspec.msgpack.decode(layout.copy_record.read_bytes(), type=CopyRecord)
     paths = tuple(msgspec.structs.replace(p, copy=copy) if p.path == path else p for p in record.paths)
     new = msgspec.structs.replace(record, paths=paths, recorded_at_ns=recorded_at_ns)
-    layout.copy_record.write_bytes(msgspec.json.encode(new))
+    layout.copy_record.write_bytes(msgspec.msgpack.encode(new))
 
 
 def stat_now(path: Path) -> StatFacts:
@@ -367,15 +389,17 @@ def test_a_mode_change_alone_is_a_change(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.lstat(tmp_path / "parent" / "f").st_mode) == 0o755
 
 
-def test_the_child_read_on_threads_is_the_child_read_on_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The child's copy read by two threads, runs of a few base paths each, is the same tree, in the same order, as
-    read on the calling thread: kept, changed, removed, re-moded and new files alike."""
+def test_the_paths_read_as_changed_are_the_paths_where_the_childs_tree_differs_from_the_base(tmp_path: Path) -> None:
+    """The child's copy read once gives the paths the parent is read at, exactly the paths where the child's file or
+    symlink is not the base's (changed, removed, re-moded, re-linked and new; never a kept one), and the child's
+    tree at those paths."""
     parent = tmp_path / "project"
     for index in range(30):
         path = parent / f"d{index % 4}" / f"f{index}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"file {index}\n")
     os.symlink("f0.txt", parent / "d0" / "link")
+    os.symlink("f0.txt", parent / "d0" / "relinked")
     layout = WorkspaceLayout.at(tmp_path / "ws", "s", "c")
     create_workspace(parent, layout)
     (layout.copy / "d1" / "f5.txt").write_text("changed by the child\n")
@@ -383,20 +407,16 @@ def test_the_child_read_on_threads_is_the_child_read_on_one(tmp_path: Path, monk
     shutil.rmtree(layout.copy / "d3")
     os.chmod(layout.copy / "d0" / "f4.txt", 0o755)
     (layout.copy / "d0" / "new.txt").write_text("new\n")
+    (layout.copy / "d0" / "relinked").unlink()
+    os.symlink("f4.txt", layout.copy / "d0" / "relinked")
     record = spawn.load_copy_record(layout)
+    base = facts._Base(str(layout.base), record.recorded_at_ns, {p.path: p for p in record.paths})
+    tree, changed = facts.read_child(base, str(layout.copy), record.dirs)
 
-    def read() -> list[tuple[str, object]]:
-        base = facts._Base(str(layout.base), record.recorded_at_ns, {p.path: p for p in record.paths})
-        return list(facts.read_child(base, str(layout.copy), record.dirs).items())
-
-    one = read()
-    monkeypatch.setattr(facts, "THREADED_FROM", 1)
-    monkeypatch.setattr(facts, "READ_RUN", 2)
-    monkeypatch.setattr(facts, "READ_THREADS", 2)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    two = read()
-    assert one == two
-    tree = dict(one)
-    assert tree["d1/f1.txt"] == facts.BASE_FILE and tree["d0/link"] == Link("f0.txt")
-    assert tree["d1/f5.txt"] != facts.BASE_FILE and tree["d0/f4.txt"] != facts.BASE_FILE
-    assert "d2/f6.txt" not in tree and not any(path.startswith("d3/") for path in tree) and "d0/new.txt" in tree
+    assert sorted(changed) == [
+        "d0/f4.txt", "d0/new.txt", "d0/relinked", "d1/f5.txt", "d2/f6.txt",
+        *sorted(f"d3/f{index}.txt" for index in range(3, 30, 4)),
+    ]  # fmt: skip
+    assert sorted(tree) == ["d0/f4.txt", "d0/new.txt", "d0/relinked", "d1/f5.txt"]  # the removed ones have none
+    assert tree["d0/relinked"] == Link("f4.txt")
+    assert facts.BASE_FILE not in tree.values()

@@ -28,11 +28,7 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
 
 def fsync_dir(directory: Path) -> None:
     """Make a directory's entries (a rename, a new file) durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync_path(directory, os.O_DIRECTORY)
 
 
 FSYNC_THREADS = 8
@@ -51,8 +47,8 @@ def fsync_all(paths: list[Path]) -> None:
             pass
 
 
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+def _fsync_path(path: Path, flags: int = os.O_NOFOLLOW) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | flags)
     try:
         os.fsync(fd)
     finally:

@@ -33,6 +33,7 @@ entry under a file or symlink of the same tree raise `TreeError`, naming the tre
 from __future__ import annotations
 
 import enum
+import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -468,4 +469,26 @@ def stat_proves_same(recorded: StatFacts, now: tuple[int, int, int, int, int], r
     """Stat data proves a file unchanged only if all of it matches and the file's recorded mtime is strictly older
     than the moment the record began (racy git: an edit in the same clock tick keeps mtime and ctime). `now` is a
     `StatFacts` or the plain tuple of the same fields (the shell's hot loop makes no record per file)."""
-    return recorded == now and recorded.mtime_ns < recorded_at_ns
+    return recorded == now and stat_trusted(recorded.mtime_ns, recorded_at_ns)
+
+
+def stat_trusted(recorded_mtime_ns: int, recorded_at_ns: int) -> bool:
+    """Whether equal stat data can prove a file unchanged: its recorded mtime is strictly older than the moment the
+    record began (an edit in the record's clock tick keeps mtime and ctime)."""
+    return recorded_mtime_ns < recorded_at_ns
+
+
+STAT_PACKING = struct.Struct("<QqqQQ")
+"""`StatFacts` as 40 bytes (size, mtime_ns, ctime_ns, inode, mode; the times signed): one-to-one on what lstat
+gives, so equal bytes mean equal stat data. The spawn's record holds each file's facts this way: a hand-back
+compares 10,000 of them without making 50,000 ints."""
+
+
+def packed_stat(facts: tuple[int, int, int, int, int]) -> bytes:
+    """A file's stat data as the record holds them."""
+    return STAT_PACKING.pack(*facts)
+
+
+def unpacked_stat(data: bytes) -> StatFacts:
+    """The stat data a record's 40 bytes hold."""
+    return StatFacts._make(STAT_PACKING.unpack(data))

@@ -3,12 +3,18 @@ hand-back's report and failure. Frozen msgspec structs with snake_case fields th
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from eukhe.core.merge import StatFacts
+import msgspec
+
+from eukhe.core.merge import STAT_PACKING, StatFacts
 from eukhe.records.base import Record
 
 ConflictReason = Literal["both_changed", "parent_holds_directory", "parent_holds_file_above"]
+
+
+PackedStat = Annotated[bytes, msgspec.Meta(min_length=STAT_PACKING.size, max_length=STAT_PACKING.size)]
+"""A file's StatFacts (size, mtime_ns, ctime_ns, inode, mode) packed as `core.merge.STAT_PACKING` does."""
 
 
 class CopiedPath(Record, array_like=True):
@@ -17,8 +23,8 @@ class CopiedPath(Record, array_like=True):
 
     path: str  # relative POSIX path
     link: str | None  # the symlink's target; None for a regular file
-    source: StatFacts  # the parent's file as the spawn read it: size, mtime_ns, ctime_ns, inode, mode
-    copy: StatFacts  # the child's working copy right after the spawn
+    source: PackedStat  # the parent's file as the spawn read it
+    copy: PackedStat  # the child's working copy right after the spawn
 
 
 class CopiedDir(Record, array_like=True):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eukhe.core.merge import (
+    STAT_PACKING,
     Dir,
     Entry,
     File,
@@ -38,6 +39,8 @@ from eukhe.core.merge import (
     ancestors,
     path_order,
     stat_proves_same,
+    stat_trusted,
+    unpacked_stat,
 )
 from eukhe.records.workspace import CopiedDir, CopiedPath, CopyRecord
 from eukhe.workspace.layout import WorkspaceLayout
@@ -80,8 +83,8 @@ class _Base:
             return BASE
         mode = stat.S_IMODE(st.st_mode)
         own = digest(full_path)
-        same_shape = copied is not None and copied.link is None and copied.copy.size == st.st_size
-        if same_shape and copied is not None and stat.S_IMODE(copied.copy.mode) == mode and self.digest(path) == own:
+        was = None if copied is None or copied.link is not None else unpacked_stat(copied.copy)
+        if was is not None and was.size == st.st_size and stat.S_IMODE(was.mode) == mode and self.digest(path) == own:
             return BASE
         return f"{mode:o}:{own}"
 
@@ -168,6 +171,18 @@ def _open_dir(root: str, directory: str) -> int:
         return -1
 
 
+def _racy_paths(base: _Base) -> frozenset[str]:
+    """The recorded files whose copy's mtime is not older than the record (racy git: equal stat data prove nothing
+    for them). Mostly none, which one look at all the recorded mtimes shows."""
+    if not base.by_path:
+        return frozenset()
+    mtimes = memoryview(b"".join(copied.copy for copied in base.by_path.values())).cast("q")[1::5]
+    if max(mtimes) < base.recorded_at_ns:
+        return frozenset()
+    at = base.recorded_at_ns
+    return frozenset(p for p, c in base.by_path.items() if not stat_trusted(unpacked_stat(c.copy).mtime_ns, at))
+
+
 def _read_base_paths(
     base: _Base, copy_root: str, kinds: dict[str, str], child: dict[str, Entry], changed: list[str]
 ) -> None:
@@ -177,7 +192,8 @@ def _read_base_paths(
     together), not by its whole path from the root. One thread: lstat holds the kernel's directory locks, so more
     threads only add switches of the interpreter's lock.
     """
-    lstat, recorded_at, base_file = os.lstat, base.recorded_at_ns, BASE_FILE
+    lstat, pack, base_file = os.lstat, STAT_PACKING.pack, BASE_FILE
+    racy = _racy_paths(base)
     opened: str | None = None
     dir_fd = -1
     try:
@@ -196,10 +212,10 @@ def _read_base_paths(
             except FileNotFoundError:
                 changed.append(path)  # the child has no entry there now
                 continue
-            now = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
-            if copied.link is None and stat_proves_same(copied.copy, now, recorded_at):
-                continue  # the common case: the base's file, decided here without reading it
-            leaf = _leaf(base, path, f"{copy_root}/{path}", st, copied.copy)
+            now = pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+            if now == copied.copy and copied.link is None and (not racy or path not in racy):
+                continue  # the common case (stat_proves_same): the base's file, decided without reading it
+            leaf = _leaf(base, path, f"{copy_root}/{path}", st, unpacked_stat(copied.copy))
             if leaf != (base_file if copied.link is None else Link(copied.link)):
                 changed.append(path)
                 if leaf is not None:
@@ -265,7 +281,7 @@ def read_parent(
             continue
         copied = base.by_path.get(path)
         full_path = os.path.join(parent_root, path)
-        leaf = _leaf(base, path, full_path, st, None if copied is None else copied.source)
+        leaf = _leaf(base, path, full_path, st, None if copied is None else unpacked_stat(copied.source))
         # A fifo, socket or device is the parent's own: it never reads as the base's, so it is never overwritten.
         parent[path] = leaf if leaf is not None else File(f"special:{st.st_mode:o}:{st.st_ino}")
     return parent, seen

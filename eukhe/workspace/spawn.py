@@ -25,7 +25,7 @@ from pathlib import Path
 import msgspec
 
 from eukhe.core.fsmode import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
-from eukhe.core.merge import StatFacts, ancestors
+from eukhe.core.merge import STAT_PACKING, StatFacts, ancestors
 from eukhe.private_fs import make_private_dirs
 from eukhe.records.workspace import CopiedDir, CopiedPath, CopyRecord, WorkspaceCopy
 from eukhe.workspace.clone import Cloner
@@ -70,6 +70,11 @@ def current_umask() -> int:
 def stat_facts(st: os.stat_result) -> StatFacts:
     """The stat data change detection compares."""
     return StatFacts(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+
+
+def packed_facts(st: os.stat_result) -> bytes:
+    """The stat data change detection compares, as the record holds them."""
+    return STAT_PACKING.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
 
 
 def filesystem_now(directory: Path) -> int:
@@ -171,7 +176,7 @@ class _Copier:
                 os.close(copy_fd)
         finally:
             os.close(base_fd)
-        return CopiedPath(path=relative, link=None, source=stat_facts(st), copy=stat_facts(copied))
+        return CopiedPath(path=relative, link=None, source=packed_facts(st), copy=packed_facts(copied))
 
     def symlink(self, relative: str, source: str) -> CopiedPath | None:
         try:
@@ -186,7 +191,7 @@ class _Copier:
             os.symlink(target, os.path.join(root, relative))
             os.utime(os.path.join(root, relative), ns=times, follow_symlinks=False)
         copied = os.lstat(os.path.join(self.copy, relative))
-        return CopiedPath(path=relative, link=target, source=stat_facts(st), copy=stat_facts(copied))
+        return CopiedPath(path=relative, link=target, source=packed_facts(st), copy=packed_facts(copied))
 
     def counts(self) -> tuple[int, int, int]:
         """File copies cloned, file copies made of bytes, bytes copied (two copies per file: base and copy)."""

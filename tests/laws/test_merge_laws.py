@@ -452,6 +452,26 @@ def test_stat_proves_same_only_on_equal_stats_older_than_the_record() -> None:
     assert not merge.stat_proves_same(STATS[0], STATS[0], STATS[0].mtime_ns)  # racy: same tick as the record
 
 
+def test_stat_proves_same_on_packed_stats_as_on_stats() -> None:
+    """The shell's hot loop compares packed stat data and checks the record's mtime once for all files: that is
+    `stat_proves_same` exactly (packing is one-to-one), on every pair of a small domain."""
+    for recorded, now, at in itertools.product(STATS, STATS, (5, 9, 10)):
+        packed_same = merge.packed_stat(recorded) == merge.packed_stat(now)
+        assert (packed_same and merge.stat_trusted(recorded.mtime_ns, at)) == merge.stat_proves_same(recorded, now, at)
+
+
+lstat_ints = st.integers(min_value=0, max_value=2**64 - 1)
+lstat_times = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+lstat_facts = st.builds(StatFacts, lstat_ints, lstat_times, lstat_times, lstat_ints, lstat_ints)
+
+
+@given(lstat_facts, lstat_facts)
+def test_stat_proves_same_on_packed_stats_over_any_lstat_values(one: StatFacts, two: StatFacts) -> None:
+    assert merge.unpacked_stat(merge.packed_stat(one)) == one
+    assert (merge.packed_stat(one) == merge.packed_stat(two)) == (one == two)
+    assert (merge.packed_stat(one) == merge.packed_stat(one._replace(mode=two.mode))) == (one.mode == two.mode)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # The entry: cow_entry. The shell reads three trees and asks `plan` (eukhe.workspace.handback); trees a disk holds
 # get the table's plan, whatever order the shell read them in; any other tree gets exactly one `TreeError`.

@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from eukhe.core.merge import Dir, File, Link, StatFacts, Tree
+from eukhe.core.merge import Dir, File, Link, StatFacts, Tree, packed_stat
 from eukhe.records.workspace import CopyRecord, HandbackReport
 from eukhe.workspace import (
     HandbackError,
@@ -326,7 +326,7 @@ def test_an_edit_keeping_the_size_and_mtime_is_still_seen(tmp_path: Path) -> Non
 def rewrite_record(layout: WorkspaceLayout, path: str, copy: StatFacts, recorded_at_ns: int) -> None:
     """Rewrite the spawn's record as if it had read `copy` for `path`, with its clock at `recorded_at_ns`."""
     record = msgspec.msgpack.decode(layout.copy_record.read_bytes(), type=CopyRecord)
-    paths = tuple(msgspec.structs.replace(p, copy=copy) if p.path == path else p for p in record.paths)
+    paths = tuple(msgspec.structs.replace(p, copy=packed_stat(copy)) if p.path == path else p for p in record.paths)
     new = msgspec.structs.replace(record, paths=paths, recorded_at_ns=recorded_at_ns)
     layout.copy_record.write_bytes(msgspec.msgpack.encode(new))
 

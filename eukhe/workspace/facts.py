@@ -36,6 +36,7 @@ from eukhe.core.merge import (
     Leaf,
     Link,
     StatFacts,
+    all_stats_trusted,
     ancestors,
     path_order,
     stat_proves_same,
@@ -174,12 +175,9 @@ def _open_dir(root: str, directory: str) -> int:
 def _racy_paths(base: _Base) -> frozenset[str]:
     """The recorded files whose copy's mtime is not older than the record (racy git: equal stat data prove nothing
     for them). Mostly none, which one look at all the recorded mtimes shows."""
-    if not base.by_path:
-        return frozenset()
-    mtimes = memoryview(b"".join(copied.copy for copied in base.by_path.values())).cast("q")[1::5]
-    if max(mtimes) < base.recorded_at_ns:
-        return frozenset()
     at = base.recorded_at_ns
+    if all_stats_trusted(b"".join(copied.copy for copied in base.by_path.values()), at):
+        return frozenset()
     return frozenset(p for p, c in base.by_path.items() if not stat_trusted(unpacked_stat(c.copy).mtime_ns, at))
 
 

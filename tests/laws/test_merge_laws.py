@@ -460,6 +460,15 @@ def test_stat_proves_same_on_packed_stats_as_on_stats() -> None:
         assert (packed_same and merge.stat_trusted(recorded.mtime_ns, at)) == merge.stat_proves_same(recorded, now, at)
 
 
+def test_stat_proves_same_trusts_all_packed_stats_as_each_one() -> None:
+    for size in range(4):
+        for chosen in itertools.product(STATS, repeat=size):
+            packed = b"".join(merge.packed_stat(facts) for facts in chosen)
+            for at in (5, 9, 10):
+                expected = all(merge.stat_trusted(facts.mtime_ns, at) for facts in chosen)
+                assert merge.all_stats_trusted(packed, at) == expected
+
+
 lstat_ints = st.integers(min_value=0, max_value=2**64 - 1)
 lstat_times = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 lstat_facts = st.builds(StatFacts, lstat_ints, lstat_times, lstat_times, lstat_ints, lstat_ints)

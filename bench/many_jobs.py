@@ -33,7 +33,6 @@ from eukhe.core.bound import DEFAULT_TRUNCATION
 from eukhe.core.job import End, Exited
 from eukhe.jobs import Job, JobTable, wait_until
 from eukhe.jobs.bash import start_bash
-from eukhe.output import load_numpy
 from eukhe.procs import has_controlling_terminal
 
 
@@ -137,10 +136,8 @@ def main() -> None:
 
 
 def as_a_worker() -> None:
-    """Run `main` the way a daemon worker hosts jobs: with numpy loaded for the wide newline counts, in a session of
-    its own, without a terminal (with one, each job would get a session of its own, and with it an equal share of
-    the CPU against the host reading them)."""
-    load_numpy()
+    """Run `main` the way a daemon worker hosts jobs: in a session of its own, without a terminal (with one, each job
+    would get a session of its own, and with it an equal share of the CPU against the host reading them)."""
     if not has_controlling_terminal():
         main()
         return

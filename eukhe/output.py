@@ -20,8 +20,9 @@ import fcntl
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+import stringzilla
 
 from eukhe.core import bound
 from eukhe.core.bound import Keep, Off, On, OutputLimits, TextCounts, TextFacts, Truncation
@@ -38,18 +39,6 @@ from eukhe.records.output import OutputWindow
 # the whole output.
 
 NEWLINE = 0x0A
-WIDE_COUNT_BYTES = 1 << 14
-"""A newline count over at least this many bytes runs in numpy once a host process loaded it (`load_numpy`: about
-16 GB/s here, against 3 for `bytes.count`, whose one-byte loop was most of a busy host's CPU time: bench/many_jobs.py);
-a shorter one, or one in a process that did not load numpy, stays with `bytes.count`."""
-
-
-SINGLE_THREADED = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-"""Set while numpy loads: its BLAS would start a thread pool at load (a fork server must not hold threads, and the
-counts use no BLAS). Put back right after, so no job or kernel inherits them."""
-
-_WIDE: list[ModuleType] = []
-"""numpy, once `load_numpy` loaded it for the wide counts (empty: every count is `bytes.count`)."""
 
 
 def job_artifact_prefix(job_id: str) -> str:
@@ -57,35 +46,13 @@ def job_artifact_prefix(job_id: str) -> str:
     return f"job-{job_id}"
 
 
-def load_numpy() -> ModuleType:
-    """Load numpy for the wide newline counts, with its BLAS single-threaded. Only a process that streams many jobs'
-    output calls it (the daemon's fork server, before any fork, so its workers share the 20 MB; a worker started
-    without one): a CLI or a lone bounder counts with `bytes.count` and never pays numpy's memory."""
-    if _WIDE:
-        return _WIDE[0]
-    saved = {name: os.environ.get(name) for name in SINGLE_THREADED}
-    os.environ.update(SINGLE_THREADED)
-    try:
-        import numpy  # noqa: PLC0415 - deliberately lazy
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-    _WIDE.append(numpy)
-    return numpy
-
-
 def count_newlines(data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
     """The newlines in `data[start:end]`, for 0 <= start <= end <= len(data): what `bytes.count` says, counted in
-    place (no slice is copied)."""
-    stop = len(data) if end is None else end
-    if stop - start < WIDE_COUNT_BYTES or not _WIDE:
-        return data.count(b"\n", start, stop)
-    numpy = _WIDE[0]
-    window = numpy.frombuffer(data, dtype=numpy.uint8, count=stop - start, offset=start)
-    return int(numpy.count_nonzero(window == NEWLINE))
+    place (no slice is copied) with StringZilla's SIMD count, several times `bytes.count`'s one-byte loop: the count
+    is most of a busy stream's CPU time (bench/bounded_output.py, bench/many_jobs.py), and the library costs under
+    1 MB of memory."""
+    newlines: int = stringzilla.count(data, b"\n", start, len(data) if end is None else end)
+    return newlines
 
 
 def _sequence_length(line: bytes | bytearray, start: int) -> int:

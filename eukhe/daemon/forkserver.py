@@ -33,7 +33,6 @@ import traceback
 from pathlib import Path
 
 from eukhe.daemon.orphans import libc
-from eukhe.output import load_numpy
 from eukhe.records.base import decode_json, encode
 from eukhe.records.daemon import Forked, ForkRequest, WorkerReady
 
@@ -66,7 +65,6 @@ def warm_up() -> None:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     libc()  # loaded once, here: every worker has it
-    load_numpy()  # the bounder's wide newline counts: 20 MB, shared, not imported again in each busy worker
     try:
         rehearse()
     except Exception:  # a rehearsal that fails costs memory, never a worker: say so and go on

@@ -31,7 +31,6 @@ from eukhe.daemon.orphans import become_subreaper, end_orphans
 from eukhe.daemon.server import serve_requests
 from eukhe.errors import EukheError, error_code
 from eukhe.fsio import write_all
-from eukhe.output import load_numpy
 from eukhe.records.base import encode
 from eukhe.records.daemon import WorkerReady
 
@@ -60,7 +59,6 @@ async def _stdin_closed() -> StopReason:
 
 
 async def run_worker(socket_path: Path, session_id: str | None, daemon_socket: Path | None = None) -> int:
-    load_numpy()  # the wide newline counts of many jobs' output (loaded already when the fork server forked us)
     """Open the session, bind, serve until told to stop; return the exit code. With `daemon_socket`, the session's
     children are sessions of that daemon (each in its own worker); without, they live in this process."""
     become_subreaper()

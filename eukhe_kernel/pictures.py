@@ -26,10 +26,17 @@ TEXT_METHODS = (("_repr_markdown_", "text/markdown"), ("_repr_html_", "text/html
 """The text representations (every one that gives a string)."""
 
 
+PLAIN_TYPES = frozenset({int, float, complex, bool, str, bytes, bytearray, type(None), list, tuple, dict, set, range})
+"""Built-in types without a rich representation: a value of exactly one is its repr alone, with no lookup of the
+five methods (most results are such values)."""
+
+
 def bundle_of(obj: Any, plain: str | None = None) -> dict[str, Any]:
     """The MIME bundle of `obj`: its repr (or `plain`) and every rich representation it gives. A representation
     that raises or gives the wrong type is left out: the repr still shows."""
     bundle: dict[str, Any] = {"text/plain": repr(obj) if plain is None else plain}
+    if type(obj) in PLAIN_TYPES:
+        return bundle
     image = figure_png(obj)
     if image is not None:
         bundle["image/png"] = base64.b64encode(image).decode("ascii")

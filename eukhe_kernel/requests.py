@@ -3,9 +3,12 @@
 - The loop reads while no cell runs, so a request to an idle kernel is served on the loop's own thread: no other
   thread wakes between the host's write and the cell (a hand-off between threads would cost more than a `1+1`
   cell itself).
-- The reader thread takes over when a cell has run for `TAKEOVER_S`, and at once when the main thread is about to
-  wait for a host reply, so an interrupt, a shutdown or the reply is heard while a cell holds the main thread. It
-  reads until the cell ends; before the loop runs (the snapshot's restore) it reads too.
+- The reader thread takes over when a cell has run for `TAKEOVER_S` (at most twice that), and at once when the
+  main thread is about to wait for a host reply, so an interrupt, a shutdown or the reply is heard while a cell
+  holds the main thread. It reads until the cell ends; before the loop runs (the snapshot's restore) it reads too.
+  The thread wakes at a cell's start only when it waited for none, and never at a cell's end: it looks at its
+  deadline, so a burst of short cells wakes it about once per `TAKEOVER_S`, not twice per cell (each wake takes
+  the GIL from a cell).
 
 One lock orders it all: who reads changes under it, and each chunk is read and its lines served under it, so the
 two sides never read at once and requests are served in the order they came.
@@ -47,6 +50,7 @@ class RequestReader:
         self._cond = threading.Condition(threading.RLock())  # reentrant: a served line may ask for a hand-over
         self._owner = _THREAD
         self._busy: int | None = None  # the running cell's number, None between cells
+        self._idle = False  # the thread waits for a cell to start, without a deadline
         self._cells = 0
         self._registered = False  # the loop's reader callback is installed
         self._ended = False
@@ -66,13 +70,14 @@ class RequestReader:
         with self._cond:
             self._cells += 1
             self._busy = self._cells
-            self._cond.notify()
+            if self._idle:  # its clock starts now; a thread that waits with a deadline sees the cell at it
+                self._cond.notify()
 
     def cell_ended(self) -> None:
-        """The cell ended: the loop reads again (called on the loop's thread)."""
+        """The cell ended: the loop reads again (called on the loop's thread). The thread is not woken: at its
+        deadline it sees that the cell it timed is over."""
         with self._cond:
             self._busy = None
-            self._cond.notify()
         self.to_loop()
 
     def hand_over(self) -> None:
@@ -118,7 +123,9 @@ class RequestReader:
                     if self._ended:
                         return
                     if self._busy is None:
+                        self._idle = True
                         self._cond.wait()
+                        self._idle = False
                         continue
                     if not self._cond.wait_for(self._cell_changed(self._busy), TAKEOVER_S):
                         self._owner = _THREAD  # the same cell still runs: read for it

@@ -37,7 +37,7 @@ from eukhe.core.merge import File, HandbackPlan, Leaf, Link, StatFacts, Step, an
 from eukhe.fsio import fsync_all, fsync_dir
 from eukhe.private_fs import make_private_dirs
 from eukhe.records.workspace import HandbackConflict, HandbackReport
-from eukhe.workspace.clone import Cloner
+from eukhe.workspace.copier import Cloner
 from eukhe.workspace.durable import (
     CrashHook,
     no_hook,

@@ -3,8 +3,9 @@
 `create_workspace` lists the parent's directory (`listing`), then copies each file into `base/` (the workspace as
 the child finds it) and from there into `copy/` (the child's working directory), so base and copy hold the same
 bytes even if the parent changes a file meanwhile. Extents are cloned where the filesystem can; elsewhere bytes are
-copied and one warning with the counts is logged. Symlinks stay symlinks; files keep their modes and mtimes;
-directories eukhe makes are 0700 at creation and then get the mode of the parent's directory they copy.
+copied and one warning with the counts is logged. Symlinks stay symlinks; files keep their modes, and in the copy
+their mtimes; directories eukhe makes are 0700 at creation and then get the mode of the parent's directory they copy.
+A large listing is copied in alternate runs here and in a helper process (`copier`).
 
 The record (`copy.msgpack`) is written last, atomically; a workspace without it is an interrupted spawn that the next
 `create_workspace` clears and starts again. It holds the stat data change detection compares at the hand-back.
@@ -12,14 +13,16 @@ The record (`copy.msgpack`) is written last, atomically; a workspace without it 
 
 from __future__ import annotations
 
-import errno
+import contextlib
 import logging
+import marshal
 import os
-import queue
 import stat
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
@@ -28,7 +31,8 @@ from eukhe.core.fsmode import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
 from eukhe.core.merge import STAT_PACKING, StatFacts, ancestors
 from eukhe.private_fs import make_private_dirs
 from eukhe.records.workspace import CopiedDir, CopiedPath, CopyRecord, WorkspaceCopy
-from eukhe.workspace.clone import Cloner
+from eukhe.workspace import copier
+from eukhe.workspace.copier import Copier, Entry
 from eukhe.workspace.durable import remove_leftover, write_record
 from eukhe.workspace.errors import CopyError, WorkspaceError, WorkspaceExistsError
 from eukhe.workspace.layout import WorkspaceLayout
@@ -38,20 +42,7 @@ log = logging.getLogger("eukhe.workspace")
 
 CLOCK_PROBE = ".clock"
 
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CREATE = os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_SOURCE_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-_OWN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
-"""Mode bits a file never gets at its creation here: set by fchmod after."""
-
-
-def _open_dir(path: str, flags: int) -> int:
-    """An fd of a directory, or -1 if it is gone or is not a directory now."""
-    try:
-        return os.open(path, flags)
-    except (FileNotFoundError, NotADirectoryError):
-        return -1
 
 
 def current_umask() -> int:
@@ -72,11 +63,6 @@ def stat_facts(st: os.stat_result) -> StatFacts:
     return StatFacts(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
 
 
-def packed_facts(st: os.stat_result) -> bytes:
-    """The stat data change detection compares, as the record holds them."""
-    return STAT_PACKING.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
-
-
 def filesystem_now(directory: Path) -> int:
     """The filesystem's clock now, as a file made in `directory` reads it (the clock file mtimes are stamped with)."""
     probe = directory / CLOCK_PROBE
@@ -87,119 +73,6 @@ def filesystem_now(directory: Path) -> int:
     finally:
         os.close(fd)
         os.unlink(probe)
-
-
-class _Copier:
-    """Copies one path into base/ and copy/, cloning where it can; keeps the counts.
-
-    Files are opened by name in their directory's fds (source, base, copy), kept while the paths stay in one
-    directory (the listing is sorted): a whole path from the root is looked up once per directory, not per file."""
-
-    def __init__(self, source: Path, base: Path, copy: Path, umask: int) -> None:
-        self.source, self.base, self.copy = str(source), str(base), str(copy)
-        self.umask = umask
-        self.into_base = Cloner()
-        self.into_copy = Cloner()
-        self._directory: str | None = None
-        self._fds: tuple[int, int, int] | None = None  # source, base, copy: the fds of `_directory`
-
-    def close(self) -> None:
-        """Close the directory fds it holds."""
-        fds, self._fds, self._directory = self._fds, None, None
-        for fd in fds or ():
-            os.close(fd)
-
-    def _dir_fds(self, directory: str) -> tuple[int, int, int] | None:
-        """The fds of one directory in source, base and copy; None if the parent's directory is gone."""
-        if directory != self._directory:
-            self.close()
-            self._directory = directory
-            source_fd = _open_dir(os.path.join(self.source, directory), _SOURCE_DIR)
-            if source_fd < 0:
-                return None
-            try:
-                base_fd = os.open(os.path.join(self.base, directory), _OWN_DIR)
-                try:
-                    copy_fd = os.open(os.path.join(self.copy, directory), _OWN_DIR)
-                except BaseException:
-                    os.close(base_fd)
-                    raise
-            except BaseException:
-                os.close(source_fd)
-                raise
-            self._fds = (source_fd, base_fd, copy_fd)
-        return self._fds
-
-    def path(self, relative: str) -> CopiedPath | None:
-        """Copy one listed path; None if it is gone or is neither a regular file nor a symlink."""
-        directory, _, name = relative.rpartition("/")
-        fds = self._dir_fds(directory)
-        if fds is None:
-            return None  # listed, then removed with its directory (or it is a file now)
-        try:
-            fd = os.open(name, _READ, dir_fd=fds[0])
-        except OSError as error:
-            if error.errno == errno.ELOOP:
-                return self.symlink(relative, os.path.join(self.source, relative))
-            if error.errno in (errno.ENOENT, errno.ENOTDIR):
-                return None  # listed, then removed (or a tracked file deleted in the work tree)
-            raise
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                return None  # a directory (a submodule), a fifo, a socket, a device
-            return self.regular(relative, name, fds, fd, st)
-        finally:
-            os.close(fd)
-
-    def regular(
-        self, relative: str, name: str, fds: tuple[int, int, int], source_fd: int, st: os.stat_result
-    ) -> CopiedPath:
-        mode = stat.S_IMODE(st.st_mode)
-        # Made with its mode when the umask lets it through (the directories are 0700 until filled): no fchmod.
-        made_with = mode if not mode & (self.umask | _SPECIAL_BITS) else PRIVATE_FILE_MODE
-        times = (st.st_atime_ns, st.st_mtime_ns)
-        base_fd = os.open(name, os.O_RDWR | _CREATE, made_with, dir_fd=fds[1])
-        try:
-            self.into_base.fill(source_fd, base_fd, st.st_size)
-            if made_with != mode:
-                os.fchmod(base_fd, mode)
-            os.utime(base_fd, ns=times)
-            copy_fd = os.open(name, os.O_WRONLY | _CREATE, made_with, dir_fd=fds[2])
-            try:
-                self.into_copy.fill(base_fd, copy_fd, st.st_size)
-                if made_with != mode:
-                    os.fchmod(copy_fd, mode)
-                os.utime(copy_fd, ns=times)
-                copied = os.fstat(copy_fd)
-            finally:
-                os.close(copy_fd)
-        finally:
-            os.close(base_fd)
-        return CopiedPath(path=relative, link=None, source=packed_facts(st), copy=packed_facts(copied))
-
-    def symlink(self, relative: str, source: str) -> CopiedPath | None:
-        try:
-            st = os.lstat(source)
-            target = os.readlink(source)
-        except FileNotFoundError:
-            return None
-        if not stat.S_ISLNK(st.st_mode):
-            return None  # replaced since it was opened; the next spawn copies what is there
-        times = (st.st_atime_ns, st.st_mtime_ns)
-        for root in (self.base, self.copy):
-            os.symlink(target, os.path.join(root, relative))
-            os.utime(os.path.join(root, relative), ns=times, follow_symlinks=False)
-        copied = os.lstat(os.path.join(self.copy, relative))
-        return CopiedPath(path=relative, link=target, source=packed_facts(st), copy=packed_facts(copied))
-
-    def counts(self) -> tuple[int, int, int]:
-        """File copies cloned, file copies made of bytes, bytes copied (two copies per file: base and copy)."""
-        return (
-            self.into_base.cloned + self.into_copy.cloned,
-            self.into_base.copied_files + self.into_copy.copied_files,
-            self.into_base.copied_bytes + self.into_copy.copied_bytes,
-        )
 
 
 def _directories(paths: Iterable[str]) -> list[str]:
@@ -219,54 +92,73 @@ def _outside(paths: list[str], parent: Path, root: Path) -> list[str]:
     return [path for path in paths if path != inside and not path.startswith(inside + "/")]
 
 
-COPY_THREADS = 2
-"""Threads that copy files at once: a file's copies are system calls (open, clone, utime) that release the GIL, so
-on two cores two threads make the base and the copy of a large workspace in about half the time."""
-THREADED_FROM = 1000
-"""Fewer files than this are copied on the calling thread (threads would cost more than they save)."""
+HELPER_FROM = 1000
+"""From this many files (on more than one core) a helper process copies every other run of the listing while this
+one copies the rest: a file's copies are system calls, and two processes make them at once where two threads of
+one would wait for each other's GIL at every call (bench/workspace_spawn.py)."""
 RUN_PATHS = 256
-"""Paths per run a thread takes at once: runs of the sorted listing, so a directory is mostly one thread's."""
+"""Paths per run: alternate runs of the sorted listing share the bytes and the directories out evenly, and a
+directory is still mostly one side's (its fds are opened once per run)."""
+
+HELPER_ARGV = (sys.executable, "-I", "-S", copier.__file__)
+"""The helper: this interpreter, isolated, without site-packages (the copier needs the standard library only)."""
 
 
-def _copy_threads(files: int) -> int:
-    return max(1, min(COPY_THREADS, os.cpu_count() or 1)) if files >= THREADED_FROM else 1
-
-
-def _copy_run(copier: _Copier, run: list[str]) -> list[CopiedPath]:
-    """Copy a run of paths in order; a failure is a CopyError naming its path."""
-    copied: list[CopiedPath] = []
-    for relative in run:
-        try:
-            entry = copier.path(relative)
-        except OSError as error:
-            raise CopyError(relative, error.strerror or str(error)) from error
-        if entry is not None:
-            copied.append(entry)
-    return copied
-
-
-def _copy_files(copiers: list[_Copier], paths: list[str]) -> list[CopiedPath]:
-    """Copy every listed path with one copier per thread; the entries in the listing's order."""
-    try:
-        if len(copiers) == 1:
-            return _copy_run(copiers[0], paths)
+def _copy_files(copier: Copier, paths: list[str]) -> tuple[list[CopiedPath], tuple[int, ...]]:
+    """Copy every listed path: the entries in the listing's order and the counts (cloned, copied files, bytes).
+    A failure is a CopyError naming its path (the first in the listing, when both sides fail)."""
+    if len(paths) < HELPER_FROM or (os.cpu_count() or 1) < 2:
+        entries, failure = copier.run(paths)
+        counts: tuple[int, ...] = copier.counts()
+    else:
         runs = [paths[start : start + RUN_PATHS] for start in range(0, len(paths), RUN_PATHS)]
-        free = queue.SimpleQueue[_Copier]()
-        for copier in copiers:
-            free.put(copier)
+        with _Helper(copier, [path for run in runs[1::2] for path in run]) as helper:
+            entries, failure = copier.run([path for run in runs[::2] for path in run])
+            theirs, their_failure, their_counts = helper.result()
+        entries = sorted(entries + theirs)  # the listing's order: it is sorted, and each path is there once
+        failure = min((f for f in (failure, their_failure) if f is not None), default=None)
+        counts = tuple(mine + their for mine, their in zip(copier.counts(), their_counts, strict=True))
+    if failure is not None:
+        raise CopyError(*failure)
+    return [CopiedPath(path=p, link=link, source=source, copy=copy) for p, link, source, copy in entries], counts
 
-        def one(run: list[str]) -> list[CopiedPath]:
-            copier = free.get()  # a copier (its directory fds, its counts) is one thread's at a time
-            try:
-                return _copy_run(copier, run)
-            finally:
-                free.put(copier)
 
-        with ThreadPoolExecutor(len(copiers), thread_name_prefix="eukhe-copy") as pool:
-            return [entry for done in pool.map(one, runs) for entry in done]
-    finally:
-        for copier in copiers:
-            copier.close()
+class _Helper:
+    """The helper process copying its part of the listing. Its input and output are unnamed files, so neither side
+    waits on a pipe; leaving the block kills it if it still runs (this side failed) and reaps it."""
+
+    def __init__(self, copier: Copier, paths: list[str]) -> None:
+        # Closed by __exit__, with the process reaped first.
+        self._files = contextlib.ExitStack()
+        self._output = self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
+        self._errors = self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
+        argv = [*HELPER_ARGV, copier.source, copier.base, copier.copy, f"{copier.umask:o}"]
+        argv += [f"{copier.private_mode:o}", copier.packing]
+        with tempfile.TemporaryFile() as given:
+            given.write(marshal.dumps(paths))
+            given.seek(0)
+            self._process = subprocess.Popen(argv, stdin=given, stdout=self._output, stderr=self._errors)
+
+    def __enter__(self) -> _Helper:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+        self._files.close()
+
+    def result(self) -> tuple[list[Entry], tuple[str, str] | None, tuple[int, ...]]:
+        """What the helper copied, once it ended; a helper that failed is a CopyError with its last words."""
+        code = self._process.wait()
+        self._output.seek(0)
+        output = self._output.read()
+        if code != 0 or not output:
+            self._errors.seek(0)
+            said = self._errors.read().decode("utf-8", "replace").strip().splitlines()
+            raise CopyError("", f"the copy helper failed (exit {code}): {said[-1] if said else 'no output'}")
+        entries, failure, counts = marshal.loads(output)
+        return entries, failure, counts
 
 
 def clear_interrupted(layout: WorkspaceLayout) -> None:
@@ -295,7 +187,14 @@ def create_workspace(
     os.mkdir(layout.copy, PRIVATE_DIR_MODE)
     recorded_at = filesystem_now(layout.dir)
     umask = current_umask()
-    copiers = [_Copier(parent, layout.base, layout.copy, umask) for _ in range(_copy_threads(len(paths)))]
+    copier = Copier(
+        str(parent),
+        str(layout.base),
+        str(layout.copy),
+        umask,
+        private_mode=PRIVATE_FILE_MODE,
+        packing=STAT_PACKING.format,
+    )
     directories = _directories(paths)
     current = ""
     source, base, copy = str(parent), str(layout.base), str(layout.copy)  # strings: thousands of joins follow
@@ -305,7 +204,7 @@ def create_workspace(
             os.mkdir(os.path.join(base, directory), PRIVATE_DIR_MODE)
             os.mkdir(os.path.join(copy, directory), PRIVATE_DIR_MODE)
         current = ""
-        copied = _copy_files(copiers, paths)
+        copied, (cloned, copied_files, copied_bytes) = _copy_files(copier, paths)
         copied_dirs = []
         for directory in [*reversed(directories), ""]:  # once filled, the user's directories get their modes, mtimes
             current = directory
@@ -322,7 +221,6 @@ def create_workspace(
         parent_dir=str(parent), recorded_at_ns=recorded_at, paths=tuple(copied), dirs=tuple(reversed(copied_dirs))
     )
     write_record(layout.copy_record, msgspec.msgpack.encode(record))
-    cloned, copied_files, copied_bytes = (sum(counts) for counts in zip(*(c.counts() for c in copiers), strict=True))
     if copied_files:
         log.warning(
             "workspace copy of %s: the filesystem cannot clone extents; copied %d bytes in %d file copies"

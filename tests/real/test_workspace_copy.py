@@ -10,6 +10,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 from eukhe.workspace import (
     MAX_WORKSPACE_FILES,
+    CopyError,
     WorkspaceExistsError,
     WorkspaceLayout,
     WorkspaceNameError,
@@ -191,11 +193,11 @@ def test_the_copy_keeps_symlinks_modes_and_mtimes_and_makes_its_dirs_private(tmp
     os.utime(parent / "bin" / "run", ns=(1_000_000_000, 1_234_567_890_123))
     layout = WorkspaceLayout.at(tmp_path / "agent" / "workspaces", "s", "c")
     create_workspace(parent, layout)
+    assert os.lstat(layout.copy / "bin" / "run").st_mtime_ns == 1_234_567_890_123  # the base keeps no times
     for root in (layout.base, layout.copy):
         assert stat.S_IMODE(os.lstat(root / "bin" / "run").st_mode) == 0o755
         assert stat.S_IMODE(os.lstat(root / "shared" / "secret").st_mode) == 0o600
         assert stat.S_IMODE(os.lstat(root / "shared").st_mode) == 0o750  # the user's directory keeps its mode
-        assert os.lstat(root / "bin" / "run").st_mtime_ns == 1_234_567_890_123
         assert os.readlink(root / "run") == "bin/run" and (root / "run").is_symlink()
         assert os.readlink(root / "dangling") == "/nowhere/at/all"
     for made in (tmp_path / "agent", tmp_path / "agent" / "workspaces", layout.dir, layout.base, layout.copy):
@@ -258,9 +260,12 @@ def test_the_byte_copy_fallback_logs_one_warning_with_the_counts(
     assert "in 10 file copies" in message and "(0 file copies cloned)" in message
 
 
-def test_a_copy_made_on_threads_is_the_copy_made_on_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Files copied by two threads, runs of a few paths each, give the same trees and the same record, in the
-    listing's order, as on the calling thread; modes the umask would cut are still the source's."""
+def test_a_copy_made_with_the_helper_process_is_the_copy_made_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files copied in alternate runs of a few paths here and by the helper process give the same trees and the
+    same record, in the listing's order, as a copy made in this process alone; modes the umask would cut are still
+    the source's."""
     parent = tmp_path / "project"
     for index in range(40):
         path = parent / f"d{index % 3}" / f"e{index % 2}" / f"f{index}.txt"
@@ -270,11 +275,10 @@ def test_a_copy_made_on_threads_is_the_copy_made_on_one(tmp_path: Path, monkeypa
     os.symlink("d0/e0/f0.txt", parent / "d1" / "link")
     (parent / "d2" / "e1" / "f5.txt").unlink()  # listed by no one: nothing to copy there
     records = []
-    for name, threaded in (("one", False), ("two", True)):
-        if threaded:
-            monkeypatch.setattr(spawn, "THREADED_FROM", 1)
+    for name, helped in (("one", False), ("two", True)):
+        if helped:
+            monkeypatch.setattr(spawn, "HELPER_FROM", 1)
             monkeypatch.setattr(spawn, "RUN_PATHS", 3)
-            monkeypatch.setattr(spawn, "COPY_THREADS", 2)
             monkeypatch.setattr(os, "cpu_count", lambda: 2)
         layout = WorkspaceLayout.at(tmp_path / "ws", "s", name)
         copied = create_workspace(parent, layout)
@@ -351,3 +355,23 @@ def test_ficlone_shares_extents_on_a_real_xfs_mount(xfs_mount: Path, caplog: pyt
     (layout.copy / "small.txt").write_text("changed by the child\n")
     assert hand_back(layout).paths_taken == ("small.txt",)
     assert (parent / "small.txt").read_text() == "changed by the child\n"
+
+
+def test_a_helper_process_that_fails_is_a_copy_error_with_its_last_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A helper that dies before it answers fails the spawn with what it said, and the interrupted workspace is
+    cleared by the next spawn, which copies every file."""
+    parent = tmp_path / "project"
+    parent.mkdir()
+    for index in range(6):
+        (parent / f"f{index}").write_text(f"{index}\n")
+    monkeypatch.setattr(spawn, "HELPER_FROM", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(spawn, "HELPER_ARGV", (sys.executable, "-c", "import sys; sys.exit('the helper broke')"))
+    layout = WorkspaceLayout.at(tmp_path / "ws", "s", "c")
+    with pytest.raises(CopyError, match=r"the copy helper failed \(exit 1\): the helper broke"):
+        create_workspace(parent, layout)
+    monkeypatch.undo()
+    assert create_workspace(parent, layout).files == 6
+    assert read_disk(layout.copy)[0] == read_disk(parent)[0]

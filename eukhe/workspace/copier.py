@@ -221,11 +221,11 @@ class Copier:
             return None
         if not stat.S_ISLNK(st.st_mode):
             return None  # replaced since it was opened; the next spawn copies what is there
-        times = (st.st_atime_ns, st.st_mtime_ns)
-        for root in (self.base, self.copy):
-            os.symlink(target, os.path.join(root, relative))
-            os.utime(os.path.join(root, relative), ns=times, follow_symlinks=False)
-        copied = os.lstat(os.path.join(self.copy, relative))
+        os.symlink(target, os.path.join(self.base, relative))  # like a file in the base: no times
+        in_copy = os.path.join(self.copy, relative)
+        os.symlink(target, in_copy)
+        os.utime(in_copy, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+        copied = os.lstat(in_copy)
         return (relative, target, self.packed(st), self.packed(copied))
 
     def run(self, paths: list[str]) -> tuple[list[Entry], tuple[str, str] | None]:

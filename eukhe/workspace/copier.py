@@ -177,7 +177,7 @@ class Copier:
             fd = os.open(name, _READ, dir_fd=fds[0])
         except OSError as error:
             if error.errno == errno.ELOOP:
-                return self.symlink(relative, os.path.join(self.source, relative))
+                return self.symlink(relative, name, fds)
             if error.errno in (errno.ENOENT, errno.ENOTDIR):
                 return None  # listed, then removed (or a tracked file deleted in the work tree)
             raise
@@ -213,19 +213,19 @@ class Copier:
             os.close(base_fd)
         return (relative, None, self.packed(st), self.packed(copied))
 
-    def symlink(self, relative: str, source: str) -> Entry | None:
+    def symlink(self, relative: str, name: str, fds: tuple[int, int, int]) -> Entry | None:
+        """Copy one symlink, by its name in its directory's fds (as a regular file is)."""
         try:
-            st = os.lstat(source)
-            target = os.readlink(source)
+            st = os.lstat(name, dir_fd=fds[0])
+            target = os.readlink(name, dir_fd=fds[0])
         except FileNotFoundError:
             return None
         if not stat.S_ISLNK(st.st_mode):
             return None  # replaced since it was opened; the next spawn copies what is there
-        os.symlink(target, os.path.join(self.base, relative))  # like a file in the base: no times
-        in_copy = os.path.join(self.copy, relative)
-        os.symlink(target, in_copy)
-        os.utime(in_copy, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
-        copied = os.lstat(in_copy)
+        os.symlink(target, name, dir_fd=fds[1])  # like a file in the base: no times
+        os.symlink(target, name, dir_fd=fds[2])
+        os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=fds[2], follow_symlinks=False)
+        copied = os.lstat(name, dir_fd=fds[2])
         return (relative, target, self.packed(st), self.packed(copied))
 
     def run(self, paths: list[str]) -> tuple[list[Entry], tuple[str, str] | None]:

@@ -72,6 +72,9 @@ EOF_GRACE_S = 30.0
 _RUNNING: Kernel | None = None
 """The kernel this process runs, once it runs (read only through `running_kernel`)."""
 
+_REQUEST_DECODER = json.JSONDecoder()
+"""Request lines are UTF-8: decoded here, without json.loads's detection of the encoding on every line."""
+
 _LIBC: Any = None
 _LIBC_LOADED = threading.Event()
 
@@ -117,7 +120,12 @@ class Cell:
     task: asyncio.Task[tuple[Any, BaseException | None]] | None = None
     final: list[bytes] = field(default_factory=list)  # the result or error frame, written with the done
     interrupted: bool = False
-    heard: threading.Event = field(default_factory=threading.Event)  # the SIGINT handler acted on the interrupt
+    heard: threading.Event | None = None  # made by the first in-band interrupt: set once the SIGINT handler acted
+
+    def hear(self) -> None:
+        """The SIGINT handler acted on an interrupt (one sent by a `kill -INT` from outside has no event)."""
+        if self.heard is not None:
+            self.heard.set()
 
 
 class CellStream:
@@ -391,21 +399,24 @@ class Kernel:
 
         Bytes written after this call starts (a background thread or process) are not waited for. The wait only
         gives up if the pumps make no progress for `stall` seconds (a host that stopped reading)."""
-        _LIBC_LOADED.wait(0.2)
+        if not _LIBC_LOADED.is_set():
+            _LIBC_LOADED.wait(0.2)
         if _LIBC is not None:
             _LIBC.fflush(None)  # C stdio buffers of extension modules
         buf = bytearray(4)
         with self.pumps_lock:
-            target = {}
+            targets = []
             for fd in self.pump_fds:
                 fcntl.ioctl(fd, termios.FIONREAD, buf)
-                target[fd] = self.pump_taken[fd] + int.from_bytes(buf, sys.byteorder)
+                targets.append((fd, self.pump_taken[fd] + int.from_bytes(buf, sys.byteorder)))
+            if all(self.pump_sent[fd] >= target for fd, target in targets):
+                return  # the common case: the pumps sent everything already
         progress = -1
         deadline = time.monotonic() + stall
         while True:
             with self.pumps_lock:
                 sent = dict(self.pump_sent)
-            if all(sent[fd] >= target[fd] for fd in target):
+            if all(sent[fd] >= target for fd, target in targets):
                 return
             if sum(sent.values()) != progress:
                 progress = sum(sent.values())
@@ -424,8 +435,8 @@ class Kernel:
     def _serve_line(self, line: bytes) -> None:
         """One request line, from whichever side reads the input (`eukhe_kernel.requests`)."""
         try:
-            message = json.loads(line)
-        except ValueError:
+            message = _REQUEST_DECODER.decode(line.decode("utf-8"))
+        except ValueError:  # not UTF-8 (UnicodeDecodeError is one) or not JSON
             self.diag(f"the kernel could not read a request line of {len(line)} bytes: not JSON")
             return
         if not isinstance(message, dict):
@@ -479,9 +490,12 @@ class Kernel:
             running = self.running
             if running is not None and (target is None or target == running.id):
                 running.interrupted = True
-                running.heard.clear()
+                if running.heard is None:  # most cells are never interrupted: no event for them
+                    running.heard = threading.Event()
+                else:
+                    running.heard.clear()
                 signal.pthread_kill(self.main_ident, signal.SIGINT)
-                threading.Thread(target=self._repeat_interrupt, args=(running,), daemon=True).start()
+                threading.Thread(target=self._repeat_interrupt, args=(running, running.heard), daemon=True).start()
                 return True
             if target is not None and target in self.queued:
                 self.cancelled.add(target)
@@ -563,25 +577,25 @@ class Kernel:
         while walk is not None:
             if walk.f_code in PROTECTED_CODES:
                 self.writer.interrupt_deferred = True
-                cell.heard.set()
+                cell.hear()
                 return
             if walk.f_code in cell.codes:
                 cell_on_stack = True
             walk = walk.f_back
         if cell_on_stack:
-            cell.heard.set()
+            cell.hear()
             raise KeyboardInterrupt
         if cell.task is not None:
-            cell.heard.set()
+            cell.hear()
             self.loop.call_soon_threadsafe(cell.task.cancel)
 
-    def _repeat_interrupt(self, cell: Cell) -> None:
+    def _repeat_interrupt(self, cell: Cell, heard: threading.Event) -> None:
         """Send SIGINT again until the handler acted on it while `cell` runs.
 
         A SIGINT that lands after the interpreter's last check for signals and before a blocking call (a
         `time.sleep` right after the line that announced the cell) wakes nothing: the handler would run only at
         the next signal. So would one that lands before the cell's code is on the stack."""
-        while not cell.heard.wait(INTERRUPT_REPEAT_S):
+        while not heard.wait(INTERRUPT_REPEAT_S):
             with self.state_lock:
                 if self.running is not cell:
                     return

@@ -167,6 +167,10 @@ _HEAD = re.compile(
 )
 
 
+_FRAME_DECODER = json.JSONDecoder()
+"""The frame's text is decoded already: json.loads would only add its argument checks, per frame."""
+
+
 def _id_of(value: Any) -> FrameId | None:
     """A usable host-request id: a string or an integer (never a bool)."""
     if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
@@ -187,7 +191,7 @@ def admit(
     except UnicodeDecodeError as exc:
         return state, ProtocolFault(FaultReason.NOT_UTF8, f"a kernel frame is not UTF-8 (byte {exc.start})")
     try:
-        frame = json.loads(text)
+        frame = _FRAME_DECODER.decode(text)
     except ValueError as exc:
         return state, ProtocolFault(FaultReason.NOT_JSON, f"a kernel frame is not JSON ({exc}): {text[:80]!r}")
     if not isinstance(frame, dict):

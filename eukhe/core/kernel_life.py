@@ -168,7 +168,9 @@ START = Life()
 
 _P = Phase
 _E = Event
-_DELIVER = (Deliver(),)
+DELIVER = Deliver()
+"""The one `Deliver` in the table: `DELIVER in effects` is an identity check first."""
+_DELIVER = (DELIVER,)
 _TERMINATE = (FailCalls(), Terminate())
 _NO_SNAPSHOT = SettleSnapshot(written=False)
 _REPAIR = (RecordFault(), FailCalls(), Terminate())
@@ -234,6 +236,8 @@ TRANSITIONS: Mapping[tuple[Phase, Event], Transition] = {
 def step(life: Life, event: Event) -> tuple[Life, tuple[Effect, ...]]:
     """The next life and the effects of `event`; an `End` carries the life's decided reason."""
     row = TRANSITIONS[(life.phase, event)]
+    if row.effects is _DELIVER:  # a frame to act on, most steps: such a row keeps the phase and decides nothing
+        return life, _DELIVER
     reason = life.reason if life.reason is not None else row.reason
     effects = tuple(End(reason) if isinstance(e, End) and reason is not None else e for e in row.effects)
     return Life(row.phase, reason), effects
@@ -269,7 +273,7 @@ def salvages(life: Life, event: Event) -> bool:
 
 def acts_on(life: Life, event: Event) -> bool:
     """Whether the shell acts on this frame."""
-    return Deliver() in TRANSITIONS[(life.phase, event)].effects
+    return DELIVER in TRANSITIONS[(life.phase, event)].effects
 
 
 def reads(life: Life) -> bool:

@@ -244,7 +244,7 @@ class KernelManager:
             self._note(kernel)
         for effect in effects:
             self._perform(kernel, effect, detail)
-        return life_table.Deliver() in effects
+        return life_table.DELIVER in effects
 
     def _perform(self, kernel: _Kernel, effect: Effect, detail: wire.ReadyFrame | ProtocolFault | None) -> None:
         match effect:

@@ -22,6 +22,8 @@ import contextlib
 import errno
 import gc
 import hashlib
+import logging
+import marshal
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -44,9 +46,17 @@ from eukhe.core.merge import (
     unpacked_stat,
 )
 from eukhe.records.workspace import CopiedDir, CopiedPath, CopyRecord
+from eukhe.workspace import stat_check
+from eukhe.workspace.helper import HelperFailedError, HelperProcess, helper_pays, standalone_argv
 from eukhe.workspace.layout import WorkspaceLayout
 from eukhe.workspace.listing import GIT_DIR_NAME, GitignoreRules, ignored, walk_gitignored
 from eukhe.workspace.spawn import stat_facts
+from eukhe.workspace.stat_check import Group, unproven
+
+log = logging.getLogger(__name__)
+
+STAT_HELPER_ARGV = standalone_argv(stat_check.__file__)
+"""The stat-check helper (`stat_check.main`): standard library only."""
 
 BASE = "="
 """The identity of a file whose bytes and mode are the base's at that path."""
@@ -181,49 +191,106 @@ def _racy_paths(base: _Base) -> frozenset[str]:
     return frozenset(p for p, c in base.by_path.items() if not stat_trusted(unpacked_stat(c.copy).mtime_ns, at))
 
 
+HELPER_SHARE = 0.45
+"""The helper's share of the files to check: a little under half, since it starts (tens of milliseconds) while
+this side reads the record and the directories."""
+
+
+def _checks(base: _Base, kinds: dict[str, str], racy: frozenset[str]) -> tuple[list[Group], list[str]]:
+    """The recorded files a stat check can decide, by directory in the record's order (it is sorted, so a
+    directory's files come together), and the rest, looked at one by one: symlinks, racy files, and files whose
+    directory is gone or under a file now."""
+    groups: list[Group] = []
+    rest: list[str] = []
+    opened: str | None = None
+    files: list[tuple[str, bytes]] = []
+    for path, copied in base.by_path.items():
+        directory, _, name = path.rpartition("/")
+        if copied.link is not None or (racy and path in racy) or kinds.get(directory) != "dir":
+            rest.append(path)
+            continue
+        if directory != opened:
+            opened, files = directory, []
+            groups.append((directory, files))
+        files.append((name, copied.copy))
+    return groups, rest
+
+
+def _split(groups: list[Group], share: float) -> tuple[list[Group], list[Group]]:
+    """The groups in two: the head for this side, the tail (about `share` of the files) for the helper."""
+    total = sum(len(files) for _, files in groups)
+    theirs = 0
+    cut = len(groups)
+    while cut > 0 and theirs + len(groups[cut - 1][1]) <= total * share:
+        cut -= 1
+        theirs += len(groups[cut][1])
+    return groups[:cut], groups[cut:]
+
+
+def _helper_unproven(helper: HelperProcess, theirs: list[Group], copy_root: str) -> list[str]:
+    """The helper's unproven paths; a helper that failed leaves its groups to this side (logged, nothing lost)."""
+    try:
+        found = marshal.loads(helper.result())
+    except (HelperFailedError, ValueError, EOFError, TypeError) as error:
+        log.warning("the hand-back's stat helper failed (%s); its %d directories are checked here", error, len(theirs))
+        return unproven(copy_root, STAT_PACKING.format, theirs)
+    if not isinstance(found, list) or not all(isinstance(path, str) for path in found):
+        log.warning("the hand-back's stat helper answered no list of paths; its directories are checked here")
+        return unproven(copy_root, STAT_PACKING.format, theirs)
+    return found
+
+
 def _read_base_paths(
-    base: _Base, copy_root: str, kinds: dict[str, str], child: dict[str, Entry], changed: list[str]
+    base: _Base,
+    copy_root: str,
+    kinds: dict[str, str],
+    child: dict[str, Entry],
+    changed: list[str],
+    *,
+    helper: HelperProcess | None = None,
 ) -> None:
     """Each base path where the child's entry is not the base's into `changed`, with that entry (if any) in `child`.
 
-    Each file is looked up by its name in its directory's fd (the record is sorted, so a directory's files come
-    together), not by its whole path from the root. One thread: lstat holds the kernel's directory locks, so more
-    threads only add switches of the interpreter's lock.
-    """
-    lstat, pack, base_file = os.lstat, STAT_PACKING.pack, BASE_FILE
-    racy = _racy_paths(base)
-    opened: str | None = None
-    dir_fd = -1
+    First the stat check (`stat_check.unproven`), shared with `helper` when one runs; then each file it could not
+    prove the base's is read, by its name in its directory's fd (never through a symlink there)."""
+    groups, rest = _checks(base, kinds, _racy_paths(base))
+    if helper is not None:
+        mine, theirs = _split(groups, HELPER_SHARE)
+        helper.send(marshal.dumps(theirs))
+        found = unproven(copy_root, STAT_PACKING.format, mine)
+        found += _helper_unproven(helper, theirs, copy_root)
+    else:
+        found = unproven(copy_root, STAT_PACKING.format, groups)
+    for path in sorted([*rest, *found], key=path_order):
+        directory, _, name = path.rpartition("/")
+        copied = base.by_path[path]
+        st = _lstat_in(copy_root, directory, name) if kinds.get(directory) == "dir" else None
+        if st is None:
+            changed.append(path)  # the child has no entry there now
+            continue
+        leaf = _leaf(base, path, f"{copy_root}/{path}", st, unpacked_stat(copied.copy))
+        if leaf != (BASE_FILE if copied.link is None else Link(copied.link)):
+            changed.append(path)
+            if leaf is not None:
+                child[path] = leaf
+
+
+def _lstat_in(root: str, directory: str, name: str) -> os.stat_result | None:
+    """lstat of `name` in a directory of the copy, by the directory's fd (None: nothing there, or it is gone)."""
+    dir_fd = _open_dir(root, directory)
+    if dir_fd < 0:
+        return None
     try:
-        for path, copied in base.by_path.items():
-            directory, _, name = path.rpartition("/")
-            if directory != opened:
-                if dir_fd >= 0:
-                    os.close(dir_fd)
-                opened = directory
-                # Gone with its directory, or under a file: the child has no entry there.
-                dir_fd = _open_dir(copy_root, directory) if kinds.get(directory) == "dir" else -1
-            try:
-                if dir_fd < 0:
-                    raise FileNotFoundError
-                st = lstat(name, dir_fd=dir_fd)
-            except FileNotFoundError:
-                changed.append(path)  # the child has no entry there now
-                continue
-            now = pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
-            if now == copied.copy and copied.link is None and (not racy or path not in racy):
-                continue  # the common case (stat_proves_same): the base's file, decided without reading it
-            leaf = _leaf(base, path, f"{copy_root}/{path}", st, unpacked_stat(copied.copy))
-            if leaf != (base_file if copied.link is None else Link(copied.link)):
-                changed.append(path)
-                if leaf is not None:
-                    child[path] = leaf
+        return os.lstat(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
     finally:
-        if dir_fd >= 0:
-            os.close(dir_fd)
+        os.close(dir_fd)
 
 
-def read_child(base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...]) -> tuple[dict[str, Entry], list[str]]:
+def read_child(
+    base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...], helper: HelperProcess | None = None
+) -> tuple[dict[str, Entry], list[str]]:
     """The paths where the child's file or symlink is not the base's (changed, removed, or new and not ignored by
     its .gitignore files), and the child's tree at those paths: the only paths a hand-back has steps for.
 
@@ -233,7 +300,7 @@ def read_child(base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...]) -> tupl
     kinds, changed_dirs = _directory_kinds(base, copy_root, dirs)
     child: dict[str, Entry] = {}
     changed: list[str] = []
-    _read_base_paths(base, copy_root, kinds, child, changed)
+    _read_base_paths(base, copy_root, kinds, child, changed, helper=helper)
     rules = GitignoreRules(Path(copy_root))
     root = Path(copy_root)
 
@@ -305,8 +372,12 @@ def read_facts(layout: WorkspaceLayout, record: CopyRecord) -> Facts:
     Everywhere else the table keeps the parent's entry whatever it is (cow_keeps_parent), so no tree there decides
     anything, and the plan of these trees has the same steps as the plan of the whole ones (cow_plan_changed_only).
     """
-    base = _Base(str(layout.base), record.recorded_at_ns, {copied.path: copied for copied in record.paths})
-    child, changed = read_child(base, str(layout.copy), record.dirs)
+    with contextlib.ExitStack() as stack:
+        helper = None
+        if helper_pays(len(record.paths)):  # started first: it starts while the record and directories are read
+            helper = stack.enter_context(HelperProcess([*STAT_HELPER_ARGV, str(layout.copy), STAT_PACKING.format]))
+        base = _Base(str(layout.base), record.recorded_at_ns, {copied.path: copied for copied in record.paths})
+        child, changed = read_child(base, str(layout.copy), record.dirs, helper)
     base_tree: dict[str, Entry] = {}
     for path in changed:
         copied = base.by_path.get(path)

@@ -5,7 +5,7 @@ the child finds it) and from there into `copy/` (the child's working directory),
 bytes even if the parent changes a file meanwhile. Extents are cloned where the filesystem can; elsewhere bytes are
 copied and one warning with the counts is logged. Symlinks stay symlinks; files keep their modes, and in the copy
 their mtimes; directories eukhe makes are 0700 at creation and then get the mode of the parent's directory they copy.
-A large listing is copied in alternate runs here and in a helper process (`copier`).
+A large listing is copied in alternate runs here and in a helper process (`copier`, `helper`).
 
 The record (`copy.msgpack`) is written last, atomically; a workspace without it is an interrupted spawn that the next
 `create_workspace` clears and starts again. It holds the stat data change detection compares at the hand-back.
@@ -13,14 +13,10 @@ The record (`copy.msgpack`) is written last, atomically; a workspace without it 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import marshal
 import os
 import stat
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,6 +31,7 @@ from eukhe.workspace import copier
 from eukhe.workspace.copier import Copier, Entry
 from eukhe.workspace.durable import remove_leftover, write_record
 from eukhe.workspace.errors import CopyError, WorkspaceError, WorkspaceExistsError
+from eukhe.workspace.helper import HelperFailedError, HelperProcess, helper_pays, standalone_argv
 from eukhe.workspace.layout import WorkspaceLayout
 from eukhe.workspace.listing import MAX_WORKSPACE_FILES, list_workspace
 
@@ -92,29 +89,27 @@ def _outside(paths: list[str], parent: Path, root: Path) -> list[str]:
     return [path for path in paths if path != inside and not path.startswith(inside + "/")]
 
 
-HELPER_FROM = 1000
-"""From this many files (on more than one core) a helper process copies every other run of the listing while this
-one copies the rest: a file's copies are system calls, and two processes make them at once where two threads of
-one would wait for each other's GIL at every call (bench/workspace_spawn.py)."""
 RUN_PATHS = 256
-"""Paths per run: alternate runs of the sorted listing share the bytes and the directories out evenly, and a
-directory is still mostly one side's (its fds are opened once per run)."""
+"""Paths per run: alternate runs of the sorted listing share the bytes and the directories out evenly between this
+process and its helper (`helper`), and a directory is still mostly one side's (its fds are opened once per run)."""
 
-HELPER_ARGV = (sys.executable, "-I", "-S", copier.__file__)
-"""The helper: this interpreter, isolated, without site-packages (the copier needs the standard library only)."""
+HELPER_ARGV = standalone_argv(copier.__file__)
+"""The copy helper (`copier.main`): standard library only."""
 
 
 def _copy_files(copier: Copier, paths: list[str]) -> tuple[list[CopiedPath], tuple[int, ...]]:
     """Copy every listed path: the entries in the listing's order and the counts (cloned, copied files, bytes).
     A failure is a CopyError naming its path (the first in the listing, when both sides fail)."""
-    if len(paths) < HELPER_FROM or (os.cpu_count() or 1) < 2:
+    if not helper_pays(len(paths)):
         entries, failure = copier.run(paths)
         counts: tuple[int, ...] = copier.counts()
     else:
         runs = [paths[start : start + RUN_PATHS] for start in range(0, len(paths), RUN_PATHS)]
-        with _Helper(copier, [path for run in runs[1::2] for path in run]) as helper:
+        argv = [*HELPER_ARGV, copier.source, copier.base, copier.copy, f"{copier.umask:o}"]
+        with HelperProcess([*argv, f"{copier.private_mode:o}", copier.packing]) as helper:
+            helper.send(marshal.dumps([path for run in runs[1::2] for path in run]))
             entries, failure = copier.run([path for run in runs[::2] for path in run])
-            theirs, their_failure, their_counts = helper.result()
+            theirs, their_failure, their_counts = _copied_by(helper)
         entries = sorted(entries + theirs)  # the listing's order: it is sorted, and each path is there once
         failure = min((f for f in (failure, their_failure) if f is not None), default=None)
         counts = tuple(mine + their for mine, their in zip(copier.counts(), their_counts, strict=True))
@@ -123,42 +118,13 @@ def _copy_files(copier: Copier, paths: list[str]) -> tuple[list[CopiedPath], tup
     return [CopiedPath(path=p, link=link, source=source, copy=copy) for p, link, source, copy in entries], counts
 
 
-class _Helper:
-    """The helper process copying its part of the listing. Its input and output are unnamed files, so neither side
-    waits on a pipe; leaving the block kills it if it still runs (this side failed) and reaps it."""
-
-    def __init__(self, copier: Copier, paths: list[str]) -> None:
-        # Closed by __exit__, with the process reaped first.
-        self._files = contextlib.ExitStack()
-        self._output = self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
-        self._errors = self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
-        argv = [*HELPER_ARGV, copier.source, copier.base, copier.copy, f"{copier.umask:o}"]
-        argv += [f"{copier.private_mode:o}", copier.packing]
-        with tempfile.TemporaryFile() as given:
-            given.write(marshal.dumps(paths))
-            given.seek(0)
-            self._process = subprocess.Popen(argv, stdin=given, stdout=self._output, stderr=self._errors)
-
-    def __enter__(self) -> _Helper:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._process.poll() is None:
-            self._process.kill()
-        self._process.wait()
-        self._files.close()
-
-    def result(self) -> tuple[list[Entry], tuple[str, str] | None, tuple[int, ...]]:
-        """What the helper copied, once it ended; a helper that failed is a CopyError with its last words."""
-        code = self._process.wait()
-        self._output.seek(0)
-        output = self._output.read()
-        if code != 0 or not output:
-            self._errors.seek(0)
-            said = self._errors.read().decode("utf-8", "replace").strip().splitlines()
-            raise CopyError("", f"the copy helper failed (exit {code}): {said[-1] if said else 'no output'}")
-        entries, failure, counts = marshal.loads(output)
-        return entries, failure, counts
+def _copied_by(helper: HelperProcess) -> tuple[list[Entry], tuple[str, str] | None, tuple[int, ...]]:
+    """What the copy helper copied, once it ended; a helper that failed is a CopyError with its last words."""
+    try:
+        entries, failure, counts = marshal.loads(helper.result())
+    except HelperFailedError as error:
+        raise CopyError("", f"the copy helper failed (exit {error.code}): {error.said or 'no output'}") from None
+    return entries, failure, counts
 
 
 def clear_interrupted(layout: WorkspaceLayout) -> None:

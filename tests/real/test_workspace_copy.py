@@ -26,6 +26,7 @@ from eukhe.workspace import (
     WorkspaceTooLargeError,
     create_workspace,
     hand_back,
+    helper,
     list_workspace,
     spawn,
 )
@@ -277,7 +278,7 @@ def test_a_copy_made_with_the_helper_process_is_the_copy_made_alone(
     records = []
     for name, helped in (("one", False), ("two", True)):
         if helped:
-            monkeypatch.setattr(spawn, "HELPER_FROM", 1)
+            monkeypatch.setattr(helper, "HELPER_FROM", 1)
             monkeypatch.setattr(spawn, "RUN_PATHS", 3)
             monkeypatch.setattr(os, "cpu_count", lambda: 2)
         layout = WorkspaceLayout.at(tmp_path / "ws", "s", name)
@@ -366,7 +367,7 @@ def test_a_helper_process_that_fails_is_a_copy_error_with_its_last_words(
     parent.mkdir()
     for index in range(6):
         (parent / f"f{index}").write_text(f"{index}\n")
-    monkeypatch.setattr(spawn, "HELPER_FROM", 1)
+    monkeypatch.setattr(helper, "HELPER_FROM", 1)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(spawn, "HELPER_ARGV", (sys.executable, "-c", "import sys; sys.exit('the helper broke')"))
     layout = WorkspaceLayout.at(tmp_path / "ws", "s", "c")

@@ -24,6 +24,7 @@ from eukhe.workspace import (
     create_workspace,
     facts,
     hand_back,
+    helper,
     load_report,
     remove_retired,
     spawn,
@@ -69,12 +70,16 @@ CHILD: Tree = {
 }
 
 
-def set_up(root: Path, base: Tree = BASE, parent: Tree = PARENT, child: Tree = CHILD) -> WorkspaceLayout:
-    """A parent's directory shaped as `base`, copied for a child; then the copy reshaped into `child` and the
-    parent's directory into `parent`."""
+def set_up(
+    root: Path, base: Tree = BASE, parent: Tree = PARENT, child: Tree = CHILD, *, old: bool = False
+) -> WorkspaceLayout:
+    """A parent's directory shaped as `base` (`old`: with times long past, so no file is racy), copied for a
+    child; then the copy reshaped into `child` and the parent's directory into `parent`."""
     parent_dir = root / "parent"
     parent_dir.mkdir(parents=True)
     reshape(parent_dir, base)
+    if old:
+        age(parent_dir)
     layout = WorkspaceLayout.at(root / "workspaces", "session", "child")
     create_workspace(parent_dir, layout)
     reshape(layout.copy, child)
@@ -420,3 +425,23 @@ def test_the_paths_read_as_changed_are_the_paths_where_the_childs_tree_differs_f
     assert sorted(tree) == ["d0/f4.txt", "d0/new.txt", "d0/relinked", "d1/f5.txt"]  # the removed ones have none
     assert tree["d0/relinked"] == Link("f4.txt")
     assert facts.BASE_FILE not in tree.values()
+
+
+@pytest.mark.parametrize("helper_argv", ["working", "broken"])
+def test_a_hand_back_whose_stat_checks_a_helper_process_shares_ends_as_one_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper_argv: str
+) -> None:
+    """With a stat-check helper process taking the record's files (or one that dies before it answers, whose
+    files this side then checks), every step and the record are those of a hand-back that checks it all alone."""
+    alone = outcome(tmp_path / "alone", layout := set_up(tmp_path / "alone", old=True), hand_back(layout))
+    monkeypatch.setattr(helper, "HELPER_FROM", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(facts, "HELPER_SHARE", 1.0)  # every checkable file, the changed ones too
+    if helper_argv == "broken":
+        monkeypatch.setattr(facts, "STAT_HELPER_ARGV", (sys.executable, "-c", "import sys; sys.exit('it broke')"))
+    checked: list[int] = []
+    unproven = facts.unproven
+    monkeypatch.setattr(facts, "unproven", lambda *args: checked.append(len(args[2])) or unproven(*args))
+    helped = outcome(tmp_path / "helped", layout := set_up(tmp_path / "helped", old=True), hand_back(layout))
+    assert helped == alone
+    assert checked == ([0, 2] if helper_argv == "broken" else [0])  # the directories this side checked

@@ -227,17 +227,22 @@ def _split(groups: list[Group], share: float) -> tuple[list[Group], list[Group]]
     return groups[:cut], groups[cut:]
 
 
+STAT_HELPER_PATIENCE_S = 30.0
+"""How long the hand-back waits for its stat-check helper after its own share: that share takes tens of
+milliseconds, so only a hung helper reaches it (killed, and its share checked here)."""
+
+
 def _helper_unproven(helper: HelperProcess, theirs: list[Group], copy_root: str) -> list[str]:
     """The helper's unproven paths; a helper that failed leaves its groups to this side (logged, nothing lost)."""
     try:
-        found = marshal.loads(helper.result())
-    except (HelperFailedError, ValueError, EOFError, TypeError) as error:
-        log.warning("the hand-back's stat helper failed (%s); its %d directories are checked here", error, len(theirs))
-        return unproven(copy_root, STAT_PACKING.format, theirs)
-    if not isinstance(found, list) or not all(isinstance(path, str) for path in found):
-        log.warning("the hand-back's stat helper answered no list of paths; its directories are checked here")
-        return unproven(copy_root, STAT_PACKING.format, theirs)
-    return found
+        found = marshal.loads(helper.result(within_s=STAT_HELPER_PATIENCE_S))
+        if isinstance(found, list) and all(isinstance(path, str) for path in found):
+            return found
+        error: Exception = ValueError("its answer is no list of paths")
+    except (HelperFailedError, ValueError, EOFError, TypeError) as failure:
+        error = failure
+    log.warning("the hand-back's stat helper failed (%s); its %d directories are checked here", error, len(theirs))
+    return unproven(copy_root, STAT_PACKING.format, theirs)
 
 
 def _read_base_paths(
@@ -289,7 +294,7 @@ def _lstat_in(root: str, directory: str, name: str) -> os.stat_result | None:
 
 
 def read_child(
-    base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...], helper: HelperProcess | None = None
+    base: _Base, copy_root: str, dirs: tuple[CopiedDir, ...], *, helper: HelperProcess | None = None
 ) -> tuple[dict[str, Entry], list[str]]:
     """The paths where the child's file or symlink is not the base's (changed, removed, or new and not ignored by
     its .gitignore files), and the child's tree at those paths: the only paths a hand-back has steps for.
@@ -377,7 +382,7 @@ def read_facts(layout: WorkspaceLayout, record: CopyRecord) -> Facts:
         if helper_pays(len(record.paths)):  # started first: it starts while the record and directories are read
             helper = stack.enter_context(HelperProcess([*STAT_HELPER_ARGV, str(layout.copy), STAT_PACKING.format]))
         base = _Base(str(layout.base), record.recorded_at_ns, {copied.path: copied for copied in record.paths})
-        child, changed = read_child(base, str(layout.copy), record.dirs, helper)
+        child, changed = read_child(base, str(layout.copy), record.dirs, helper=helper)
     base_tree: dict[str, Entry] = {}
     for path in changed:
         copied = base.by_path.get(path)

@@ -70,9 +70,15 @@ class HelperProcess:
         self._writer = threading.Thread(target=write, name="eukhe-helper-input", daemon=True)
         self._writer.start()
 
-    def result(self) -> bytes:
-        """The helper's output, once it ended; HelperFailedError if it failed or wrote nothing."""
-        code = self._process.wait()
+    def result(self, *, within_s: float | None = None) -> bytes:
+        """The helper's output, once it ended; HelperFailedError if it failed, wrote nothing, or had not ended
+        `within_s` seconds from now (then it is killed: a hung helper never holds its caller)."""
+        try:
+            code = self._process.wait(within_s)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+            raise HelperFailedError(self._process.returncode, f"no answer within {within_s:g} s") from None
         if self._writer is not None:
             self._writer.join()
         self._output.seek(0)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import msgspec
+import psutil
 import pytest
 
 from eukhe.core.merge import Dir, File, Link, StatFacts, Tree, packed_stat
@@ -427,21 +428,31 @@ def test_the_paths_read_as_changed_are_the_paths_where_the_childs_tree_differs_f
     assert facts.BASE_FILE not in tree.values()
 
 
-@pytest.mark.parametrize("helper_argv", ["working", "broken"])
+HELPERS = {
+    "broken": (sys.executable, "-c", "import sys; sys.exit('it broke')"),
+    "hung": (sys.executable, "-c", "import threading; threading.Event().wait()"),
+}
+
+
+@pytest.mark.parametrize("helper_argv", ["working", "broken", "hung"])
 def test_a_hand_back_whose_stat_checks_a_helper_process_shares_ends_as_one_without_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper_argv: str
 ) -> None:
-    """With a stat-check helper process taking the record's files (or one that dies before it answers, whose
-    files this side then checks), every step and the record are those of a hand-back that checks it all alone."""
+    """With a stat-check helper process taking the record's files (or one that dies or hangs before it answers,
+    whose files this side then checks), every step and the record are those of a hand-back that checks it all
+    alone, and no helper outlives it."""
     alone = outcome(tmp_path / "alone", layout := set_up(tmp_path / "alone", old=True), hand_back(layout))
     monkeypatch.setattr(helper, "HELPER_FROM", 1)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(facts, "HELPER_SHARE", 1.0)  # every checkable file, the changed ones too
-    if helper_argv == "broken":
-        monkeypatch.setattr(facts, "STAT_HELPER_ARGV", (sys.executable, "-c", "import sys; sys.exit('it broke')"))
+    if helper_argv in HELPERS:
+        monkeypatch.setattr(facts, "STAT_HELPER_ARGV", HELPERS[helper_argv])
+        monkeypatch.setattr(facts, "STAT_HELPER_PATIENCE_S", 0.2)  # the hung one is killed when this has passed
     checked: list[int] = []
+    before = {child.pid for child in psutil.Process().children()}
     unproven = facts.unproven
     monkeypatch.setattr(facts, "unproven", lambda *args: checked.append(len(args[2])) or unproven(*args))
     helped = outcome(tmp_path / "helped", layout := set_up(tmp_path / "helped", old=True), hand_back(layout))
     assert helped == alone
-    assert checked == ([0, 2] if helper_argv == "broken" else [0])  # the directories this side checked
+    assert checked == ([0, 2] if helper_argv in HELPERS else [0])  # the directories this side checked
+    assert {child.pid for child in psutil.Process().children()} <= before

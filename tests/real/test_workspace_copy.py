@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from eukhe.core.merge import STAT_PACKING, packed_stat, unpacked_stat
 from eukhe.workspace import (
     MAX_WORKSPACE_FILES,
     CopyError,
@@ -29,7 +30,10 @@ from eukhe.workspace import (
     helper,
     list_workspace,
     spawn,
+    stat_check,
 )
+from eukhe.workspace.copier import Copier
+from eukhe.workspace.spawn import stat_facts
 from tests.real.tools import need_tools, needs_tools
 from tests.workspace_support import git, read_disk
 
@@ -376,3 +380,17 @@ def test_a_helper_process_that_fails_is_a_copy_error_with_its_last_words(
     monkeypatch.undo()
     assert create_workspace(parent, layout).files == 6
     assert read_disk(layout.copy)[0] == read_disk(parent)[0]
+
+
+def test_the_copier_and_the_stat_check_pack_a_files_stat_data_as_the_record_holds_them(tmp_path: Path) -> None:
+    """The spawn's copier and the hand-back's stat check are standalone scripts, each with its own field order:
+    both give the bytes the core's `STAT_PACKING` gives, for a file whose five fields all differ."""
+    path = tmp_path / "f"
+    path.write_bytes(b"12345")
+    os.utime(path, ns=(1, 123_456_789))  # an mtime unlike its ctime, so swapping the two shows
+    st = os.lstat(path)
+    assert len({st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode}) == 5
+    copier = Copier("", "", "", 0o022, private_mode=0o600, packing=STAT_PACKING.format)
+    recorded = packed_stat(stat_facts(st))
+    assert copier.packed(st) == stat_check.packed_stat_of(STAT_PACKING, st) == recorded
+    assert unpacked_stat(recorded) == stat_facts(st)

@@ -38,20 +38,19 @@ from eukhe.core.merge import (
     Leaf,
     Link,
     StatFacts,
-    all_stats_trusted,
     ancestors,
     path_order,
     stat_proves_same,
-    stat_trusted,
     unpacked_stat,
 )
+from eukhe.core.stat_plan import StatGroup, plan_stat_checks
 from eukhe.records.workspace import CopiedDir, CopiedPath, CopyRecord
 from eukhe.workspace import stat_check
 from eukhe.workspace.helper import HelperFailedError, HelperProcess, helper_pays, standalone_argv
 from eukhe.workspace.layout import WorkspaceLayout
 from eukhe.workspace.listing import GIT_DIR_NAME, GitignoreRules, ignored, walk_gitignored
 from eukhe.workspace.spawn import stat_facts
-from eukhe.workspace.stat_check import Group, unproven
+from eukhe.workspace.stat_check import unproven
 
 log = logging.getLogger(__name__)
 
@@ -150,28 +149,25 @@ def _leaf(base: _Base, path: str, full_path: str, st: os.stat_result, recorded: 
     return None
 
 
-def _directory_kinds(base: _Base, copy_root: str, dirs: Iterable[CopiedDir]) -> tuple[dict[str, str], list[str]]:
-    """What each directory of the copy is now ("dir", or "gone": removed, replaced by a file, or under one), and the
-    directories whose stat data cannot prove that no entry came or went (to be listed again)."""
-    kinds: dict[str, str] = {}
+def _live_directories(base: _Base, copy_root: str, dirs: Iterable[CopiedDir]) -> tuple[set[str], list[str]]:
+    """The recorded directories of the copy that are directories still (not removed, replaced by a file, or under
+    one), and those whose stat data cannot prove that no entry came or went (to be listed again)."""
+    live: set[str] = set()
     changed: list[str] = []
     for recorded in sorted(dirs, key=lambda d: path_order(d.path)):  # parents first
         path = recorded.path
-        if path and kinds.get(path.rpartition("/")[0]) != "dir":
-            kinds[path] = "gone"  # its parent is gone or is not a directory: never look through it
-            continue
+        if path and path.rpartition("/")[0] not in live:
+            continue  # its parent is gone or is not a directory: never look through it
         try:
             st = os.lstat(os.path.join(copy_root, path))
         except (FileNotFoundError, NotADirectoryError):
-            kinds[path] = "gone"
             continue
         if not stat.S_ISDIR(st.st_mode):
-            kinds[path] = "gone"  # a file or symlink took its place: a new entry of its parent, which changed
-            continue
-        kinds[path] = "dir"
+            continue  # a file or symlink took its place: a new entry of its parent, which changed
+        live.add(path)
         if not stat_proves_same(recorded.copy, stat_facts(st), base.recorded_at_ns):
             changed.append(path)
-    return kinds, changed
+    return live, changed
 
 
 def _open_dir(root: str, directory: str) -> int:
@@ -182,49 +178,9 @@ def _open_dir(root: str, directory: str) -> int:
         return -1
 
 
-def _racy_paths(base: _Base) -> frozenset[str]:
-    """The recorded files whose copy's mtime is not older than the record (racy git: equal stat data prove nothing
-    for them). Mostly none, which one look at all the recorded mtimes shows."""
-    at = base.recorded_at_ns
-    if all_stats_trusted(b"".join(copied.copy for copied in base.by_path.values()), at):
-        return frozenset()
-    return frozenset(p for p, c in base.by_path.items() if not stat_trusted(unpacked_stat(c.copy).mtime_ns, at))
-
-
 HELPER_SHARE = 0.45
 """The helper's share of the files to check: a little under half, since it starts (tens of milliseconds) while
 this side reads the record and the directories."""
-
-
-def _checks(base: _Base, kinds: dict[str, str], racy: frozenset[str]) -> tuple[list[Group], list[str]]:
-    """The recorded files a stat check can decide, by directory in the record's order (it is sorted, so a
-    directory's files come together), and the rest, looked at one by one: symlinks, racy files, and files whose
-    directory is gone or under a file now."""
-    groups: list[Group] = []
-    rest: list[str] = []
-    opened: str | None = None
-    files: list[tuple[str, bytes]] = []
-    for path, copied in base.by_path.items():
-        directory, _, name = path.rpartition("/")
-        if copied.link is not None or (racy and path in racy) or kinds.get(directory) != "dir":
-            rest.append(path)
-            continue
-        if directory != opened:
-            opened, files = directory, []
-            groups.append((directory, files))
-        files.append((name, copied.copy))
-    return groups, rest
-
-
-def _split(groups: list[Group], share: float) -> tuple[list[Group], list[Group]]:
-    """The groups in two: the head for this side, the tail (about `share` of the files) for the helper."""
-    total = sum(len(files) for _, files in groups)
-    theirs = 0
-    cut = len(groups)
-    while cut > 0 and theirs + len(groups[cut - 1][1]) <= total * share:
-        cut -= 1
-        theirs += len(groups[cut][1])
-    return groups[:cut], groups[cut:]
 
 
 STAT_HELPER_PATIENCE_S = 30.0
@@ -232,7 +188,7 @@ STAT_HELPER_PATIENCE_S = 30.0
 milliseconds, so only a hung helper reaches it (killed, and its share checked here)."""
 
 
-def _helper_unproven(helper: HelperProcess, theirs: list[Group], copy_root: str) -> list[str]:
+def _helper_unproven(helper: HelperProcess, theirs: list[StatGroup], copy_root: str) -> list[str]:
     """The helper's unproven paths; a helper that failed leaves its groups to this side (logged, nothing lost)."""
     try:
         found = marshal.loads(helper.result(within_s=STAT_HELPER_PATIENCE_S))
@@ -248,7 +204,7 @@ def _helper_unproven(helper: HelperProcess, theirs: list[Group], copy_root: str)
 def _read_base_paths(
     base: _Base,
     copy_root: str,
-    kinds: dict[str, str],
+    live: set[str],
     child: dict[str, Entry],
     changed: list[str],
     *,
@@ -258,18 +214,16 @@ def _read_base_paths(
 
     First the stat check (`stat_check.unproven`), shared with `helper` when one runs; then each file it could not
     prove the base's is read, by its name in its directory's fd (never through a symlink there)."""
-    groups, rest = _checks(base, kinds, _racy_paths(base))
+    plan = plan_stat_checks(base.by_path.values(), live, base.recorded_at_ns, HELPER_SHARE if helper else 0.0)
     if helper is not None:
-        mine, theirs = _split(groups, HELPER_SHARE)
-        helper.send(marshal.dumps(theirs))
-        found = unproven(copy_root, STAT_PACKING.format, mine)
-        found += _helper_unproven(helper, theirs, copy_root)
-    else:
-        found = unproven(copy_root, STAT_PACKING.format, groups)
-    for path in sorted([*rest, *found], key=path_order):
+        helper.send(marshal.dumps(plan.theirs))
+    found = unproven(copy_root, STAT_PACKING.format, plan.mine)
+    if helper is not None:
+        found += _helper_unproven(helper, plan.theirs, copy_root)
+    for path in sorted([*plan.rest, *found], key=path_order):
         directory, _, name = path.rpartition("/")
         copied = base.by_path[path]
-        st = _lstat_in(copy_root, directory, name) if kinds.get(directory) == "dir" else None
+        st = _lstat_in(copy_root, directory, name) if directory in live else None
         if st is None:
             changed.append(path)  # the child has no entry there now
             continue
@@ -302,10 +256,10 @@ def read_child(
     New entries can only be in a directory whose stat data changed (adding or removing an entry changes its mtime),
     so only those are listed again; a new directory is walked whole.
     """
-    kinds, changed_dirs = _directory_kinds(base, copy_root, dirs)
+    live, changed_dirs = _live_directories(base, copy_root, dirs)
     child: dict[str, Entry] = {}
     changed: list[str] = []
-    _read_base_paths(base, copy_root, kinds, child, changed, helper=helper)
+    _read_base_paths(base, copy_root, live, child, changed, helper=helper)
     rules = GitignoreRules(Path(copy_root))
     root = Path(copy_root)
 
@@ -319,7 +273,7 @@ def read_child(
         prefix = directory + "/" if directory else ""
         for entry in os.scandir(os.path.join(copy_root, directory)):
             path = prefix + entry.name
-            if entry.name == GIT_DIR_NAME or kinds.get(path) == "dir":
+            if entry.name == GIT_DIR_NAME or path in live:
                 continue  # .git is never the workspace's; a recorded directory is read on its own
             if entry.is_dir(follow_symlinks=False):
                 if not ignored(chain, path + "/"):

@@ -178,7 +178,7 @@ def _open_dir(root: str, directory: str) -> int:
         return -1
 
 
-HELPER_SHARE = 0.45
+HELPER_SHARE = 0.4
 """The helper's share of the files to check: a little under half, since it starts (tens of milliseconds) while
 this side reads the record and the directories."""
 

@@ -13,7 +13,10 @@ import marshal
 import os
 import struct
 import sys
-from collections.abc import Iterable
+
+TYPE_CHECKING = False  # true to a type checker; typing and collections.abc cost the helper's start ~20 ms
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 Group = tuple[str, list[tuple[str, bytes]]]
 """A directory of the copy (relative, "" for its root) and its recorded files: (name, packed stat data)."""

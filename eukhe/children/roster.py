@@ -313,11 +313,13 @@ class Children:
 
     async def delete(self, name: str) -> ChildReport:
         """End the child (its run is cancelled if it still runs), hand it back, and take it off the roster; its
-        last report. Its session stays on disk; an isolated child's workspace keeps `conflicts/` and its record."""
+        last report. Its session stays on disk; an isolated child's workspace keeps `conflicts/` and its record.
+        A child whose run its host or its parent going away cut is refused (`session_closed`): its end is the
+        reopened parent's."""
         self._state(name)
         ended = self._ended[name]
         self.cancel([name], "the parent deleted it")
-        await asyncio.shield(ended)
+        await self._end_of(name, ended)
         if self._ended.get(name) is not ended:  # another delete of it took it off the roster meanwhile
             raise UnknownChildError(name)
         report = self._states[name].report()
@@ -327,6 +329,19 @@ class Children:
         self._cancelling.pop(name, None)
         self._commit([DocRetire(type=CHILD_DOC, key=name)])
         return report
+
+    async def _end_of(self, name: str, ended: asyncio.Future[None]) -> None:
+        """Wait for the child's end. A run that stops without one (its host or its parent is going away: the end is
+        decided when the parent reopens) is refused: nothing would ever wake this wait."""
+        run = self._runs.get(name)
+        if run is not None and not ended.done():
+            await asyncio.wait([ended, run], return_when=asyncio.FIRST_COMPLETED)  # cancelled: neither is
+        if not ended.done():
+            raise SessionClosedError(
+                f"child {name!r}: its run was cut by its host or its parent going away; "
+                "its end is decided when the parent reopens"
+            )
+        await asyncio.shield(ended)
 
     def cancel(self, names: list[str], why: str) -> list[str]:
         """Cancel the runs of these children that still run (each then ends `cancelled`, is stopped and handed

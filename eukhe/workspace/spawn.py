@@ -108,8 +108,10 @@ def _copy_files(copier: Copier, paths: list[str]) -> tuple[list[CopiedPath], tup
         argv = [*HELPER_ARGV, copier.source, copier.base, copier.copy, f"{copier.umask:o}"]
         with HelperProcess([*argv, f"{copier.private_mode:o}", copier.packing]) as helper:
             helper.send(marshal.dumps([path for run in runs[1::2] for path in run]))
+            started = time.monotonic()
             entries, failure = copier.run([path for run in runs[::2] for path in run])
-            theirs, their_failure, their_counts = _copied_by(helper)
+            patience_s = COPY_HELPER_PATIENCE_S + COPY_HELPER_SLOWDOWN * (time.monotonic() - started)
+            theirs, their_failure, their_counts = _copied_by(helper, patience_s)
         entries = sorted(entries + theirs)  # the listing's order: it is sorted, and each path is there once
         failure = min((f for f in (failure, their_failure) if f is not None), default=None)
         counts = tuple(mine + their for mine, their in zip(copier.counts(), their_counts, strict=True))
@@ -118,10 +120,18 @@ def _copy_files(copier: Copier, paths: list[str]) -> tuple[list[CopiedPath], tup
     return [CopiedPath(path=p, link=link, source=source, copy=copy) for p, link, source, copy in entries], counts
 
 
-def _copied_by(helper: HelperProcess) -> tuple[list[Entry], tuple[str, str] | None, tuple[int, ...]]:
-    """What the copy helper copied, once it ended; a helper that failed is a CopyError with its last words."""
+COPY_HELPER_PATIENCE_S = 30.0
+"""How long the spawn waits for its copy helper after its own share, beyond COPY_HELPER_SLOWDOWN times that share's
+time (the helper's share is as large): only a hung helper reaches it (killed, and the spawn fails: a CopyError)."""
+COPY_HELPER_SLOWDOWN = 10.0
+"""How many times slower than this side the copy helper may copy its share before it counts as hung."""
+
+
+def _copied_by(helper: HelperProcess, patience_s: float) -> tuple[list[Entry], tuple[str, str] | None, tuple[int, ...]]:
+    """What the copy helper copied, once it ended (within `patience_s`); a helper that failed or hung is a
+    CopyError with its last words."""
     try:
-        entries, failure, counts = marshal.loads(helper.result())
+        entries, failure, counts = marshal.loads(helper.result(within_s=patience_s))
     except HelperFailedError as error:
         raise CopyError("", f"the copy helper failed (exit {error.code}): {error.said or 'no output'}") from None
     return entries, failure, counts

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from eukhe.core.merge import STAT_PACKING, packed_stat, unpacked_stat
@@ -362,21 +363,34 @@ def test_ficlone_shares_extents_on_a_real_xfs_mount(xfs_mount: Path, caplog: pyt
     assert (parent / "small.txt").read_text() == "changed by the child\n"
 
 
+BROKEN_HELPERS = {
+    "dies": ((sys.executable, "-c", "import sys; sys.exit('the helper broke')"), r"\(exit 1\): the helper broke"),
+    "hangs": ((sys.executable, "-c", "import threading; threading.Event().wait()"), r"\(exit -9\): no answer within"),
+}
+
+
+@pytest.mark.parametrize("broken", sorted(BROKEN_HELPERS))
 def test_a_helper_process_that_fails_is_a_copy_error_with_its_last_words(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: str
 ) -> None:
-    """A helper that dies before it answers fails the spawn with what it said, and the interrupted workspace is
-    cleared by the next spawn, which copies every file."""
+    """A helper that dies before it answers, or hangs, fails the spawn with what it said (a hung one is killed: no
+    helper outlives the spawn), and the interrupted workspace is cleared by the next spawn, which copies every
+    file."""
     parent = tmp_path / "project"
     parent.mkdir()
     for index in range(6):
         (parent / f"f{index}").write_text(f"{index}\n")
+    argv, said = BROKEN_HELPERS[broken]
     monkeypatch.setattr(helper, "HELPER_FROM", 1)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(spawn, "HELPER_ARGV", (sys.executable, "-c", "import sys; sys.exit('the helper broke')"))
+    monkeypatch.setattr(spawn, "HELPER_ARGV", argv)
+    if broken == "hangs":
+        monkeypatch.setattr(spawn, "COPY_HELPER_PATIENCE_S", 0.2)  # killed when this has passed
+    before = {child.pid for child in psutil.Process().children()}
     layout = WorkspaceLayout.at(tmp_path / "ws", "s", "c")
-    with pytest.raises(CopyError, match=r"the copy helper failed \(exit 1\): the helper broke"):
+    with pytest.raises(CopyError, match=r"the copy helper failed " + said):
         create_workspace(parent, layout)
+    assert {child.pid for child in psutil.Process().children()} <= before
     monkeypatch.undo()
     assert create_workspace(parent, layout).files == 6
     assert read_disk(layout.copy)[0] == read_disk(parent)[0]

@@ -26,6 +26,7 @@ import logging
 import marshal
 import os
 import stat
+import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,14 +44,14 @@ from eukhe.core.merge import (
     stat_proves_same,
     unpacked_stat,
 )
-from eukhe.core.stat_plan import StatGroup, plan_stat_checks
+from eukhe.core.stat_plan import StatGroup, helpers_part, plan_stat_checks
 from eukhe.records.workspace import CopiedDir, CopiedPath, CopyRecord
 from eukhe.workspace import stat_check
-from eukhe.workspace.helper import HelperFailedError, HelperProcess, helper_pays, standalone_argv
+from eukhe.workspace.helper import HelperProcess, helper_pays, standalone_argv
 from eukhe.workspace.layout import WorkspaceLayout
 from eukhe.workspace.listing import GIT_DIR_NAME, GitignoreRules, ignored, walk_gitignored
 from eukhe.workspace.spawn import stat_facts
-from eukhe.workspace.stat_check import unproven
+from eukhe.workspace.stat_check import FRAME_LENGTH, check_group, unproven
 
 log = logging.getLogger(__name__)
 
@@ -178,27 +179,69 @@ def _open_dir(root: str, directory: str) -> int:
         return -1
 
 
-HELPER_SHARE = 0.4
-"""The helper's share of the files to check: a little under half, since it starts (tens of milliseconds) while
-this side reads the record and the directories."""
+HELPER_SHARE = 0.75
+"""The part of the files to check offered to the helper (the tail of the groups). This side checks the head, then
+the offered groups from the first on, while the helper checks them from the last back: the two meet wherever the
+helper's start and speed put the line, and this side never waits for the helper."""
 
 
-STAT_HELPER_PATIENCE_S = 30.0
-"""How long the hand-back waits for its stat-check helper after its own share: that share takes tens of
-milliseconds, so only a hung helper reaches it (killed, and its share checked here)."""
+class _HelperAnswers:
+    """What a streaming stat helper has answered so far (`stat_check.main`'s frames), read without blocking: each
+    offered group it checked (its index) with its unproven paths. It answers from the last group back, so the
+    groups from `first` on are answered; a frame out of that order or undecodable ends the reading (the groups it
+    did not answer are this side's)."""
+
+    def __init__(self, fd: int, groups: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self._buffer = b""
+        self._reading = True
+        self.found: dict[int, list[str]] = {}
+        self.first = groups
+
+    def read(self) -> int:
+        """Take in what the helper wrote since the last read; the first group from which on it answered them all."""
+        while self._reading:
+            try:
+                data = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                break
+            if not data:
+                self._reading = False
+            self._buffer += data
+        buffer, at, head = self._buffer, 0, FRAME_LENGTH
+        while len(buffer) - at >= head:
+            end = at + head + int.from_bytes(buffer[at : at + head], "little")
+            if len(buffer) < end:
+                break
+            try:
+                index, paths = marshal.loads(buffer[at + head : end])
+            except (ValueError, EOFError, TypeError):
+                index, paths = None, None
+            if index != self.first - 1 or not isinstance(paths, list):
+                self._reading, self._buffer = False, b""
+                return self.first
+            self.found[index] = paths
+            self.first = index
+            at = end
+        self._buffer = buffer[at:]
+        return self.first
 
 
-def _helper_unproven(helper: HelperProcess, theirs: list[StatGroup], copy_root: str) -> list[str]:
-    """The helper's unproven paths; a helper that failed leaves its groups to this side (logged, nothing lost)."""
-    try:
-        found = marshal.loads(helper.result(within_s=STAT_HELPER_PATIENCE_S))
-        if isinstance(found, list) and all(isinstance(path, str) for path in found):
-            return found
-        error: Exception = ValueError("its answer is no list of paths")
-    except (HelperFailedError, ValueError, EOFError, TypeError) as failure:
-        error = failure
-    log.warning("the hand-back's stat helper failed (%s); its %d directories are checked here", error, len(theirs))
-    return unproven(copy_root, STAT_PACKING.format, theirs)
+def _shared_unproven(helper: HelperProcess, offered: list[StatGroup], copy_root: str) -> list[str]:
+    """The unproven paths of the groups offered to the helper: checked here from the first on until this side
+    reaches the groups the helper answered; each group's answer taken once (`helpers_part`). A helper that fails or
+    hangs only leaves more of them to this side."""
+    answers = _HelperAnswers(helper.output_fd, len(offered))
+    pack = struct.Struct(STAT_PACKING.format)
+    found: list[str] = []
+    here = 0
+    while here < answers.read():
+        check_group(pack, copy_root, offered[here], found)
+        here += 1
+    if here == len(offered) and (why := helper.failure()) is not None:
+        log.warning("the hand-back's stat helper failed (%s); its groups were checked here", why)
+    return found + helpers_part(here, answers.found)
 
 
 def _read_base_paths(
@@ -219,7 +262,7 @@ def _read_base_paths(
         helper.send(marshal.dumps(plan.theirs))
     found = unproven(copy_root, STAT_PACKING.format, plan.mine)
     if helper is not None:
-        found += _helper_unproven(helper, plan.theirs, copy_root)
+        found += _shared_unproven(helper, plan.theirs, copy_root)
     for path in sorted([*plan.rest, *found], key=path_order):
         directory, _, name = path.rpartition("/")
         copied = base.by_path[path]
@@ -334,7 +377,8 @@ def read_facts(layout: WorkspaceLayout, record: CopyRecord) -> Facts:
     with contextlib.ExitStack() as stack:
         helper = None
         if helper_pays(len(record.paths)):  # started first: it starts while the record and directories are read
-            helper = stack.enter_context(HelperProcess([*STAT_HELPER_ARGV, str(layout.copy), STAT_PACKING.format]))
+            argv = [*STAT_HELPER_ARGV, str(layout.copy), STAT_PACKING.format]
+            helper = stack.enter_context(HelperProcess(argv, streams=True))
         base = _Base(str(layout.base), record.recorded_at_ns, {copied.path: copied for copied in record.paths})
         child, changed = read_child(base, str(layout.copy), record.dirs, helper=helper)
     base_tree: dict[str, Entry] = {}

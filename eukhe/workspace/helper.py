@@ -37,13 +37,18 @@ class HelperFailedError(Exception):
 
 
 class HelperProcess:
-    """One helper process, started now; `send` gives it its input once, `result` waits for its output."""
+    """One helper process, started now; `send` gives it its input once, `result` waits for its output. A helper
+    that `streams` writes its output to a pipe instead, read as it comes (`output_fd`)."""
 
-    def __init__(self, argv: Sequence[str]) -> None:
+    def __init__(self, argv: Sequence[str], *, streams: bool = False) -> None:
         self._files = contextlib.ExitStack()  # closed by __exit__, with the process reaped first
-        self._output = self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
+        self._output = None if streams else self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
         self._errors = self._files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
-        self._process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=self._output, stderr=self._errors)
+        stdout = subprocess.PIPE if self._output is None else self._output
+        self._process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=stdout, stderr=self._errors)
+        if streams:
+            assert self._process.stdout is not None, "started with a pipe"
+            self._files.enter_context(self._process.stdout)
         self._writer: threading.Thread | None = None
 
     def __enter__(self) -> HelperProcess:
@@ -70,6 +75,22 @@ class HelperProcess:
         self._writer = threading.Thread(target=write, name="eukhe-helper-input", daemon=True)
         self._writer.start()
 
+    @property
+    def output_fd(self) -> int:
+        """The read end of a streaming helper's output pipe."""
+        stdout = self._process.stdout
+        assert stdout is not None, "a streaming helper"
+        return stdout.fileno()
+
+    def failure(self) -> str | None:
+        """Why the helper failed, if it has ended with an error (its exit status and last line on stderr)."""
+        code = self._process.poll()
+        if code is None or code == 0:
+            return None
+        self._errors.seek(0)
+        said = self._errors.read().decode("utf-8", "replace").strip().splitlines()
+        return f"exit {code}: {said[-1] if said else 'no output'}"
+
     def result(self, *, within_s: float | None = None) -> bytes:
         """The helper's output, once it ended; HelperFailedError if it failed, wrote nothing, or had not ended
         `within_s` seconds from now (then it is killed: a hung helper never holds its caller)."""
@@ -81,6 +102,7 @@ class HelperProcess:
             raise HelperFailedError(self._process.returncode, f"no answer within {within_s:g} s") from None
         if self._writer is not None:
             self._writer.join()
+        assert self._output is not None, "a helper that does not stream"
         self._output.seek(0)
         output = self._output.read()
         if code != 0 or not output:

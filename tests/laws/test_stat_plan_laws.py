@@ -1,6 +1,7 @@
 """Laws of eukhe.core.stat_plan (spec S3 "A subagent's workspace" 4): which recorded files the hand-back's stat
-check decides, and the share its helper process takes. Each law over free records with Hypothesis, and
-exhaustively where the domain is small: one path's every kind, and every split of up to four small groups."""
+check decides, the share offered to its helper process, and which of the helper's answers count. Each law over free
+records with Hypothesis, and exhaustively where the domain is small: one path's every kind, every split of up to
+four small groups, and every meeting of the two sides over up to six groups."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eukhe.core.merge import packed_stat
-from eukhe.core.stat_plan import StatCheckPlan, StatGroup, plan_stat_checks, split_groups
+from eukhe.core.stat_plan import GROUP_FILES, StatCheckPlan, StatGroup, helpers_part, plan_stat_checks, split_groups
 from eukhe.records.workspace import CopiedPath
 
 RECORDED_AT = 1_000
@@ -54,8 +55,8 @@ def checkable(entry: CopiedPath, live: set[str]) -> bool:
     return entry.link is None and entry.path.rpartition("/")[0] in live and mtime < RECORDED_AT
 
 
-def check_plan(record: list[CopiedPath], live: set[str], share: float) -> StatCheckPlan:
-    plan = plan_stat_checks(record, live, RECORDED_AT, share)
+def check_plan(record: list[CopiedPath], live: set[str], share: float, group_files: int = GROUP_FILES) -> StatCheckPlan:
+    plan = plan_stat_checks(record, live, RECORDED_AT, share, group_files)
     checked = [*paths_of(plan.mine), *paths_of(plan.theirs)]
     # partitions: every recorded path is in exactly one of mine, theirs and rest
     assert sorted([*checked, *plan.rest]) == sorted(entry.path for entry in record)
@@ -64,16 +65,21 @@ def check_plan(record: list[CopiedPath], live: set[str], share: float) -> StatCh
     assert plan.rest == [entry.path for entry in record if not checkable(entry, live)]
     assert checked == [entry.path for entry in record if checkable(entry, live)]
     by_path = {entry.path: entry.copy for entry in record}
-    for directory, files in [*plan.mine, *plan.theirs]:
-        assert files, "no empty group"
+    groups = [*plan.mine, *plan.theirs]
+    for index, (directory, files) in enumerate(groups):
+        assert 0 < len(files) <= group_files, "no empty group, none over group_files"
+        if index and groups[index - 1][0] == directory:  # one directory's files go on in a new group only when full
+            assert len(groups[index - 1][1]) == group_files
         for name, packed in files:
             assert by_path[f"{directory}/{name}" if directory else name] == packed
     return plan
 
 
-@given(records(), live_sets, st.sampled_from(SHARES))
-def test_stat_plan_partitions_the_record(record: list[CopiedPath], live: set[str], share: float) -> None:
-    check_plan(record, live, share)
+@given(records(), live_sets, st.sampled_from(SHARES), st.integers(1, 4))
+def test_stat_plan_partitions_the_record(
+    record: list[CopiedPath], live: set[str], share: float, group_files: int
+) -> None:
+    check_plan(record, live, share, group_files)
 
 
 def test_stat_plan_partitions_the_record_exhaustively_for_one_path() -> None:
@@ -84,6 +90,17 @@ def test_stat_plan_partitions_the_record_exhaustively_for_one_path() -> None:
         path = f"{directory}/x" if directory else "x"
         plan = check_plan([copied(path, link=link, mtime=mtime)], {directory} if alive else set(), 0.0)
         assert (plan.rest == []) == (alive and not link and mtime < RECORDED_AT)
+
+
+def test_stat_plan_groups_hold_at_most_group_files_exhaustively() -> None:
+    """One live directory of up to six checkable files, at each group size: full groups, then the rest."""
+    for directory, count, group_files in itertools.product(DIRECTORIES, range(7), range(1, 5)):
+        record = sorted(
+            (copied(f"{directory}/f{i}" if directory else f"f{i}") for i in range(count)), key=lambda c: c.path
+        )
+        plan = check_plan(record, {directory}, 0.0, group_files)
+        full, left = divmod(count, group_files)
+        assert [len(files) for _, files in plan.mine] == [group_files] * full + ([left] if left else [])
 
 
 def check_split(groups: list[StatGroup], share: float) -> None:
@@ -114,3 +131,26 @@ def test_stat_plan_helper_share_is_the_longest_tail_within_it(sizes: list[int], 
 @given(records(), live_sets)
 def test_stat_plan_without_a_helper_keeps_every_check_here(record: list[CopiedPath], live: set[str]) -> None:
     assert check_plan(record, live, 0.0).theirs == []
+
+
+def check_meeting(groups: int, first_answered: int, checked_here: int, also_answered: int) -> None:
+    """The helper answered the groups from `first_answered` on (and, racing this side, `also_answered` more below
+    them); this side checked the first `checked_here` (at least up to where the helper's answers begin)."""
+    answered = {index: [f"g{index}"] for index in range(max(0, first_answered - also_answered), groups)}
+    here = [f"g{index}" for index in range(checked_here)]
+    assert sorted([*here, *helpers_part(checked_here, answered)]) == sorted(f"g{index}" for index in range(groups))
+
+
+def test_stat_plan_helpers_part_takes_each_group_once_exhaustively() -> None:
+    """Every meeting of the two sides over up to six groups: each group's answer is in the result exactly once."""
+    for groups in range(7):
+        for first_answered in range(groups + 1):
+            for checked_here in range(first_answered, groups + 1):
+                for also_answered in range(3):
+                    check_meeting(groups, first_answered, checked_here, also_answered)
+
+
+@given(st.integers(0, 300).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n))), st.data())
+def test_stat_plan_helpers_part_takes_each_group_once(groups_first: tuple[int, int], data: st.DataObject) -> None:
+    groups, first_answered = groups_first
+    check_meeting(groups, first_answered, data.draw(st.integers(first_answered, groups)), data.draw(st.integers(0, 5)))

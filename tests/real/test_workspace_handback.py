@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import stat
@@ -18,6 +19,7 @@ import psutil
 import pytest
 
 from eukhe.core.merge import Dir, File, Link, StatFacts, Tree, packed_stat
+from eukhe.core.stat_plan import StatGroup
 from eukhe.records.workspace import CopyRecord, HandbackReport
 from eukhe.workspace import (
     HandbackError,
@@ -30,6 +32,7 @@ from eukhe.workspace import (
     remove_retired,
     spawn,
 )
+from eukhe.workspace.helper import HelperProcess
 from eukhe.workspace.layout import temp_beside
 from tests.workspace_support import age, handback_leftovers, read_disk, reshape
 
@@ -428,31 +431,58 @@ def test_the_paths_read_as_changed_are_the_paths_where_the_childs_tree_differs_f
     assert facts.BASE_FILE not in tree.values()
 
 
+HANG_S = 30.0  # only a hang reaches it
+STAT_CHECK = os.path.dirname(facts.stat_check.__file__)
+ANSWER_THE_LAST = (
+    f"import marshal, os, struct, sys, threading; sys.path.insert(0, {STAT_CHECK!r}); import stat_check; "
+    "groups = marshal.loads(sys.stdin.buffer.read()); found = []; "
+    "stat_check.check_group(struct.Struct(sys.argv[2]), sys.argv[1], groups[-1], found); "
+    "frame = marshal.dumps((len(groups) - 1, found)); os.write(1, len(frame).to_bytes(4, 'little') + frame); "
+    "threading.Event().wait()"
+)
 HELPERS = {
-    "broken": (sys.executable, "-c", "import sys; sys.exit('it broke')"),
-    "hung": (sys.executable, "-c", "import threading; threading.Event().wait()"),
+    "working": (facts.STAT_HELPER_ARGV, "all"),
+    "answers_the_last_then_hangs": ((sys.executable, "-c", ANSWER_THE_LAST), "one"),
+    "answers_out_of_order": ((sys.executable, "-c", "import os; os.write(1, b'\\x02\\0\\0\\0N0')"), "one"),
+    "broken": ((sys.executable, "-c", "import sys; sys.exit('it broke')"), "all"),
+    "hung": ((sys.executable, "-c", "import threading; threading.Event().wait()"), "none"),
 }
+"""Each helper, and which of its answers this side waits for before it checks a group itself (so how many groups
+it checks is known): all of them (its output's end), the first one, or none."""
 
 
-@pytest.mark.parametrize("helper_argv", ["working", "broken", "hung"])
+@pytest.mark.parametrize("helper_argv", sorted(HELPERS))
 def test_a_hand_back_whose_stat_checks_a_helper_process_shares_ends_as_one_without_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper_argv: str
 ) -> None:
-    """With a stat-check helper process taking the record's files (or one that dies or hangs before it answers,
-    whose files this side then checks), every step and the record are those of a hand-back that checks it all
-    alone, and no helper outlives it."""
+    """With a stat-check helper process offered the record's files (or one that answers only some of them, dies or
+    hangs), every step and the record are those of a hand-back that checks it all alone, each group is checked
+    here exactly when the helper did not answer it, and no helper outlives the hand-back."""
     alone = outcome(tmp_path / "alone", layout := set_up(tmp_path / "alone", old=True), hand_back(layout))
+    argv, wait_for = HELPERS[helper_argv]
     monkeypatch.setattr(helper, "HELPER_FROM", 1)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(facts, "HELPER_SHARE", 1.0)  # every checkable file, the changed ones too
-    if helper_argv in HELPERS:
-        monkeypatch.setattr(facts, "STAT_HELPER_ARGV", HELPERS[helper_argv])
-        monkeypatch.setattr(facts, "STAT_HELPER_PATIENCE_S", 0.2)  # the hung one is killed when this has passed
-    checked: list[int] = []
+    monkeypatch.setattr(facts, "STAT_HELPER_ARGV", argv)
+    offered: list[int] = []
+    shared_unproven = facts._shared_unproven
+
+    def after_the_answers(helping: HelperProcess, groups: list[StatGroup], copy_root: str) -> list[str]:
+        offered.append(len(groups))
+        if wait_for == "all":
+            helping._process.wait(HANG_S)
+        elif wait_for == "one":
+            assert select.select([helping.output_fd], [], [], HANG_S)[0], "no answer"
+        return shared_unproven(helping, groups, copy_root)
+
+    monkeypatch.setattr(facts, "_shared_unproven", after_the_answers)
+    checked: list[str] = []
+    check_group = facts.check_group
+    monkeypatch.setattr(facts, "check_group", lambda *args: checked.append(args[2][0]) or check_group(*args))
     before = {child.pid for child in psutil.Process().children()}
-    unproven = facts.unproven
-    monkeypatch.setattr(facts, "unproven", lambda *args: checked.append(len(args[2])) or unproven(*args))
     helped = outcome(tmp_path / "helped", layout := set_up(tmp_path / "helped", old=True), hand_back(layout))
     assert helped == alone
-    assert checked == ([0, 2] if helper_argv in HELPERS else [0])  # the directories this side checked
+    assert offered and offered[0] >= 2, "the helper was offered two directories at least"
+    here = {"working": 0, "answers_the_last_then_hangs": offered[0] - 1}.get(helper_argv, offered[0])
+    assert len(checked) == here, checked
     assert {child.pid for child in psutil.Process().children()} <= before

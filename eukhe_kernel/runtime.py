@@ -644,6 +644,8 @@ class Kernel:
         with self.state_lock:
             self.running = None
         self._drain_pumps()
+        # Reading is the loop's again before the done goes out, so the host's next request wakes no thread.
+        self.requests.cell_ended()
         # The result or error and the done go out in one write, after every byte the cell wrote.
         self.writer.frame(b"".join(cell.final) + encode_frame("done", cell.id, {"status": status}))
 

@@ -32,6 +32,10 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "_pump",
         "time.monotonic",
     ): "`eukhe run` is synchronous: its drain after the exit is a select loop",
+    ("eukhe.workspace.spawn", "_copy_files", "time.monotonic"): (
+        "the spawn's copy runs in a worker thread, without the loop: it times its own share to bound its wait for "
+        "the copy helper's"
+    ),
     ("eukhe.session.writer", "JobWriter._run", "asyncio.wait_for"): (
         "the journal writer's batching window on real time: on a virtual clock it would hold every write"
     ),

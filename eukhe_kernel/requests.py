@@ -10,6 +10,9 @@
   cells the host sends one after another (each wake would take the GIL from a cell).
 - `hand_over` gives reading to the thread between cells too (the main thread is about to wait for a host reply);
   the next cell's end gives it back to the loop.
+- `repeat` has the thread call a function every so often, between its reads (an interrupt's SIGINT sent again until
+  it was heard), so no thread is started for it: a new thread would take the GIL from the main thread just when
+  that thread must run the SIGINT's handler.
 
 One lock orders it all: who reads changes under it, and each chunk is read and its lines served under it, so the
 two sides never read at once and requests are served in the order they came.
@@ -18,9 +21,11 @@ two sides never read at once and requests are served in the order they came.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import select
 import threading
+import time
 from collections.abc import Callable
 
 READ_BYTES = 1 << 16
@@ -52,6 +57,9 @@ class RequestReader:
         self._scanned = 0  # bytes of the buffer already searched for a newline
         self._thread_set = select.epoll()  # the thread's wait: the input is in it exactly while the thread reads
         self._thread_set.register(fd, select.EPOLLIN)
+        self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # a `repeat` from another thread
+        self._thread_set.register(self._wake_read, select.EPOLLIN)
+        self._repeating: Repeat | None = None
         self._thread = threading.Thread(target=self._thread_main, name="eukhe-kernel-reader", daemon=True)
 
     def start(self) -> None:
@@ -87,6 +95,34 @@ class RequestReader:
                 self.loop.add_reader(self.fd, self._loop_readable)
                 self._registered = True
 
+    def repeat(self, again: Callable[[], bool], every_s: float) -> None:
+        """Have the thread call `again` every `every_s` seconds from now until it answers False (a new repeat takes
+        the place of the one before)."""
+        with self._lock:
+            self._repeating = Repeat(again, every_s, time.monotonic() + every_s)
+        if threading.current_thread() is not self._thread:
+            with contextlib.suppress(BlockingIOError):  # a wake is pending already
+                os.write(self._wake_write, b"\0")  # its wait may have no end: it takes up the repeat's deadline
+
+    def _due(self) -> float:
+        """How long the thread may wait before the repeat is due (-1: no repeat); a due repeat is called here."""
+        with self._lock:
+            repeating = self._repeating
+        if repeating is None:
+            return -1
+        now = time.monotonic()
+        if now < repeating.next_at:
+            return repeating.next_at - now
+        going_on = repeating.again()
+        with self._lock:
+            if self._repeating is not repeating:
+                return 0  # replaced meanwhile: look again
+            if not going_on:
+                self._repeating = None
+                return -1
+            repeating.next_at = now + repeating.every_s
+        return repeating.every_s
+
     # ---- the two readers -----------------------------------------------------------------------------------
 
     def _loop_readable(self) -> None:
@@ -101,10 +137,22 @@ class RequestReader:
                 self._registered = False
 
     def _thread_main(self) -> None:
+        fd, wake = self.fd, self._wake_read
         while True:
-            self._thread_set.poll()
+            events = self._thread_set.poll(self._due())
+            readable = False
+            for ready, _ in events:
+                if ready == wake:
+                    while True:
+                        try:
+                            if not os.read(wake, 64):
+                                break
+                        except BlockingIOError:
+                            break
+                elif ready == fd:
+                    readable = True
             with self._lock:
-                if self._owner is _THREAD and not self._ended:
+                if readable and self._owner is _THREAD and not self._ended:
                     self._read_and_serve()
                 if self._ended:
                     return
@@ -137,3 +185,14 @@ class RequestReader:
             del buffer[: end + 1]
             self._scanned = 0
             self.serve(line)
+
+
+class Repeat:
+    """A function the reader thread calls every `every_s` seconds until it answers False; the next call's time."""
+
+    __slots__ = ("again", "every_s", "next_at")
+
+    def __init__(self, again: Callable[[], bool], every_s: float, next_at: float) -> None:
+        self.again = again
+        self.every_s = every_s
+        self.next_at = next_at

@@ -495,7 +495,8 @@ class Kernel:
                 else:
                     running.heard.clear()
                 signal.pthread_kill(self.main_ident, signal.SIGINT)
-                threading.Thread(target=self._repeat_interrupt, args=(running, running.heard), daemon=True).start()
+                heard = running.heard
+                self.requests.repeat(lambda: self._interrupt_again(running, heard), INTERRUPT_REPEAT_S)
                 return True
             if target is not None and target in self.queued:
                 self.cancelled.add(target)
@@ -589,17 +590,20 @@ class Kernel:
             cell.hear()
             self.loop.call_soon_threadsafe(cell.task.cancel)
 
-    def _repeat_interrupt(self, cell: Cell, heard: threading.Event) -> None:
-        """Send SIGINT again until the handler acted on it while `cell` runs.
+    def _interrupt_again(self, cell: Cell, heard: threading.Event) -> bool:
+        """Send SIGINT again if the handler has not acted on it while `cell` runs; whether to go on (the reader
+        thread calls this every INTERRUPT_REPEAT_S after an interrupt).
 
         A SIGINT that lands after the interpreter's last check for signals and before a blocking call (a
         `time.sleep` right after the line that announced the cell) wakes nothing: the handler would run only at
         the next signal. So would one that lands before the cell's code is on the stack."""
-        while not heard.wait(INTERRUPT_REPEAT_S):
-            with self.state_lock:
-                if self.running is not cell:
-                    return
-                signal.pthread_kill(self.main_ident, signal.SIGINT)
+        if heard.is_set():
+            return False
+        with self.state_lock:
+            if self.running is not cell:
+                return False
+            signal.pthread_kill(self.main_ident, signal.SIGINT)
+        return True
 
     def _redeliver_interrupt(self) -> None:
         """A SIGINT arrived during a frame write: deliver it again now that the write is whole."""

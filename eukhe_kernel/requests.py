@@ -142,13 +142,9 @@ class RequestReader:
             events = self._thread_set.poll(self._due())
             readable = False
             for ready, _ in events:
-                if ready == wake:
-                    while True:
-                        try:
-                            if not os.read(wake, 64):
-                                break
-                        except BlockingIOError:
-                            break
+                if ready == wake:  # a wake left unread wakes the wait again: it is level-triggered
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake, 64)
                 elif ready == fd:
                     readable = True
             with self._lock:

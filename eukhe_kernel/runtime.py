@@ -24,6 +24,7 @@ import concurrent.futures
 import contextlib
 import contextvars
 import fcntl
+import functools
 import inspect
 import json
 import linecache
@@ -495,12 +496,15 @@ class Kernel:
                 else:
                     running.heard.clear()
                 signal.pthread_kill(self.main_ident, signal.SIGINT)
-                heard = running.heard
-                self.requests.repeat(lambda: self._interrupt_again(running, heard), INTERRUPT_REPEAT_S)
-                return True
-            if target is not None and target in self.queued:
+                again = functools.partial(self._interrupt_again, running, running.heard)
+            elif target is not None and target in self.queued:
                 self.cancelled.add(target)
                 return True
+            else:
+                again = None
+        if again is not None:  # sent again by the reader thread until heard (outside the state lock)
+            self.requests.repeat(again, INTERRUPT_REPEAT_S)
+            return True
         if target is not None:
             return self.calls.cancel(target)  # an `async def` remote call the host stopped waiting for
         return False

@@ -87,9 +87,13 @@ class HelperProcess:
         code = self._process.poll()
         if code is None or code == 0:
             return None
+        return f"exit {code}: {self._last_words() or 'no output'}"
+
+    def _last_words(self) -> str:
+        """The helper's last line on stderr ("" if it said nothing)."""
         self._errors.seek(0)
         said = self._errors.read().decode("utf-8", "replace").strip().splitlines()
-        return f"exit {code}: {said[-1] if said else 'no output'}"
+        return said[-1] if said else ""
 
     def result(self, *, within_s: float | None = None) -> bytes:
         """The helper's output, once it ended; HelperFailedError if it failed, wrote nothing, or had not ended
@@ -106,9 +110,7 @@ class HelperProcess:
         self._output.seek(0)
         output = self._output.read()
         if code != 0 or not output:
-            self._errors.seek(0)
-            said = self._errors.read().decode("utf-8", "replace").strip().splitlines()
-            raise HelperFailedError(code, said[-1] if said else "")
+            raise HelperFailedError(code, self._last_words())
         return output
 
 

@@ -43,22 +43,28 @@ class GoingAwayHost:
         return self.gone.is_set()
 
 
-def roster(tmp_path: Path, host: GoingAwayHost) -> Children:
+async def running_child(tmp_path: Path) -> tuple[GoingAwayHost, Children]:
+    """A roster whose child `worker` is in its run."""
+    host = GoingAwayHost()
     parent = Parent(session_id="parent", cwd=tmp_path, workspaces=tmp_path / "workspaces", budget_ms=60_000)
     journal: list[JournalRecord] = []
-    return Children(parent, host, journal.extend, MonotonicClock())
+    children = Children(parent, host, journal.extend, MonotonicClock())
+    await children.spawn(SpawnRequest(name="worker", code="1"))
+    await asyncio.wait_for(host.started.wait(), HANG_S)
+    return host, children
+
+
+async def refused_delete(children: Children) -> None:
+    with pytest.raises(SessionClosedError, match="decided when the parent reopens"):
+        await asyncio.wait_for(children.delete("worker"), HANG_S)
 
 
 def test_a_delete_of_a_child_whose_run_its_host_going_away_cut_is_refused_not_left_waiting(tmp_path: Path) -> None:
     async def scenario() -> None:
-        host = GoingAwayHost()
-        children = roster(tmp_path, host)
-        await children.spawn(SpawnRequest(name="worker", code="1"))
-        await asyncio.wait_for(host.started.wait(), HANG_S)
+        host, children = await running_child(tmp_path)
         host.gone.set()
         await asyncio.wait_for(asyncio.gather(*children._runs.values()), HANG_S)
-        with pytest.raises(SessionClosedError, match="decided when the parent reopens"):
-            await asyncio.wait_for(children.delete("worker"), HANG_S)
+        await refused_delete(children)
         assert children.report("worker").status == "running"  # its end is the reopened parent's to decide
 
     asyncio.run(scenario())
@@ -66,13 +72,9 @@ def test_a_delete_of_a_child_whose_run_its_host_going_away_cut_is_refused_not_le
 
 def test_a_delete_after_the_parent_closed_is_refused_not_left_waiting(tmp_path: Path) -> None:
     async def scenario() -> None:
-        host = GoingAwayHost()
-        children = roster(tmp_path, host)
-        await children.spawn(SpawnRequest(name="worker", code="1"))
-        await asyncio.wait_for(host.started.wait(), HANG_S)
+        host, children = await running_child(tmp_path)
         await asyncio.wait_for(children.close(), HANG_S)
         assert host.stopped == ["child-session"]
-        with pytest.raises(SessionClosedError, match="decided when the parent reopens"):
-            await asyncio.wait_for(children.delete("worker"), HANG_S)
+        await refused_delete(children)
 
     asyncio.run(scenario())

@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
         "eukhe.errors",
         "eukhe.paths",
         "eukhe.fsio",
+        "eukhe.beneath",
         "eukhe.private_fs",
         "eukhe.procs",
         "eukhe.clock",

@@ -101,7 +101,13 @@ def job_line(job: str, budget_ms: int) -> str:
 
 
 def answer_text(answer: Settled | Detached) -> str:
-    """The text of a `bash`, `ipython`, `jobs_wait` or `jobs_cancel` answer (a tty job's: what its screen shows)."""
+    """The text of a `bash`, `ipython`, `jobs_wait` or `jobs_cancel` answer (a tty job's: what its screen shows),
+    with the session's notices on lines of their own at its end."""
+    text = _run_text(answer)
+    return "\n".join([text, *(f"[{notice}]" for notice in answer.notices)])
+
+
+def _run_text(answer: Settled | Detached) -> str:
     body = output_text(answer.output) if answer.screen is None else screen_text(answer.screen, answer.output)
     if isinstance(answer, Detached):
         typing = f' jobs_write {{"job": "{answer.job}", "input": "..."}} types into its terminal.' * (

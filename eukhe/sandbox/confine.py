@@ -14,10 +14,13 @@ from eukhe.errors import EukheError
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport
 from eukhe.sandbox.bwrap import Bubblewrap, available
-from eukhe.sandbox.facts import ensure_dir, eukhe_dirs, gather, make_private_dirs
+from eukhe.sandbox.facts import ensure_dir, eukhe_dirs, find_git, gather, make_private_dirs, prepare
+from eukhe.sandbox.gitguard import GitGuard
 
 TMP_NAME = "tmp"
 """The session's private temp directory, in its own directory: a confined process sees it as /tmp."""
+CACHES_NAME = "caches"
+"""The session's private toolchain caches, in its own directory, where bwrap cannot overlay the host's."""
 
 
 class SandboxConflictError(EukheError):
@@ -65,9 +68,11 @@ class Confinement:
         self.rules = policy.to_core()
         self.cwd = cwd
         self.tmp = session_dir / TMP_NAME
+        self.caches = session_dir / CACHES_NAME
         self.readable = [str(path) for path in readable]
         self.hidden = list(hidden)
         self.bwrap: Bubblewrap | None = None
+        self.git = GitGuard()
 
     @property
     def confined(self) -> bool:
@@ -83,6 +88,7 @@ class Confinement:
     def moved(self, session_dir: Path, *, readable: Sequence[Path]) -> Confinement:
         """The same confinement for the session's new directory (a fork continues in it)."""
         moved = Confinement(self.policy, cwd=self.cwd, session_dir=session_dir, readable=readable, hidden=self.hidden)
+        moved.git = self.git  # the same watch goes on
         if self.bwrap is not None:
             moved.start()
         return moved
@@ -94,6 +100,7 @@ class Confinement:
 
     def facts(self, *, sockets: bool = True, readable: Sequence[str] = (), writable: Sequence[str] = ()) -> core.Facts:
         """What a launch or a check reads off the disk now (`sockets`: also the Unix sockets to mask)."""
+        overlays = self.bwrap is None or self.bwrap.overlays
         return gather(
             self.rules.mode,
             self.rules.network,
@@ -105,6 +112,7 @@ class Confinement:
             readable=[*self.readable, *readable],
             sockets=None if sockets else (),
             own=writable,
+            private_caches=None if overlays else str(self.caches),
         )
 
     def wrap(
@@ -123,14 +131,34 @@ class Confinement:
         if self.bwrap is None:
             self.start()
         assert self.bwrap is not None
-        self._protect_git_hooks()
+        if self.rules.mode is core.Mode.WORKSPACE_WRITE:
+            roots = [os.path.realpath(self.cwd), *self.facts(sockets=False).writable]
+            prepare(roots)
+            _, found = find_git(roots)
+            self.git.watch(roots, [gitdir.path for gitdir in found if "commondir" not in gitdir.present])
+            self.git.audit()
         facts = self.facts(readable=readable, writable=writable)
         self._make_mount_points(facts)
         return [self.bwrap.path, *core.bwrap_argv(facts, command, info_fd=info_fd)]
 
+    def notices(self) -> list[str]:
+        """What the sandbox undid since the last call (after an audit of the git state now)."""
+        if self.rules.mode is not core.Mode.WORKSPACE_WRITE or self.bwrap is None:
+            return []
+        self.git.audit()
+        return self.git.take_notices()
+
+    def close(self) -> None:
+        """Stop watching (the session closes)."""
+        self.git.close()
+
     def _make_mount_points(self, facts: core.Facts) -> None:
         """The paths under /tmp that a launch mounts need a mount point in the private /tmp: made here, private
-        (bwrap would make them with its own modes), before bwrap runs."""
+        (bwrap would make them with its own modes), before bwrap runs; and so do the private caches."""
+        for cache in facts.caches:
+            if cache.private is not None:
+                with contextlib.suppress(OSError):  # bwrap then says what is wrong
+                    make_private_dirs(Path(cache.private))
         for layer in core.layers(facts):
             if layer.path == facts.tmp or not is_within(layer.path, core.SANDBOX_TMP) or layer.path == "/tmp":
                 continue
@@ -141,13 +169,3 @@ class Confinement:
                 elif not os.path.lexists(point):
                     make_private_dirs(point.parent)
                     os.close(os.open(point, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-
-    def _protect_git_hooks(self) -> None:
-        """A repository in the cwd without `.git/hooks` gets an empty one, so that a confined command finds it
-        read-only instead of making it (git makes it at `git init` anyway)."""
-        if self.rules.mode is not core.Mode.WORKSPACE_WRITE:
-            return
-        git = self.cwd / ".git"
-        if git.is_dir() and not os.path.lexists(git / "hooks"):
-            with contextlib.suppress(OSError):  # a read-only repository: nothing can write it anyway
-                (git / "hooks").mkdir()

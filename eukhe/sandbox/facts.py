@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from eukhe.beneath import read_regular
 from eukhe.core import sandbox as core
-from eukhe.core.pathmap import normalize
+from eukhe.core.pathmap import is_within, normalize
 
 UNIX_SOCKETS = "/proc/net/unix"
 
@@ -68,16 +70,22 @@ def gather(
     home: str | None = None,
     sockets: Iterable[str] | None = None,
     own: Iterable[str] = (),
+    private_caches: str | None = None,
 ) -> core.Facts:
     """The facts of one launch: `hidden` are eukhe's own directories (denied whatever the policy says), `readable`
     what a session needs of them (its kernel venv, its artifacts), `own` what a launch writes of them in every
-    confined mode (the kernel's snapshot directory); `sockets` the bound socket paths (None: read them off /proc)."""
+    confined mode (the kernel's snapshot directory); `sockets` the bound socket paths (None: read them off /proc);
+    `private_caches` the session's directory of private caches when bwrap cannot overlay (None: it can)."""
     home = home if home is not None else os.path.expanduser("~")
     cwd_real = os.path.realpath(cwd)
     tmp_real = os.path.realpath(tmp)
     roots = [real(expand(path, home)) for path in writable_roots]
-    caches = [real(os.path.join(home, name)) for name in core.CACHE_DIRS]
-    writable = tuple(dict.fromkeys(p for p in (*roots, *caches) if p is not None and p not in (cwd_real, tmp_real)))
+    writable = tuple(dict.fromkeys(p for p in roots if p is not None and p not in (cwd_real, tmp_real)))
+    caches = tuple(
+        core.Cache(path, None if private_caches is None else os.path.join(private_caches, private_name(name)))
+        for name in core.CACHE_DIRS
+        if (path := real(os.path.join(home, name))) is not None and path not in writable
+    )
     denied: dict[str, bool] = {}
     for path in (*(expand(p, home) for p in deny_read), *hidden):
         found = real(path)
@@ -91,7 +99,8 @@ def gather(
         for names in core.PROTECTED_NAMES
         if os.path.lexists(candidate := normalize(root + "/" + "/".join(names)))
     )
-    protected = tuple((path, _kind(path) is True) for path in core.protected_paths(open_roots, present))
+    protected = [(path, _kind(path) is True) for path in core.protected_paths(open_roots, present)]
+    git = core.git_mounts(*find_git(open_roots))
     shown = tuple(p for p in (real(path) for path in readable) if p is not None)
     bound = [found for path in (unix_sockets() if sockets is None else sockets) if (found := real(path)) is not None]
     masked = core.sockets_to_mask([path for path in dict.fromkeys(bound) if _is_socket(path)], open_roots, list(denied))
@@ -103,10 +112,129 @@ def gather(
         writable=writable,
         denied=tuple(denied.items()),
         readable=shown,
-        protected=protected,
+        protected=tuple(dict.fromkeys((*protected, *git.protected))),
         sockets=tuple(masked),
         own=tuple(dict.fromkeys(p for p in (real(path) for path in own) if p is not None)),
+        caches=caches,
+        pinned=git.pinned,
     )
+
+
+def prepare(roots: Sequence[str]) -> None:
+    """Make what a launch protects but cannot find: the protected directories missing below each writable root
+    (`.eukhe`, `.agents`, `.claude`, empty, with the umask's mode as any of the user's directories) and a `hooks`
+    directory in each git directory without one, so that no job can create them. A root that cannot be written is
+    left as it is (nothing confined can write there either)."""
+    roots = [os.path.realpath(root) for root in roots]
+    present = frozenset(
+        path for root in roots for name in core.PROTECTED_DIRS if os.path.lexists(path := normalize(root + "/" + name))
+    )
+    _, found = find_git(roots)
+    wanted = [*core.dirs_to_make(roots, present), *core.git_mounts((), found).to_make]
+    for path in wanted:
+        with contextlib.suppress(OSError):
+            os.mkdir(path)
+
+
+def private_name(cache: str) -> str:
+    """The name of a cache's private directory in a session (`.cargo/registry` is `.cargo_registry`)."""
+    return cache.replace("/", "_")
+
+
+GIT_POINTER_CAP = 4096
+"""The largest `.git` file, `commondir` or `gitdir` pointer read: each holds one path."""
+MODULES_DEPTH = 8
+"""How deep `<git dir>/modules` is searched for submodules' git directories (a name may hold slashes)."""
+
+
+def find_git(roots: Sequence[str]) -> tuple[list[str], list[core.GitDirFound]]:
+    """The git layout below the writable `roots` that a confined launch protects: each `.git` that is a file (a
+    pointer), and each git directory inside a root (the repository's, the one its `commondir` names, its
+    submodules' under `modules/`) with its protected names present and its linked worktrees."""
+    gitfiles: list[str] = []
+    queue: list[str] = []
+    for root in roots:
+        dotgit = os.path.join(root, ".git")
+        kind = _lkind(dotgit)
+        if kind == "file":
+            gitfiles.append(dotgit)
+            queue += _pointed(dotgit, root, prefix="gitdir:")
+        elif kind in ("dir", "link"):
+            queue.append(os.path.realpath(dotgit))
+    found: list[core.GitDirFound] = []
+    seen: set[str] = set()
+    while queue:
+        gitdir = queue.pop(0)
+        if gitdir in seen or not any(_within(gitdir, root) for root in roots) or _lkind(gitdir) != "dir":
+            continue
+        seen.add(gitdir)
+        present = frozenset(name for name in core.GITDIR_PROTECTED if os.path.lexists(os.path.join(gitdir, name)))
+        worktrees = []
+        for worktree in _subdirs(os.path.join(gitdir, "worktrees")):
+            names = frozenset(name for name in core.WORKTREE_PROTECTED if os.path.lexists(os.path.join(worktree, name)))
+            worktrees.append((worktree, names))
+            for pointer in _pointed(os.path.join(worktree, "gitdir"), worktree):
+                if any(_within(pointer, root) for root in roots) and _lkind(pointer) == "file":
+                    gitfiles.append(pointer)  # the linked checkout's own `.git` file
+        found.append(core.GitDirFound(gitdir, present, tuple(worktrees)))
+        if "commondir" in present:
+            queue += _pointed(os.path.join(gitdir, "commondir"), gitdir)
+        queue += _module_gitdirs(os.path.join(gitdir, "modules"), MODULES_DEPTH)
+    return gitfiles, found
+
+
+def _within(path: str, root: str) -> bool:
+    """Whether a real path is `root` or below it."""
+    return is_within(normalize(path), root)
+
+
+def _lkind(path: str) -> str | None:
+    """ "dir", "file", "link" or "other" for what is at `path` (a link not followed), None when nothing is."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISLNK(mode):
+        return "link"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+def _pointed(pointer: str, base: str, *, prefix: str = "") -> list[str]:
+    """The real path a git pointer file names (`gitdir: PATH` in a `.git` file; a bare path in `commondir` and
+    `gitdir`), relative to `base`; none when it cannot be read."""
+    try:
+        text = read_regular(pointer, GIT_POINTER_CAP).decode("utf-8", "surrogateescape").strip()
+    except OSError:
+        return []
+    if prefix:
+        if not text.startswith(prefix):
+            return []
+        text = text[len(prefix) :].strip()
+    if not text or "\0" in text:
+        return []
+    return [os.path.realpath(os.path.join(base, text))]
+
+
+def _subdirs(directory: str) -> list[str]:
+    try:
+        with os.scandir(directory) as entries:
+            return sorted(entry.path for entry in entries if entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def _module_gitdirs(directory: str, depth: int) -> list[str]:
+    """The git directories under `<git dir>/modules`: a directory holding `HEAD` is one (its own `modules/` is
+    searched when it is queued); any other is searched below, `depth` levels at most."""
+    found = []
+    for sub in _subdirs(directory):
+        if os.path.lexists(os.path.join(sub, "HEAD")):
+            found.append(sub)
+        elif depth > 1:
+            found += _module_gitdirs(sub, depth - 1)
+    return found
 
 
 def _is_socket(path: str) -> bool:

@@ -217,7 +217,7 @@ class SessionJobs:
             return past_answer(job)
         now = job.clock.now_ms()
         deadline = deadline_for(now, timeout_ms, self._session.budget_ms)
-        return job.answer(await wait_until(job, deadline), deadline - now)
+        return self._session.with_notices(job.answer(await wait_until(job, deadline), deadline - now))
 
     async def cancel(self, job_id: str) -> Settled | Detached:
         """Kill the job through its owner and wait for its end at most the blocking budget. A job of an earlier life
@@ -228,7 +228,7 @@ class SessionJobs:
         job.kill()
         now = job.clock.now_ms()
         deadline = deadline_for(now, None, self._session.budget_ms)
-        return job.answer(await wait_until(job, deadline), deadline - now)
+        return self._session.with_notices(job.answer(await wait_until(job, deadline), deadline - now))
 
     def _live(self, job_id: str) -> Job:
         """A job of this life; one of an earlier life has ended: `job_ended`, saying how."""
@@ -507,6 +507,7 @@ class Session:
         # the journal always closed. The steps run last pushed first.
         async with contextlib.AsyncExitStack() as steps:
             steps.callback(self._ledger.close)
+            steps.callback(self.sandbox.close)
             steps.callback(self._unsubscribe)
             steps.push_async_callback(self.writer.close)
             for part in self.parts:  # closed in reverse: a later part builds on the earlier ones
@@ -732,9 +733,16 @@ class Session:
         )
         return await self.recorded(answer)
 
+    def with_notices(self, answer: Settled | Detached) -> Settled | Detached:
+        """The answer with what the sandbox undid since the last answer (git state a confined command left)."""
+        notices = self.sandbox.notices()
+        return msgspec.structs.replace(answer, notices=[*answer.notices, *notices]) if notices else answer
+
     async def recorded(self, answer: Settled | Detached) -> Settled | Detached:
         """A detached answer goes back once its job's node is committed: a caller who holds the job id finds the job
-        in the journal after any crash. Cancelled meanwhile: the job is killed, as a cancelled call's job is."""
+        in the journal after any crash. Cancelled meanwhile: the job is killed, as a cancelled call's job is. The
+        sandbox's notices go with it."""
+        answer = self.with_notices(answer)
         if isinstance(answer, Detached):
             try:
                 await self.writer.idle()

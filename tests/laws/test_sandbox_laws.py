@@ -14,7 +14,7 @@ from eukhe.core.pathmap import is_within, normalize
 
 MODES = list(core.Mode)
 NETWORKS = list(core.Network)
-NAMES = ["a", "b", ".git", "hooks", "config", ".eukhe", ".agents", "tmp", "c"]
+NAMES = ["a", "b", ".git", "hooks", "config", "commondir", ".eukhe", ".agents", ".claude", "tmp", "c"]
 paths = st.lists(st.sampled_from(NAMES), min_size=1, max_size=4).map(lambda parts: "/" + "/".join(parts))
 
 
@@ -58,6 +58,8 @@ facts_strategy = st.builds(
     readable=st.lists(paths, max_size=2).map(tuple),
     protected=st.lists(st.tuples(paths, st.booleans()), max_size=2).map(tuple),
     own=st.lists(paths, max_size=1).map(tuple),
+    caches=st.lists(st.builds(core.Cache, paths, st.one_of(st.none(), st.just("/p/cache"))), max_size=2).map(tuple),
+    pinned=st.lists(paths, max_size=2).map(tuple),
 )
 
 
@@ -86,8 +88,9 @@ def test_sandbox_access_is_the_mount_plan(facts: core.Facts, path: str, want: co
         assert verdict.rule == ("private_tmp" if layer.path == "/tmp" else "deny_read")
     elif want is core.Want.READ:
         assert verdict == core.ALLOWED
-    elif facts.mode is core.Mode.READ_ONLY or layer.kind is not core.Kind.WRITE:
+    elif facts.mode is core.Mode.READ_ONLY or layer.kind not in (core.Kind.WRITE, core.Kind.PIN):
         assert isinstance(verdict, core.Denied)
+        assert (verdict.rule == "cache") is (layer.kind is core.Kind.CACHE and facts.mode is not core.Mode.READ_ONLY)
     else:
         protected = any(
             tuple(parts[i : i + len(names)]) == names
@@ -157,6 +160,29 @@ def test_sandbox_bwrap_argv_mounts_every_layer_once_and_masks_read_only_last(fac
             layer.kind is core.Kind.WRITE and is_within(layer.path, "/t")
         ):
             assert layer.path in argv
+    for layer in core.layers(facts):  # each cache copy-on-write: an overlay over the host's, or its private copy
+        if layer.kind is core.Kind.CACHE and layer.source is None:
+            assert ("--overlay-src", layer.path, "--tmp-overlay", layer.path) in quads(argv)
+        elif layer.kind is core.Kind.CACHE:
+            assert ("--bind", layer.source, layer.path) in triples(argv)
+        elif layer.kind is core.Kind.PIN:
+            assert ("--bind", layer.path, layer.path) in triples(argv)
+
+
+def quads(argv: tuple[str, ...]) -> list[tuple[str, str, str, str]]:
+    return [(argv[i], argv[i + 1], argv[i + 2], argv[i + 3]) for i in range(len(argv) - 3)]
+
+
+@given(facts_strategy)
+def test_sandbox_a_pin_holds_only_where_a_confined_process_may_write(facts: core.Facts) -> None:
+    """A pin keeps a git directory in place; it never opens what the plan keeps closed (a pin under a read-only,
+    protected or masked layer is no mount at all), and caches exist only under workspace_write."""
+    all_layers = core.layers(facts)
+    for index, layer in enumerate(all_layers):
+        if layer.kind is core.Kind.PIN:
+            assert core.deciding(all_layers[:index], layer.path).kind in (core.Kind.WRITE, core.Kind.PIN)
+        if layer.kind is core.Kind.CACHE:
+            assert facts.mode is core.Mode.WORKSPACE_WRITE
 
 
 def test_sandbox_composition_refuses_only_network_off_with_a_user_transport_small_scope() -> None:
@@ -180,3 +206,48 @@ def test_sandbox_sockets_to_mask_are_those_nothing_else_covers(
     for path in bound:
         covered = any(is_within(path, root) for root in ("/tmp", *roots, *denied))
         assert (path in masked) is not covered
+
+
+NAMES_IN_GITDIR = ["config", "config.worktree", "hooks", "commondir", "HEAD", "objects"]
+
+
+@given(
+    st.lists(paths, max_size=2),
+    st.lists(
+        st.builds(
+            core.GitDirFound,
+            paths,
+            st.frozensets(st.sampled_from(NAMES_IN_GITDIR)),
+            st.lists(st.tuples(paths, st.frozensets(st.sampled_from(["commondir", "gitdir", "HEAD"]))), max_size=2).map(
+                tuple
+            ),
+        ),
+        max_size=3,
+    ),
+)
+def test_sandbox_git_mounts_protect_every_config_and_hook_path_and_pin_each_git_directory(
+    gitfiles: list[str], found: list[core.GitDirFound]
+) -> None:
+    mounts = core.git_mounts(gitfiles, found)
+    expected = set(gitfiles)
+    expected |= {
+        f"{gitdir.path}/{name}" for gitdir in found for name in core.GITDIR_PROTECTED if name in gitdir.present
+    }
+    expected |= {
+        f"{worktree}/{name}"
+        for gitdir in found
+        for worktree, present in gitdir.worktrees
+        for name in core.WORKTREE_PROTECTED
+        if name in present
+    }
+    assert {path for path, _ in mounts.protected} == expected
+    assert set(mounts.pinned) == {gitdir.path for gitdir in found} | {w for g in found for w, _ in g.worktrees}
+    assert set(mounts.to_make) == {f"{gitdir.path}/hooks" for gitdir in found if "hooks" not in gitdir.present}
+
+
+def test_sandbox_dirs_to_make_are_the_missing_protected_dirs_small_scope() -> None:
+    roots = ["/w", "/x"]
+    every = [f"{root}/{name}" for root in roots for name in core.PROTECTED_DIRS]
+    for mask in range(1 << len(every)):
+        present = frozenset(path for bit, path in enumerate(every) if mask >> bit & 1)
+        assert set(core.dirs_to_make(roots, present)) == set(every) - present

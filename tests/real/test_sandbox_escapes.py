@@ -370,6 +370,7 @@ def test_a_bwrap_that_fails_its_probe_refuses_the_session_with_sandbox_unavailab
     bwrap.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     bwrap.chmod(bwrap.stat().st_mode | stat.S_IXUSR)
     world.env["PATH"] = f"{fake}:{world.env['PATH']}"
+    world.env["EUKHE_BWRAP"] = str(bwrap)  # the only one probed: the bundled one is not tried
     project = world.root / "closed"
     project.mkdir()
     code, error = world.json_error("session", "create", "--cwd", str(project))

@@ -62,6 +62,7 @@ SETTLED = {
     "displays": [],
     "displays_notice": None,
     "displays_dropped": 0,
+    "notices": [],
 }
 
 MISTYPED = [

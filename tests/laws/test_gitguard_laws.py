@@ -1,0 +1,78 @@
+"""Laws of the git guard's rule (eukhe.core.gitguard.runs_code): every key on the lists is refused, in any case of
+its section and name, whatever its subsection; keys of other sections are kept; aliases only when they run a shell."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from eukhe.core import gitguard as core
+
+ISSUE_KEYS = [
+    "core.hooksPath",
+    "core.fsmonitor",
+    "core.sshCommand",
+    "core.editor",
+    "core.pager",
+    "core.askPass",
+    "sequence.editor",
+    "diff.external",
+    "diff.jpg.textconv",
+    "filter.lfs.smudge",
+    "filter.x.clean",
+    "filter.x.process",
+    "merge.ours.driver",
+    "credential.helper",
+    "credential.https://example.org.helper",
+    "gpg.program",
+    "include.path",
+    "includeIf.gitdir:~/work/.path",
+    "pager.log",
+    "url.https://evil.example/.insteadOf",
+]
+
+
+def test_gitguard_refuses_every_listed_key_in_any_case_small_scope() -> None:
+    for key in ISSUE_KEYS:
+        for variant in (key, key.lower(), key.upper()):
+            section, _, rest = variant.partition(".")
+            _, dot, name = rest.rpartition(".")
+            # git keeps a subsection's case: only the section and the name change case here
+            original_sub = key.partition(".")[2].rpartition(".")[0]
+            spelled = f"{section}.{original_sub}.{name}" if dot else variant
+            assert core.runs_code(spelled, "x") is not None, spelled
+
+
+def test_gitguard_every_program_key_and_subsection_key_is_refused_small_scope() -> None:
+    for key in core.PROGRAM_KEYS:
+        assert core.runs_code(key, "x") is not None
+    for section, names in core.SUBSECTION_KEYS.items():
+        for name in names:
+            assert core.runs_code(f"{section}.Some.Sub.{name}", "x") is not None
+
+
+@given(st.sampled_from(["alias.st", "alias.lg"]), st.text(max_size=20))
+def test_gitguard_an_alias_is_refused_only_when_it_runs_a_shell(key: str, value: str) -> None:
+    assert (core.runs_code(key, value) is not None) is value.lstrip().startswith("!")
+
+
+SAFE_SECTIONS = ["user", "branch", "init", "pull", "push", "fetch", "color", "status", "log", "gc", "advice"]
+
+
+@given(
+    st.sampled_from(SAFE_SECTIONS),
+    st.one_of(st.none(), st.text(alphabet="abc.-_/", min_size=1, max_size=8)),
+    st.text(alphabet="abcdefghijklmnop", min_size=1, max_size=10),
+    st.text(max_size=20),
+)
+def test_gitguard_keys_of_other_sections_are_kept(section: str, sub: str | None, name: str, value: str) -> None:
+    key = f"{section}.{name}" if sub is None else f"{section}.{sub}.{name}"
+    assert core.runs_code(key, value) is None
+
+
+def test_gitguard_remote_addresses_are_kept_and_remote_programs_refused() -> None:
+    assert core.runs_code("remote.origin.url", "https://example.org/x.git") is None
+    assert core.runs_code("remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*") is None
+    assert core.runs_code("remote.origin.uploadpack", "touch /tmp/x") is not None
+    assert core.runs_code("submodule.lib.update", "!sh x") is not None
+    assert core.runs_code("submodule.lib.update", "rebase") is None

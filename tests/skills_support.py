@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import yaml
@@ -88,3 +89,47 @@ def write_python_skill(root: Path, name: str, package: str, source: str) -> Path
             f"{package}/__init__.py": source,
         },
     )
+
+
+SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- very secret key material"
+
+
+def write_secret(home: Path) -> Path:
+    """`<home>/.ssh/id_ed25519` holding `SECRET`: what no skill's file may ever serve."""
+    key = home / ".ssh" / "id_ed25519"
+    key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    key.write_text(SECRET)
+    return key
+
+
+def write_hostile_files(skill: Path, secret: Path) -> None:
+    """Beside a skill's SKILL.md, what a confined job could put there for eukhe to read: `notes.txt` a symlink to
+    the secret, `pipe` a FIFO (an open for reading waits for a writer), `zero` a symlink to `/dev/zero` (endless),
+    `keys` a symlinked directory (the secret's), `scripts/key` a symlink to the secret one level down."""
+    (skill / "notes.txt").symlink_to(secret)
+    os.mkfifo(skill / "pipe")
+    (skill / "zero").symlink_to("/dev/zero")
+    (skill / "keys").symlink_to(secret.parent, target_is_directory=True)
+    (skill / "scripts").mkdir(exist_ok=True)
+    (skill / "scripts" / "key").symlink_to(secret)
+
+
+UNREADABLE_SKILLS = ("md-secret", "md-private", "md-fifo", "md-zero", "md-huge")
+
+
+def write_unreadable_skill_files(root: Path, secret: Path) -> dict[str, Path]:
+    """Skills whose SKILL.md eukhe must not read, by name: a symlink to the secret, a symlink to a file outside
+    that reads as a valid SKILL.md whose description is the secret, a FIFO, a symlink to `/dev/zero`, and a regular
+    file over the 1 MiB cap; each skill's directory."""
+    made: dict[str, Path] = {}
+    for name in UNREADABLE_SKILLS:
+        made[name] = root / name
+        made[name].mkdir(parents=True)
+    (made["md-secret"] / "SKILL.md").symlink_to(secret)
+    private = secret.parent / "private.md"
+    private.write_text(f"---\nname: md-private\ndescription: {SECRET}\n---\nThe user's private notes.\n")
+    (made["md-private"] / "SKILL.md").symlink_to(private)
+    os.mkfifo(made["md-fifo"] / "SKILL.md")
+    (made["md-zero"] / "SKILL.md").symlink_to("/dev/zero")
+    (made["md-huge"] / "SKILL.md").write_text("---\nname: md-huge\ndescription: d\n---\n" + "x" * (1 << 20))
+    return made

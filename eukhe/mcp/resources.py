@@ -9,8 +9,9 @@
   running job is listed, found afresh at each list.
 - a cut output's artifact, `file://<path>` (`eukhe.mcp.artifacts`): not listed, linked from the answer that cut it
   (`resource_link`), read a page at a time.
-- `skill://<name>/SKILL.md` and `skill://<name>/<relative path>`: the files of each skill offered for the session's
-  working directory (docs/skills.md), found afresh at each list and read; a text file as text, any other as a blob.
+- `skill://<name>/SKILL.md` and `skill://<name>/<relative path>`: the regular files of each skill offered for the
+  session's working directory (docs/skills.md), found afresh at each list and read following no symlink, within
+  `FILE_CAP`; a text file as text, any other as a blob.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from urllib.parse import quote, unquote, urlsplit
 
 import mcp_types as types
 
+from eukhe.beneath import TooLargeError, read_regular
 from eukhe.calls.texts import answer_text, job_list_text, running_jobs_text
 from eukhe.records.base import convert
 from eukhe.records.jobs import CallAnswer, JobList
-from eukhe.skills import SKILL_FILE, Skills, UnknownSkillError, discover, skill_files
+from eukhe.skills import SKILL_FILE, Skills, UnknownSkillError, discover
+from eukhe.skills.files import FILE_CAP, list_files, refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,8 +168,11 @@ def skill_resources(skills: Skills) -> list[types.Resource]:
     """One resource per file of each offered skill, SKILL.md first (its description the skill's)."""
     listed: list[types.Resource] = []
     for fields, fact in skills.offered():
-        skill_dir = Path(fact.skill_file).parent
-        for relative in skill_files(skill_dir):
+        try:
+            files = skills.skill_dir(fact).files()
+        except OSError:
+            continue  # gone since it was found, or swapped for a symlink
+        for relative in files:
             is_skill_file = relative == SKILL_FILE
             listed.append(
                 types.Resource(
@@ -180,21 +186,44 @@ def skill_resources(skills: Skills) -> list[types.Resource]:
 
 
 class SkillFileMissingError(LookupError):
-    """A `skill://` URI names a file its skill does not hold (or no longer does)."""
+    """A `skill://` URI names a file its skill does not hold (or no longer does, or holds as no regular file)."""
+
+
+class SkillFileRefusedError(OSError):
+    """A skill's file is listed but not served: it is larger than `FILE_CAP`, or was swapped since it was listed."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def read_skill_file(skills: Skills, uri: str) -> types.TextResourceContents | types.BlobResourceContents:
     """A skill file's contents as it stands now: text when it is UTF-8, else a base64 blob. UnknownSkillError when
-    no skill of the name is offered, SkillFileMissingError when the skill holds no such file."""
+    no skill of the name is offered, SkillFileMissingError when the skill holds no such regular file,
+    SkillFileRefusedError when it is over the cap (read following no symlink, never blocking)."""
     parsed = parse_skill_uri(uri)
     if parsed is None:
         raise SkillFileMissingError(f"not a skill resource: {uri}")
     name, relative = parsed
     _, fact = skills.get(name)
-    skill_dir = Path(fact.skill_file).parent
-    if relative not in skill_files(skill_dir):  # only the files listed: no `..`, no hidden file, no cache
-        raise SkillFileMissingError(f"the skill {name} has no file {relative!r}")
-    data = (skill_dir / relative).read_bytes()
+    missing = SkillFileMissingError(
+        f"the skill {name} has no file {relative!r} (only its regular files are served: no symlink, FIFO or device)"
+    )
+    try:
+        with skills.skill_dir(fact).opened() as dir_fd:
+            if relative not in list_files(dir_fd):  # only the files listed: no `..`, no hidden file, no cache
+                raise missing
+            data = read_regular(relative, FILE_CAP, dir_fd=dir_fd)
+    except TooLargeError as error:
+        raise SkillFileRefusedError(
+            f"the skill {name}'s file {relative} is larger than {FILE_CAP >> 20} MiB, the cap of a skill's file: "
+            "not served"
+        ) from error
+    except FileNotFoundError as error:
+        raise missing from error
+    except OSError as error:
+        raise SkillFileRefusedError(
+            f"the skill {name}'s file {relative} is not served: {refusal(error, FILE_CAP)}"
+        ) from error
     mime = "text/markdown" if relative == SKILL_FILE else _mime(relative)
     try:
         return types.TextResourceContents(uri=uri, mime_type=mime, text=data.decode("utf-8"))
@@ -206,6 +235,7 @@ __all__ = [
     "RESOURCES",
     "Resource",
     "SkillFileMissingError",
+    "SkillFileRefusedError",
     "UnknownSkillError",
     "discover",
     "job_resources",

@@ -2,7 +2,9 @@
 
 Reads the skills roots (`<cwd>/.agents/skills`, `<cwd>/.claude/skills`, `~/.agents/skills`, `<agent dir>/skills`),
 each `<root>/<name>/SKILL.md` and its YAML frontmatter (PyYAML's `safe_load`), and asks the core which skills are
-offered. Everything is read fresh on each call: a skill changed on disk shows at the next one.
+offered. Everything is read fresh on each call: a skill changed on disk shows at the next one. A skill's files are
+read as `eukhe.skills.files` says: a project's skill is reached following no symlink from the working directory, and
+in every skill no symlink is followed, no FIFO waited on and no file read past a cap.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from eukhe.beneath import read_regular
 from eukhe.core.skills import (
     NO_FRONTMATTER,
     ROOTS,
@@ -28,12 +31,20 @@ from eukhe.core.skills import (
 from eukhe.errors import CodedError, EukheError
 from eukhe.paths import agent_dir
 from eukhe.records.skills import SkillDiagnostic, SkillListing, SkillRoot, SkillRow, SkillShown
+from eukhe.skills.files import (
+    MAX_FILES,
+    SKILL_FILE,
+    SKILL_FILE_CAP,
+    SkillDir,
+    exists,
+    is_regular,
+    refusal,
+)
 
-SKILL_FILE = "SKILL.md"
-MAX_FILES = 1000
-"""At most this many files of one skill are offered as resources (a skill is a few files, not a tree)."""
-SKIPPED_DIRS = frozenset({".git", "__pycache__", ".venv", "node_modules", ".mypy_cache", ".pytest_cache"})
-"""Directories inside a skill whose files are not the skill's (caches, a checkout's metadata, environments)."""
+LINKED_PROJECT_SKILL = (
+    "its directory is a symlink: a project skill's directory is not followed (it must be a directory in the project)"
+)
+"""Why a symlinked skill directory in a project root is not read."""
 
 
 class UnknownSkillError(EukheError, KeyError):
@@ -69,14 +80,18 @@ def _same_dir(path: Path) -> str:
         return str(path)
 
 
-def read_fact(root: int, skill_dir: Path) -> SkillFact:
-    """The fact of one skill directory: its SKILL.md's frontmatter parsed (or why it could not be)."""
+def read_fact(root: int, skill_dir: Path, dir_fd: int) -> SkillFact:
+    """The fact of one skill directory (open as `dir_fd`): its SKILL.md's frontmatter parsed, or why it could not
+    be (a SKILL.md that is a symlink, not a regular file or over its cap is not read)."""
     skill_file = skill_dir / SKILL_FILE
-    python = (skill_dir / "pyproject.toml").is_file()
+    python = is_regular(dir_fd, "pyproject.toml")
     try:
-        text = skill_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        text = read_regular(SKILL_FILE, SKILL_FILE_CAP, dir_fd=dir_fd).decode("utf-8")
+    except UnicodeDecodeError as error:
         return SkillFact(root, skill_dir.name, str(skill_file), Unparsable(str(error)), python)
+    except OSError as error:
+        message = f"{SKILL_FILE}: {refusal(error, SKILL_FILE_CAP)}"
+        return SkillFact(root, skill_dir.name, str(skill_file), Unparsable(message), python)
     split = split_frontmatter(text)
     if split is None:
         return SkillFact(root, skill_dir.name, str(skill_file), NO_FRONTMATTER, python)
@@ -87,29 +102,72 @@ def read_fact(root: int, skill_dir: Path) -> SkillFact:
     return SkillFact(root, skill_dir.name, str(skill_file), front, python)
 
 
+def skill_dir(cwd: str | os.PathLike[str], root: int, path: str | os.PathLike[str]) -> SkillDir:
+    """How the directory `path` under the root `root` is reached: a project's from `cwd` following no symlink, a
+    user's as the user laid it out."""
+    return SkillDir(str(path), str(cwd) if ROOTS[root][0] is Scope.PROJECT else None)
+
+
+def _root_entries(place: SkillDir, follow: bool) -> list[tuple[str, bool, bool]]:
+    """The visible entries of a root: each name, whether it is a directory (through a symlink when `follow`) and
+    whether it is a symlink."""
+    with place.opened() as fd, os.scandir(fd) as listing:
+        return sorted(
+            (entry.name, entry.is_dir(follow_symlinks=follow), entry.is_symlink())
+            for entry in listing
+            if not entry.name.startswith(".")
+        )
+
+
 def find(cwd: str | os.PathLike[str]) -> tuple[list[tuple[int, Path, bool]], list[SkillFact]]:
     """The roots searched (index, path, whether it exists) and a fact per skill directory found under them. A root
-    that is the same directory as one before it (the cwd is the home directory) is searched once, as the first."""
+    that is the same directory as one before it (the cwd is the home directory) is searched once, as the first. A
+    project root, and a skill directory in it, is reached following no symlink: a symlinked skill directory there
+    is the skill of the project it points to when it is one (found once), else an invalid skill that says why."""
     searched: list[tuple[int, Path, bool]] = []
     facts: list[SkillFact] = []
     seen: set[str] = set()
+    project_dirs: set[str] = set()  # the real path of each project skill directory found
+    linked: list[tuple[int, Path]] = []  # the symlinks to a directory in a project root
     for index, root in roots(cwd):
-        exists = root.is_dir()
-        searched.append((index, root, exists))
+        exists_here = root.is_dir()
+        searched.append((index, root, exists_here))
         real = _same_dir(root)
-        if not exists or real in seen:
+        if not exists_here or real in seen:
             continue
         seen.add(real)
+        project = ROOTS[index][0] is Scope.PROJECT
         try:
-            entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+            entries = _root_entries(skill_dir(cwd, index, root), follow=not project)
         except OSError:
-            continue
-        for entry in entries:
-            if entry.name.startswith(".") or not entry.is_dir():
+            continue  # gone, unreadable, or (a project's) reached through a symlink: not searched
+        for name, is_dir, is_link in entries:
+            path = root / name
+            if project and is_link:
+                if os.path.isdir(path):
+                    linked.append((index, path))
                 continue
-            if (Path(entry.path) / SKILL_FILE).is_file():
-                facts.append(read_fact(index, Path(entry.path)))
+            if not is_dir:
+                continue
+            fact = _fact_of(cwd, index, path)
+            if fact is not None:
+                facts.append(fact)
+                if project:
+                    project_dirs.add(os.path.realpath(path))
+    for index, path in linked:
+        if os.path.realpath(path) in project_dirs or not os.path.lexists(path / SKILL_FILE):
+            continue  # the same skill as one of the project's (found once there), or no skill at all
+        facts.append(SkillFact(index, path.name, str(path / SKILL_FILE), Unparsable(LINKED_PROJECT_SKILL), False))
     return searched, facts
+
+
+def _fact_of(cwd: str | os.PathLike[str], root: int, path: Path) -> SkillFact | None:
+    """The fact of a directory in a root, or None when it holds no SKILL.md (or cannot be opened)."""
+    try:
+        with skill_dir(cwd, root, path).opened() as fd:
+            return read_fact(root, path, fd) if exists(fd, SKILL_FILE) else None
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +188,10 @@ class Skills:
             if fields.name == name:
                 return fields, fact
         raise UnknownSkillError(name, [fields.name for fields, _ in self.offered()])
+
+    def skill_dir(self, fact: SkillFact) -> SkillDir:
+        """How a skill's directory is reached (a project's following no symlink from the working directory)."""
+        return skill_dir(self.cwd, fact.root, os.path.dirname(fact.skill_file))
 
     def listing(self) -> SkillListing:
         """The listing record (`eukhe skills list --json`)."""
@@ -184,37 +246,22 @@ def list_skills(cwd: str | os.PathLike[str] | None = None) -> SkillListing:
 
 def show_skill(name: str, cwd: str | os.PathLike[str] | None = None) -> SkillShown:
     """The offered skill `name` for `cwd` and its SKILL.md's body (UnknownSkillError when none is offered)."""
-    fields, fact = discover(cwd).get(name)
-    text = Path(fact.skill_file).read_text(encoding="utf-8")
+    skills = discover(cwd)
+    fields, fact = skills.get(name)
+    text = skills.skill_dir(fact).read(SKILL_FILE, SKILL_FILE_CAP).decode("utf-8")
     split = split_frontmatter(text)
     return SkillShown(
         name=fields.name, scope=fact.scope.value, path=fact.skill_file, body=split[1] if split is not None else text
     )
 
 
-def skill_files(skill_dir: str | os.PathLike[str]) -> list[str]:
-    """The files of a skill, relative to its directory (SKILL.md first, then sorted; caches and hidden entries
-    left out, symlinked directories not followed), at most `MAX_FILES`."""
-    base = Path(skill_dir)
-    found: list[str] = []
-    for top, dirs, files in os.walk(base):
-        dirs[:] = sorted(
-            d for d in dirs if d not in SKIPPED_DIRS and not d.startswith(".") and not d.endswith(".egg-info")
-        )
-        for name in sorted(files):
-            if name.startswith(".") or name.endswith(".pyc"):
-                continue
-            found.append(str((Path(top) / name).relative_to(base)))
-    found.sort(key=lambda rel: (rel != SKILL_FILE, rel))
-    return found[:MAX_FILES]
-
-
 __all__ = [
+    "MAX_FILES",
     "SKILL_FILE",
+    "SkillDir",
     "Skills",
     "UnknownSkillError",
     "discover",
     "list_skills",
     "show_skill",
-    "skill_files",
 ]

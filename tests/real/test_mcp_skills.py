@@ -6,14 +6,22 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
 from eukhe.core.skills import CATALOG_HEAD
 from tests.real.conftest import DaemonEnv
-from tests.real.test_mcp_server import mcp_server, run, workdir
-from tests.skills_support import write_skill
+from tests.real.test_mcp_server import DEADLINE_S, mcp_server, run, workdir
+from tests.skills_support import (
+    SECRET,
+    UNREADABLE_SKILLS,
+    write_hostile_files,
+    write_secret,
+    write_skill,
+    write_unreadable_skill_files,
+)
 
 pytestmark = pytest.mark.real
 
@@ -123,3 +131,51 @@ def test_no_skill_leaves_the_instructions_and_resources_as_they_were(world: Daem
             assert {str(r.uri) for r in listed.resources} == SESSION_URIS
 
     run(scenario)
+
+
+def test_a_skills_symlinks_fifos_and_devices_are_neither_listed_nor_read_and_a_file_over_the_cap_is_refused(
+    world: DaemonEnv,
+) -> None:
+    """What a confined job can put in a project skill: files that are a symlink to a secret, a FIFO, a symlink to
+    /dev/zero, a symlinked directory, and a file over the cap. The server starts, lists and reads at once (each
+    step within a deadline), lists none of the first four, refuses each by name, and refuses the large one with a
+    clear error; no answer holds the secret. SKILL.md files of that kind make their skill invalid: not offered."""
+    cwd = workdir(world)
+    home = Path(world.env["HOME"])
+    home.mkdir(exist_ok=True)
+    secret = write_secret(home)
+    root = cwd / ".claude" / "skills"
+    skill = write_skill(root, "tricky", files={"ok.txt": "fine\n"})
+    write_hostile_files(skill, secret)
+    (skill / "big.bin").write_bytes(b"\0" * ((8 << 20) + 1))
+    write_unreadable_skill_files(root, secret)
+
+    async def scenario() -> None:
+        with anyio.fail_after(DEADLINE_S):
+            async with mcp_server(world, "--cwd", str(cwd)) as server:
+                instructions = server.init.instructions or ""
+                catalog = instructions[instructions.index(CATALOG_HEAD) :]
+                assert catalog.splitlines()[1:] == ["- tricky: The tricky skill."]  # the md-* skills: invalid
+                assert SECRET not in instructions
+                listed = {str(r.uri) for r in (await server.client.list_resources()).resources}
+                assert listed - SESSION_URIS == {
+                    "skill://tricky/SKILL.md",
+                    "skill://tricky/big.bin",
+                    "skill://tricky/ok.txt",
+                }
+                (ok,) = (await server.client.read_resource("skill://tricky/ok.txt")).contents
+                assert isinstance(ok, types.TextResourceContents) and ok.text == "fine\n"
+                for name in ("notes.txt", "pipe", "zero", "keys/id_ed25519", "scripts/key"):
+                    with pytest.raises(MCPError) as refused:
+                        await server.client.read_resource(f"skill://tricky/{name}")
+                    assert "only its regular files are served" in str(refused.value)
+                    assert SECRET not in str(refused.value)
+                with pytest.raises(MCPError) as large:
+                    await server.client.read_resource("skill://tricky/big.bin")
+                assert "larger than 8 MiB" in str(large.value) and "not served" in str(large.value)
+                for name in UNREADABLE_SKILLS:
+                    with pytest.raises(MCPError):
+                        await server.client.read_resource(f"skill://{name}/SKILL.md")
+
+    run(scenario)
+    assert SECRET not in "".join(path.read_text() for path in world.root.glob("mcp-*.err"))

@@ -3,13 +3,21 @@ four roots, the precedence, each field rule's diagnostic, and a typed error for 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from eukhe.api import UnknownSkillError, list_skills, show_skill
 from tests.real.conftest import DaemonEnv
-from tests.skills_support import write_skill
+from tests.skills_support import (
+    SECRET,
+    UNREADABLE_SKILLS,
+    write_hostile_files,
+    write_secret,
+    write_skill,
+    write_unreadable_skill_files,
+)
 
 pytestmark = pytest.mark.real
 
@@ -155,3 +163,57 @@ def test_the_python_api_lists_and_shows_skills(
     with pytest.raises(UnknownSkillError) as raised:
         show_skill("nope", project)
     assert raised.value.code == "unknown_skill" and raised.value.known == ["api-skill"]
+
+
+def test_a_skills_symlinks_fifos_and_devices_are_never_read_and_nothing_hangs(world: DaemonEnv, project: Path) -> None:
+    """What a confined job can put in a project's skills root: SKILL.md files that are a symlink to a secret, a
+    FIFO, a symlink to /dev/zero or over the cap (each skill invalid, saying why), files of a valid skill that are
+    such links or a FIFO (never listed nor read), and a skill directory that is a symlink out of the project. The
+    listing answers at once (a hang is the CLI's timeout) and nowhere holds the secret."""
+    home = Path(world.env["HOME"])
+    secret = write_secret(home)
+    root = project / ".agents" / "skills"
+    made = write_unreadable_skill_files(root, secret)
+    good = write_skill(root, "good", body="# Good\nbody\n")
+    write_hostile_files(good, secret)
+    outside = write_skill(world.root / "elsewhere", "far", files={"copy.txt": "not the project's\n"})
+    (root / "far").symlink_to(outside, target_is_directory=True)
+    (project / ".claude" / "skills").mkdir(parents=True)
+    (project / ".claude" / "skills" / "good").symlink_to(good, target_is_directory=True)  # the same skill: once
+    users = write_skill(world.agent_dir / "skills", "users-own")
+    (users / "notes.txt").symlink_to(secret)
+    user_md = world.agent_dir / "skills" / "user-md-secret"
+    user_md.mkdir()
+    (user_md / "SKILL.md").symlink_to(secret)
+
+    done = world.cli("skills", "list", "--cwd", str(project), "--json", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert SECRET not in done.stdout + done.stderr
+    found: dict[str, list[dict[str, object]]] = {}
+    for row in json.loads(done.stdout)["skills"]:
+        found.setdefault(str(row["name"]), []).append(row)
+    assert set(found) == {"far", "good", "user-md-secret", "users-own", *UNREADABLE_SKILLS}
+    assert [row["status"] for row in found["good"]] == ["offered"]  # its symlink in .claude/skills is itself
+    assert found["users-own"][0]["status"] == "offered"
+
+    def why(name: str) -> str:
+        [row] = found[name]
+        assert row["status"] == "invalid", row
+        [diagnostic] = row["diagnostics"]  # type: ignore[misc]
+        return str(diagnostic["message"])  # type: ignore[index]
+
+    assert "SKILL.md: a symlink: not followed" in why("md-secret")
+    assert "SKILL.md: a symlink: not followed" in why("md-private")
+    assert "SKILL.md: a symlink: not followed" in why("md-zero")
+    assert "SKILL.md: a symlink: not followed" in why("user-md-secret")  # the user's roots read the same way
+    assert "SKILL.md: not a regular file" in why("md-fifo")
+    assert "SKILL.md: larger than 1048576 bytes" in why("md-huge")
+    assert "its directory is a symlink" in why("far")
+    for name in ("md-secret", "md-private", "far"):
+        code, error = world.json_error("skills", "show", name, "--cwd", str(project))
+        assert code == 1 and error["error"] == "unknown_skill"
+    shown = world.cli("skills", "show", "good", "--cwd", str(project), timeout=60)
+    assert (shown.returncode, shown.stdout) == (0, "# Good\nbody\n")
+    text = world.cli("skills", "list", "--cwd", str(project), timeout=60)
+    assert text.returncode == 0 and SECRET not in text.stdout
+    assert made["md-fifo"].joinpath("SKILL.md").is_fifo()  # still there, never opened for a writer to fill

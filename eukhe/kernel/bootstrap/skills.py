@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from eukhe.beneath import read_regular
 from eukhe.errors import InputError
 from eukhe.kernel.bootstrap.commands import run_argv
 from eukhe.kernel.bootstrap.dir_lock import bootstrap_lock
@@ -22,7 +23,8 @@ from eukhe.kernel.bootstrap.errors import KernelSetupError
 from eukhe.kernel.bootstrap.uvtool import find_uv
 from eukhe.kernel.bootstrap.venv import KernelPaths, kernel_paths, skill_install_args, uv_environment, write_record
 from eukhe.records.base import Record, decode_json
-from eukhe.skills import discover, skill_files
+from eukhe.skills import discover
+from eukhe.skills.files import FILE_CAP, SkillDir, list_files, refusal
 
 SKILLS_RECORD = "eukhe-skills.json"
 """In the venv: the fingerprint of the Python skills last installed, and how each install went."""
@@ -61,17 +63,33 @@ def python_skills(cwd: str | os.PathLike[str]) -> list[PythonSkill]:
 
 
 def fingerprint(skills: list[PythonSkill]) -> str:
-    """A hash of each skill's name, directory and every file's path and bytes: any change makes another one."""
+    """A hash of each skill's name, directory and every file's path and bytes: any change makes another one. The
+    files are read as every skill's are (`eukhe.skills.files`): one over the cap counts by its size and time."""
     digest = hashlib.sha256()
     for skill in skills:
         digest.update(f"skill {skill.name} {skill.dir}\n".encode())
-        for relative in skill_files(skill.dir):
-            try:
-                data = (skill.dir / relative).read_bytes()
-            except OSError:
-                data = b""
-            digest.update(f"{relative} {len(data)}\n".encode() + data)
+        try:
+            with SkillDir(str(skill.dir)).opened() as dir_fd:
+                for relative in list_files(dir_fd):
+                    digest.update(_file_print(dir_fd, relative))
+        except OSError as error:
+            digest.update(f"unreadable {error}\n".encode())
     return digest.hexdigest()
+
+
+def _file_print(dir_fd: int, relative: str) -> bytes:
+    """What one file adds to the fingerprint: its path and bytes, or why it was not read and what its metadata
+    says."""
+    try:
+        data = read_regular(relative, FILE_CAP, dir_fd=dir_fd)
+    except OSError as error:
+        try:
+            info = os.stat(relative, dir_fd=dir_fd, follow_symlinks=False)
+            seen = f"{info.st_size} {info.st_mtime_ns}"
+        except OSError:
+            seen = "gone"
+        return f"{relative} unread ({refusal(error, FILE_CAP)}) {seen}\n".encode()
+    return f"{relative} {len(data)}\n".encode() + data
 
 
 def read_skills_record(paths: KernelPaths) -> SkillsRecord | None:

@@ -91,6 +91,37 @@ def write_python_skill(root: Path, name: str, package: str, source: str) -> Path
     )
 
 
+PLANTED_BACKEND = '''\
+"""A build backend a confined job could write: it leaves a marker wherever it runs (imported means it ran)."""
+import pathlib
+pathlib.Path({marker!r}).write_text("the backend ran here")
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+def build_wheel(directory, config_settings=None, metadata_directory=None):
+    raise RuntimeError("never built")
+'''
+
+
+def write_planted_skill(
+    root: Path, name: str, package: str, marker: Path, source: str = "GREETING = 'planted'\n"
+) -> Path:
+    """A Python skill whose in-tree build backend (`backend.py`, `backend-path = ["."]`) writes `marker` the moment
+    it is imported, as a hostile project's skill would run its own code: `root/<name>/` with `<package>/__init__.py`
+    holding `source`; its directory."""
+    return write_skill(
+        root,
+        name,
+        files={
+            "pyproject.toml": (
+                f'[project]\nname = "{name}"\nversion = "0.1.0"\n\n[build-system]\nrequires = []\n'
+                'build-backend = "backend"\nbackend-path = ["."]\n'
+            ),
+            "backend.py": PLANTED_BACKEND.format(marker=str(marker)),
+            f"{package}/__init__.py": source,
+        },
+    )
+
+
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- very secret key material"
 
 

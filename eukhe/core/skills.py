@@ -11,6 +11,8 @@ each SKILL.md's YAML frontmatter, and hands the facts here. This module decides,
   shadowed, and its row names the winner;
 - the catalog text the MCP instructions carry (`catalog_text`): each offered skill's name and description, the whole
   within a byte limit, cut with a line saying how many were left out;
+- which Python skills eukhe installs into the shared kernel venv (`installed_on_host`): the user's only; a
+  project's skill is files a confined job can write, so it is imported from its source and never built on the host;
 - what a kernel is told of the offered skills (`kernel_skills`): each one's path as the kernel sees it, and each
   Python skill's import path in front of its PYTHONPATH, or left out with a diagnostic when no mount holds it.
 """
@@ -306,6 +308,14 @@ def split_frontmatter(text: str) -> tuple[str, str] | None:
     return None
 
 
+def installed_on_host(fact: SkillFact) -> bool:
+    """Whether eukhe installs this skill into the kernel venv (building it on the host, with its build backend): a
+    Python skill of the user's roots only. A project's skill lies where a confined job can write, so building it
+    would run the job's code as the user, outside the sandbox, and the venv is shared by every session: it is
+    imported from its source instead."""
+    return fact.python and fact.scope is Scope.USER
+
+
 @dataclass(frozen=True, slots=True)
 class KernelSkill:
     """One offered skill as a kernel lists it (`rlm.skills()`): `path` its directory as the kernel sees it (None: no
@@ -337,14 +347,15 @@ def kernel_skills(
 ) -> KernelSkills:
     """From each offered skill (its fields, fact, host directory and host import directory) and the map of host
     paths to the kernel's (None: outside every mount): a Python skill goes on the PYTHONPATH by its mapped import
-    directory, unless it is `installed` (by name: its package is in the kernel venv; one whose install failed is
-    imported from its source), and one no mount holds is left out with a diagnostic. Invariant: each Python skill
-    not installed is on the path or left out, never both."""
+    directory, unless it is `installed` (by name: a user's skill whose package is in the kernel venv; one whose
+    install failed is imported from its source; a project's skill is never installed), and one no mount holds is
+    left out with a diagnostic. Invariant: each Python skill not installed is on the path or left out, never
+    both; a project's Python skill is always one of the two."""
     skills: list[KernelSkill] = []
     path: list[str] = []
     left_out: list[str] = []
     for fields, fact, host_dir, host_import in offered_skills:
-        from_source = fact.python and fields.name not in installed
+        from_source = fact.python and not (installed_on_host(fact) and fields.name in installed)
         entry = mapped(host_import) if from_source else None
         if from_source:
             if entry is None:

@@ -4,7 +4,8 @@ The argv and environment come from here only. `kernel_launch()` runs the stub on
 `installed_kernel_launch()` runs it on the installed kernel venv (`ensure_kernel_python`, spec "The kernel
 environment"), raising `KernelNotInstalledError` when local files are not enough. `KernelManager(launch=...)` takes
 either. `with_skills` adds the Agent Skills of the session's cwd: their listing for `rlm.skills()`, and each Python
-skill installed into the kernel venv (or, on another interpreter, its directory in front of `PYTHONPATH`).
+skill either installed into the kernel venv (a user's, on the venv) or imported from its source, its directory in
+front of `PYTHONPATH` (a project's always: its code never builds or runs on the host).
 """
 
 from __future__ import annotations
@@ -104,9 +105,10 @@ def with_snapshot(launch: KernelLaunch, path: str) -> KernelLaunch:
 
 
 def import_path(skill_dir: str) -> str:
-    """Where a Python skill's modules import from: its `src/` when it has one (the src layout), else its dir."""
+    """Where a Python skill's modules import from: its `src/` when it has one (the src layout: a directory, not a
+    symlink), else its dir."""
     source = os.path.join(skill_dir, "src")
-    return source if os.path.isdir(source) else skill_dir
+    return source if os.path.isdir(source) and not os.path.islink(source) else skill_dir
 
 
 def skills_environment(
@@ -143,10 +145,11 @@ def in_front(paths: Sequence[str], existing: str | None) -> str:
 
 
 async def with_skills(launch: KernelLaunch, cwd: str | os.PathLike[str]) -> KernelLaunch:
-    """A Local launch with the skills of `cwd`: on the kernel venv each Python skill is installed there first
-    (again when their fingerprint changed; a failure is a diagnostic naming the skill and uv's message, and that
-    skill is imported from its source: its directory in front of PYTHONPATH, as on any other interpreter). Nothing
-    here stops the kernel's start."""
+    """A Local launch with the skills of `cwd`: on the kernel venv each of the user's Python skills is installed
+    there first (again when their fingerprint changed; a failure is a diagnostic naming the skill and uv's message,
+    and that skill is imported from its source). A project's Python skill is never installed nor built here: it is
+    imported from its source, its directory in front of PYTHONPATH, as every skill is on any other interpreter.
+    Nothing here stops the kernel's start."""
     from eukhe.errors import EukheError  # noqa: PLC0415
     from eukhe.kernel.bootstrap.skills import ensure_skills, failures  # noqa: PLC0415
     from eukhe.kernel.bootstrap.venv import kernel_paths  # noqa: PLC0415

@@ -26,6 +26,7 @@ from eukhe.core.skills import (
     catalog_text,
     cut_line,
     decide,
+    installed_on_host,
     kernel_skills,
     split_frontmatter,
     validate,
@@ -337,8 +338,8 @@ def test_skills_kernel_path_each_python_skill_on_the_path_or_left_out(
     for (fields, one, host_dir, host_import), skill in zip(rows, told.skills, strict=True):
         assert skill.path == mounts.get(host_dir)  # as the kernel sees it
         assert skill.python == one.python
-        if not one.python or fields.name in installed_names:
-            assert skill.import_path is None  # nothing on the path: not a package, or installed in the venv
+        if not one.python or (one.scope is Scope.USER and fields.name in installed_names):
+            assert skill.import_path is None  # nothing on the path: not a package, or a user's installed in the venv
         elif host_import in mounts:
             assert skill.import_path == mounts[host_import]
             expected_path.append(mounts[host_import])
@@ -349,3 +350,25 @@ def test_skills_kernel_path_each_python_skill_on_the_path_or_left_out(
     assert len(told.left_out) == len(expected_left)
     for line, name in zip(told.left_out, expected_left, strict=True):
         assert f"the Python skill {name} " in line and "outside every mount" in line
+
+
+def test_skills_installed_on_host_exhaustive() -> None:
+    """Only a user's Python skill is built and installed on the host; a project's never is, whatever its name."""
+    for root, python in itertools.product(range(len(ROOTS)), (False, True)):
+        one = fact({"name": "a-skill", "description": "d"}, root=root, python=python)
+        assert installed_on_host(one) is (python and ROOTS[root][0] is Scope.USER)
+
+
+@given(offered_skills(), st.sets(st.sampled_from(NAMES)))
+def test_skills_kernel_path_a_project_python_skill_is_always_imported_from_its_source(
+    drawn: tuple[list[tuple[Fields, SkillFact, str, str]], dict[str, str]], installed_names: set[str]
+) -> None:
+    rows, mounts = drawn
+    everything = installed_names | {fields.name for fields, *_ in rows}  # even a record naming every skill
+    told = kernel_skills(rows, mounts.get, installed=everything)
+    for (fields, one, _, host_import), skill in zip(rows, told.skills, strict=True):
+        if one.python and one.scope is Scope.PROJECT:
+            on_path = skill.import_path is not None
+            left_out = any(f"the Python skill {fields.name} " in line for line in told.left_out)
+            assert on_path != left_out  # from its source: on the path, or said to be left out
+            assert on_path == (host_import in mounts)

@@ -89,6 +89,8 @@ def setup_step(
         recorded = stamp.python if stamp is not None else None
     wanted = requested if purpose is Purpose.INSTALL else None
     state = venv_state(paths, current, wanted)
+    if state is VenvState.READY and _holds_project_skills(paths):
+        state = VenvState.STALE  # the venv is every session's: one that may hold a project's package is rebuilt
     chosen = requested if purpose is Purpose.INSTALL else recorded
     facts = SetupFacts(
         purpose=purpose,
@@ -98,6 +100,12 @@ def setup_step(
         requested=(chosen or MANAGED_PYTHON).source,
     )
     return SetupView(facts, plan_setup(facts), chosen, current)
+
+
+def _holds_project_skills(paths: KernelPaths) -> bool:
+    from eukhe.kernel.bootstrap.skills import holds_project_skills  # noqa: PLC0415 - it imports this package
+
+    return holds_project_skills(paths)
 
 
 @dataclass(slots=True)
@@ -232,7 +240,8 @@ async def install_kernel_python(
 
 
 async def _install_skills(paths: KernelPaths, lock_timeout: float | None) -> list[str]:
-    """The Python skills found here and in the user's roots, installed into the venv now (under the lock)."""
+    """The user's Python skills, installed into the venv now (under the lock); a project's skill never is, not
+    even the one of the directory this runs in."""
     from eukhe.kernel.bootstrap.skills import failures, install_skills, python_skills  # noqa: PLC0415
 
     try:

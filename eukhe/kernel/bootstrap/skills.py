@@ -1,9 +1,12 @@
-"""Python skills in the kernel venv (spec "The kernel environment" 2): a skill whose directory holds a pyproject.toml
-is installed from that directory with uv, `--offline`, like the runtime.
+"""Python skills in the kernel venv (spec "The kernel environment" 2): a user's skill whose directory holds a
+pyproject.toml is installed from that directory with uv, `--offline`, like the runtime. A project's skill never is
+(`eukhe.core.skills.installed_on_host`): its build backend would be code a confined job may have written, run on
+the host, and the venv is shared by every session; it is imported from its source instead.
 
 The venv keeps the fingerprint of the skill directories it holds (`eukhe-skills.json`): `eukhe kernel install`, a
 rebuild (a new venv holds no record) and a session's kernel start whose skills' fingerprint differs install them
-again. A skill that fails is named with uv's message; the others and the kernel go on.
+again. A skill that fails is named with uv's message; the others and the kernel go on. A venv whose record names a
+skill outside the user's roots (installed by an eukhe that installed project skills too) is rebuilt.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 import msgspec
 
 from eukhe.beneath import read_regular
+from eukhe.core.skills import ROOTS, Scope, installed_on_host
 from eukhe.errors import InputError
 from eukhe.kernel.bootstrap.commands import run_argv
 from eukhe.kernel.bootstrap.dir_lock import bootstrap_lock
@@ -23,7 +27,7 @@ from eukhe.kernel.bootstrap.errors import KernelSetupError
 from eukhe.kernel.bootstrap.uvtool import find_uv
 from eukhe.kernel.bootstrap.venv import KernelPaths, kernel_paths, skill_install_args, uv_environment, write_record
 from eukhe.records.base import Record, decode_json
-from eukhe.skills import discover
+from eukhe.skills import discover, roots
 from eukhe.skills.files import FILE_CAP, SkillDir, list_files, refusal
 
 SKILLS_RECORD = "eukhe-skills.json"
@@ -54,11 +58,12 @@ class SkillsRecord(Record):
 
 
 def python_skills(cwd: str | os.PathLike[str]) -> list[PythonSkill]:
-    """The offered Python skills for a working directory, by name."""
+    """The offered Python skills eukhe installs into the venv, by name: the user's only (a project's skill is
+    imported from its source)."""
     return [
         PythonSkill(fields.name, Path(fact.skill_file).parent)
         for fields, fact in discover(cwd).offered()
-        if fact.python
+        if installed_on_host(fact)
     ]
 
 
@@ -90,6 +95,21 @@ def _file_print(dir_fd: int, relative: str) -> bytes:
             seen = "gone"
         return f"{relative} unread ({refusal(error, FILE_CAP)}) {seen}\n".encode()
     return f"{relative} {len(data)}\n".encode() + data
+
+
+def user_roots() -> set[str]:
+    """The user's skills roots, as paths (those whose skills eukhe installs)."""
+    return {str(path) for index, path in roots("/") if ROOTS[index][0] is Scope.USER}
+
+
+def holds_project_skills(paths: KernelPaths) -> bool:
+    """Whether the venv's record names a skill that is not in one of the user's roots: the venv may hold a project's
+    package (installed by an eukhe that installed project skills too), so it must be rebuilt."""
+    record = read_skills_record(paths)
+    if record is None:
+        return False
+    users = user_roots()
+    return any(str(Path(skill.dir).parent) not in users for skill in record.skills)
 
 
 def read_skills_record(paths: KernelPaths) -> SkillsRecord | None:

@@ -2,15 +2,21 @@
 `<cwd>/.eukhe/settings.json`, over the defaults. Both are strict: an unknown key or a wrong value is a `bad_setting`
 error that names the file and the key. `kernel_transport` is the user's alone: in a project file it is refused with a
 diagnostic naming the file, and the session starts Local.
+
+Both files are read without blocking and within `SETTINGS_CAP`, and only as regular files (a FIFO, a device or a
+directory there is a `bad_setting`). The project's, in a directory a confined job can write, is also read following
+no symlink from the working directory; the user's may be a symlink (dotfile managers make one).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eukhe import paths
+from eukhe.beneath import NotRegularError, TooLargeError, read_regular
 from eukhe.core import sandbox as policy_rules
 from eukhe.errors import InputError
 from eukhe.records.base import decode_json
@@ -26,6 +32,9 @@ from eukhe.records.settings import (
 
 USER_FILE = "settings.json"
 PROJECT_FILE = Path(".eukhe") / "settings.json"
+SETTINGS_CAP = 1 << 20
+"""A settings file is read only up to 1 MiB (a few hundred bytes in practice): a larger one is a `bad_setting`."""
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,21 +52,58 @@ def user_settings_path() -> Path:
 
 
 def _read(path: Path, kind: type[UserSettings] | type[ProjectSettings]) -> UserSettings | ProjectSettings | None:
-    """A settings file decoded strictly (None: there is none)."""
+    """The user's settings file decoded strictly (None: there is none), read through a symlink if it is one."""
     try:
-        data = path.read_bytes()
+        data = read_regular(os.path.realpath(path), SETTINGS_CAP)
     except FileNotFoundError:
         return None
     except OSError as error:
-        raise InputError("bad_setting", f"cannot read {path}: {error.strerror or error}", field=str(path)) from None
+        raise _unreadable(path, error, project=False) from None
     return decode_json(data, kind, code="bad_setting", what=str(path))
+
+
+def _read_project(cwd: str | os.PathLike[str]) -> ProjectSettings | None:
+    """The project's settings file decoded strictly (None: there is none), reached from `cwd` following no symlink
+    (neither `.eukhe` nor the file may be one). None too when `<cwd>/.eukhe` is the agent dir (the cwd is the home
+    directory): that file is the user's, read as the user's."""
+    path = Path(cwd) / PROJECT_FILE
+    if os.path.realpath(path.parent) == os.path.realpath(paths.agent_dir()):
+        return None
+    try:
+        base = os.open(cwd, _DIRECTORY)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise _unreadable(path, error, project=True) from None
+    try:
+        data = read_regular(str(PROJECT_FILE), SETTINGS_CAP, dir_fd=base)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise _unreadable(path, error, project=True) from None
+    finally:
+        os.close(base)
+    return decode_json(data, ProjectSettings, code="bad_setting", what=str(path))
+
+
+def _unreadable(path: Path, error: OSError, *, project: bool) -> InputError:
+    """The `bad_setting` of a settings file that cannot be read, saying why."""
+    if isinstance(error, TooLargeError):
+        why = f"larger than {SETTINGS_CAP >> 20} MiB, the cap of a settings file: not read"
+    elif isinstance(error, NotRegularError):
+        why = "not a regular file (a FIFO, a device, a socket or a directory): not read"
+    elif error.errno == errno.ELOOP and project:
+        why = "a symlink (the file or its .eukhe directory): a project's settings are read from a regular file only"
+    else:
+        why = f"cannot be read: {error.strerror or error}"
+    return InputError("bad_setting", f"{path}: {why}", field=str(path))
 
 
 def load_settings(cwd: str | os.PathLike[str]) -> LoadedSettings:
     """The settings a new session in `cwd` gets: defaults, then the user's file, then the project's."""
     user = _read(user_settings_path(), UserSettings)
     project_path = Path(cwd) / PROJECT_FILE
-    project = _read(project_path, ProjectSettings)
+    project = _read_project(cwd)
     settings = SessionSettings()
     diagnostics: list[str] = []
     for scope in (user, project):

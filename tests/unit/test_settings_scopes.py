@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from eukhe.api import Session
 from eukhe.errors import InputError
 from eukhe.records.settings import Limits
+from eukhe.session.settings import load_settings
 
 TRANSPORT = {"argv_prefix": ["setsid", "-w"], "path_map": [{"sandbox": "/work", "host": "/srv"}]}
 
@@ -108,3 +110,44 @@ def test_a_bad_settings_file_is_refused_naming_the_file_and_the_key(
     assert str(path) in str(refused.value)
     if field == "kernelTransport":
         assert refused.value.hint == "kernel_transport"
+
+
+def test_the_users_settings_may_be_a_symlink_but_a_fifo_or_a_file_over_the_cap_is_refused_at_once(
+    agent: Path, tmp_path: Path
+) -> None:
+    """The user's own file may be a symlink (a dotfile manager's), read through it; a FIFO there (a read would
+    wait for a writer) or a file over the 1 MiB cap is a `bad_setting` naming the file and why, never a hang."""
+    work = project(tmp_path)
+    dotfiles = tmp_path / "dotfiles" / "eukhe.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text(json.dumps({"tool_blocking_budget_ms": 9}))
+    user_file = agent / "settings.json"
+    user_file.symlink_to(dotfiles)
+    assert load_settings(work).settings.tool_blocking_budget_ms == 9
+    user_file.unlink()
+    os.mkfifo(user_file)
+    with pytest.raises(InputError) as refused:
+        load_settings(work)
+    assert refused.value.code == "bad_setting" and str(user_file) in str(refused.value)
+    assert "not a regular file" in str(refused.value)
+    user_file.unlink()
+    user_file.write_text(json.dumps({"tool_blocking_budget_ms": 9}) + " " * (1 << 20))
+    with pytest.raises(InputError) as refused:
+        load_settings(work)
+    assert "larger than 1 MiB" in str(refused.value)
+
+
+def test_the_home_directory_as_cwd_reads_the_users_settings_once_as_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When `<cwd>/.eukhe` is the agent dir (the cwd is the home directory), its settings file is the user's: read
+    as the user's (a symlink is fine there), not refused as a project's."""
+    home = tmp_path / "home"
+    (home / ".eukhe").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("EUKHE_CODING_AGENT_DIR", raising=False)
+    dotfiles = tmp_path / "eukhe.json"
+    dotfiles.write_text(json.dumps({"kernel_transport": TRANSPORT}))
+    (home / ".eukhe" / "settings.json").symlink_to(dotfiles)
+    loaded = load_settings(home)
+    assert loaded.kernel_transport is not None and loaded.diagnostics == ()

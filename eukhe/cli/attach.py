@@ -4,6 +4,9 @@ The terminal goes to raw mode; the job's screen is drawn, then every byte it wri
 daemon's `jobs.attach` stream), and every key typed goes to the job (`jobs.input`, on a second connection), Ctrl-C
 and Ctrl-D included. Ctrl-] (as in telnet) detaches: the job runs on, and a later attach (or `jobs write`) takes it
 up again. The command ends by itself when the job ends, saying how. The terminal is put back as it was in any case.
+
+While attached the terminal is the job's, as under `tmux attach` or `ssh`: its bytes reach it as they are (a
+full-screen program needs its cursor moves), unlike every other command's output (eukhe.cli.common.emit_text).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eukhe.cli.common import emit_json, non_negative_int
+from eukhe.cli.common import emit_json, emit_text, non_negative_int
 from eukhe.cli.daemon import add_daemon_options, call
 from eukhe.errors import UsageError
 
@@ -39,9 +39,10 @@ def report_detached(session: str, result: dict[str, Any]) -> bool:
 
 def say_detached(session: str, job: str, budget_ms: int) -> None:
     """Say on stderr that a run passed its budget and how to wait for its job."""
-    sys.stderr.write(
+    emit_text(
         f"eukhe: still running after {budget_ms} ms: detached as job {job}; "
-        f"`eukhe jobs wait --session {session} {job}` waits for it\n"
+        f"`eukhe jobs wait --session {session} {job}` waits for it\n",
+        sys.stderr,
     )
 
 
@@ -55,12 +56,12 @@ def print_output(result: dict[str, Any]) -> None:
 
 def print_window(text: str, notice: str | None) -> None:
     """An output window's text, then its truncation notice (if any) on stderr."""
-    sys.stdout.write(text)
+    emit_text(text)
     if text and not text.endswith("\n"):
-        sys.stdout.write("\n")
+        emit_text("\n")
     sys.stdout.flush()
     if notice:
-        sys.stderr.write(f"{notice}\n")
+        emit_text(f"{notice}\n", sys.stderr)
 
 
 class Interrupts:
@@ -80,17 +81,19 @@ class Interrupts:
         # all the same); the end's line names it then.
         job = self.job or "(its id not heard yet)"
         if first:
-            sys.stderr.write(f"eukhe: interrupted: cancelling job {job} (Ctrl-C again to leave it running)\n")
+            emit_text(f"eukhe: interrupted: cancelling job {job} (Ctrl-C again to leave it running)\n", sys.stderr)
             return
         if self.job is None:
-            sys.stderr.write(
+            emit_text(
                 f"eukhe: left the call while it is cancelled: `eukhe jobs list --session {self.session}` names its "
-                "job\n"
+                "job\n",
+                sys.stderr,
             )
             return
-        sys.stderr.write(
+        emit_text(
             f"eukhe: left job {job} while it is cancelled: `eukhe jobs wait --session {self.session} {job}` waits "
-            f"for its end, `eukhe jobs cancel --session {self.session} {job}` cancels it again\n"
+            f"for its end, `eukhe jobs cancel --session {self.session} {job}` cancels it again\n",
+            sys.stderr,
         )
 
 
@@ -130,7 +133,7 @@ def cmd_bash(args: argparse.Namespace) -> int:
     print_output(result)
     screen = result.get("screen")
     if screen is not None and result["status"] == "detached":
-        sys.stderr.write(f"eukhe: `eukhe jobs attach --session {args.session} {result['job']}` attaches to it\n")
+        emit_text(f"eukhe: `eukhe jobs attach --session {args.session} {result['job']}` attaches to it\n", sys.stderr)
     if report_detached(args.session, result):
         return 0
     if result.get("killed"):

@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from eukhe.cli.common import emit_json, non_negative_int
+from eukhe.cli.common import emit_json, emit_text, non_negative_int
 from eukhe.cli.daemon import add_daemon_options, call
 from eukhe.errors import UsageError
 
@@ -78,7 +78,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(row.to_json())
     else:
-        print(f"{row.name}  {row.status}  session {row.session}  {row.workspace} in {row.cwd}")
+        emit_text(f"{row.name}  {row.status}  session {row.session}  {row.workspace} in {row.cwd}\n")
     return 0
 
 
@@ -92,32 +92,32 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     for row in roster.children:
         handback = _handback_line(row.handback)
-        print(f"{row.name}  {row.status:9}  {row.session}  {row.workspace}{handback}")
+        emit_text(f"{row.name}  {row.status:9}  {row.session}  {row.workspace}{handback}\n")
     return 0
 
 
 def _print_report(report: ChildReport) -> None:
     from eukhe.records.workspace import HandbackReport  # noqa: PLC0415  (lazy: CLI start-up time)
 
-    print(f"{report.name}: {report.status}")
+    emit_text(f"{report.name}: {report.status}\n")
     for message in report.messages:
-        print(f"  message: {message}")
+        emit_text(f"  message: {message}\n")
     if report.answer is not None:
-        print(f"  answer: {json.dumps(report.answer, ensure_ascii=False)}")
+        emit_text(f"  answer: {json.dumps(report.answer, ensure_ascii=False)}\n")
     if report.error:
-        print(f"  error ({report.error.reason}): {report.error.message}")
+        emit_text(f"  error ({report.error.reason}): {report.error.message}\n")
     if report.usage is not None:
         used = report.usage
-        print(
+        emit_text(
             f"  usage: {used.total_tokens} tokens ({used.prompt_tokens} prompt, {used.completion_tokens} completion), "
-            f"{used.model_calls} model calls, {used.tool_calls} tool calls"
+            f"{used.model_calls} model calls, {used.tool_calls} tool calls\n"
         )
     handback = report.handback
     if handback:
-        print(_handback_line(handback))
+        emit_text(_handback_line(handback) + "\n")
         for conflict in handback.conflicts if isinstance(handback, HandbackReport) else ():
             where = conflict.child_version or "(a removal)"
-            print(f"    conflict {conflict.path} ({conflict.reason}): the child's version is {where}")
+            emit_text(f"    conflict {conflict.path} ({conflict.reason}): the child's version is {where}\n")
 
 
 def cmd_collect(args: argparse.Namespace) -> int:

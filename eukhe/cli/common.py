@@ -1,4 +1,5 @@
-"""What every CLI command shares: argument errors that exit 2, JSON output, and typed errors at one boundary.
+"""What every CLI command shares: argument errors that exit 2, JSON output, typed errors at one boundary, and the one
+way text an agent may control reaches a stream (`emit_text`: made safe on a terminal, as it is elsewhere).
 
 The client path (`eukhe bash`, `eukhe session ...`) imports this on every call, so it imports nothing beyond
 argparse, json, os and sys at run time (tests/unit/test_cli_imports.py guards the client path's imports).
@@ -15,7 +16,7 @@ from eukhe.errors import EukheError, UsageError, error_code, error_details, erro
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    from typing import Any, NoReturn, TextIO
 
     from eukhe.records.sandbox import SandboxPolicy
 
@@ -60,9 +61,29 @@ class ArgumentParser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def is_terminal(stream: TextIO) -> bool:
+    """Whether `stream` is a terminal (a person reads it), the one test of where text is made safe to show."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):  # a closed or replaced stream is no terminal
+        return False
+
+
+def emit_text(text: str, stream: TextIO | None = None) -> None:
+    """Write text an agent may control (output, commands, paths, messages) to stdout, or `stream`: on a terminal made
+    safe to show (eukhe.core.terminal: escape sequences but colours and controls but newline and tab are shown,
+    never obeyed); to a pipe or a file as it is, since there it is data a program reads."""
+    out = sys.stdout if stream is None else stream
+    if is_terminal(out):
+        from eukhe.core.terminal import terminal_safe  # noqa: PLC0415  (lazy: CLI start-up time off a terminal)
+
+        text = terminal_safe(text)
+    out.write(text)
+
+
 def emit_json(payload: Any) -> None:
-    """Print one JSON value on stdout, on one line."""
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    """Print one JSON value on stdout, on one line (on a terminal, still JSON of the same value: `emit_text`)."""
+    emit_text(json.dumps(payload, ensure_ascii=False) + "\n")
     sys.stdout.flush()
 
 
@@ -75,7 +96,7 @@ def report_error(error: EukheError, as_json: bool) -> int:
         emit_json({"error": code, "message": str(error), "field": error_field(error), "details": error_details(error)})
     else:
         message = str(error)
-        sys.stderr.write(message + "\n" if message.startswith("eukhe") else f"eukhe: {message}\n")
+        emit_text(message + "\n" if message.startswith("eukhe") else f"eukhe: {message}\n", sys.stderr)
     return int(exit_code)
 
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 import time
 
-from eukhe.cli.common import emit_json
+from eukhe.cli.common import emit_json, emit_text
 from eukhe.daemon.client import DaemonClient, DaemonUnavailableError, connect, socket_path, start_daemon
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
@@ -133,7 +133,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         emit_json(result)
     else:
         verb = "started" if started else "already running"
-        print(f"daemon {verb}: pid {pid} on {path}")
+        emit_text(f"daemon {verb}: pid {pid} on {path}\n")
     return 0
 
 
@@ -164,9 +164,9 @@ def cmd_stop(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result)
     elif result["stopped"]:
-        print(f"daemon stopped: pid {result['pid']}")
+        emit_text(f"daemon stopped: pid {result['pid']}\n")
     else:
-        print(f"no daemon runs on {path}")
+        emit_text(f"no daemon runs on {path}\n")
     return 0
 
 
@@ -185,7 +185,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if args.json:
             emit_json({"running": False, "socket": str(path)})  # DaemonNotRunning
         else:
-            print(f"no daemon runs on {path}")
+            emit_text(f"no daemon runs on {path}\n")
         return EXIT_NOT_RUNNING
     with client:
         # As JSON, not as a DaemonStatus record: msgspec imports typing, and `eukhe daemon status` imports nothing
@@ -194,23 +194,27 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(status)
         return 0
-    print(f"daemon pid {status['pid']} on {status['socket']}, up {status['uptime_s']:.0f} s")
+    emit_text(f"daemon pid {status['pid']} on {status['socket']}, up {status['uptime_s']:.0f} s\n")
     fork_server = status.get("fork_server")
-    print(f"  workers start forked from fork server pid {fork_server}" if fork_server else "  workers start fresh")
+    emit_text(
+        f"  workers start forked from fork server pid {fork_server}\n" if fork_server else "  workers start fresh\n"
+    )
     for worker in status["workers"]:
-        print(f"  session {worker['session']}: worker pid {worker['pid']} in {worker['cwd']}")
+        emit_text(f"  session {worker['session']}: worker pid {worker['pid']} in {worker['cwd']}\n")
     for report in status["reports"]:
-        print(f"  report: {report}")
+        emit_text(f"  report: {report}\n")
     for culled in status.get("culled", []):
         what = "worker" if culled["event"] == "session_culled" else "kernel"
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(culled["at"]))
-        print(f"  culled at {when}: the {what} of session {culled['session']} after {culled['idle_s']:.0f} s idle")
+        emit_text(
+            f"  culled at {when}: the {what} of session {culled['session']} after {culled['idle_s']:.0f} s idle\n"
+        )
     last_gc = status.get("last_gc")
     if last_gc:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last_gc["at"]))
-        print(
+        emit_text(
             f"  last artifact collection at {when}: removed {len(last_gc['removed'])} files,"
-            f" freed {last_gc['bytes_freed']} bytes; {last_gc['bytes_after']} bytes in artifacts"
+            f" freed {last_gc['bytes_freed']} bytes; {last_gc['bytes_after']} bytes in artifacts\n"
         )
     return 0
 

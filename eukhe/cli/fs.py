@@ -12,7 +12,7 @@ import os
 import sys
 
 from eukhe.cli.bash import print_window
-from eukhe.cli.common import emit_json, positive_int
+from eukhe.cli.common import emit_json, emit_text, positive_int
 from eukhe.cli.daemon import add_daemon_options, call
 from eukhe.errors import UsageError
 
@@ -55,10 +55,10 @@ def _show(args: argparse.Namespace, answer: ReadAnswer | WriteAnswer | EditAnswe
     elif isinstance(answer, EditAnswer):
         for change in answer.changes:
             arrow = f" -> {change.destination}" if change.destination else ""
-            sys.stdout.write(f"{change.action}: {change.path}{arrow}\n")
+            emit_text(f"{change.action}: {change.path}{arrow}\n")
     else:
         verb = "created" if answer.created else "replaced"
-        sys.stdout.write(f"{verb} {answer.absolute} ({answer.bytes_written} bytes)\n")
+        emit_text(f"{verb} {answer.absolute} ({answer.bytes_written} bytes)\n")
     return 0
 
 

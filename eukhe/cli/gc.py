@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from eukhe.cli.common import emit_json
+from eukhe.cli.common import emit_json, emit_text
 from eukhe.cli.daemon import add_daemon_options, call
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
@@ -26,16 +26,16 @@ def cmd_gc(args: argparse.Namespace) -> int:
         return 0
     verb = "would remove" if report.dry_run else "removed"
     for removed in report.removed:
-        print(f"{verb} {removed.path} ({removed.bytes} bytes, {removed.reason})")
+        emit_text(f"{verb} {removed.path} ({removed.bytes} bytes, {removed.reason})\n")
     freed = "would free" if report.dry_run else "freed"
-    print(
+    emit_text(
         f"{len(report.removed)} of {report.artifacts} artifacts, {freed} {report.bytes_freed} of"
         f" {report.bytes_before} bytes; kept {report.kept_pinned} named by a last answer and"
         f" {report.kept_being_written} being written (limits: {report.max_total_bytes} bytes,"
-        f" {report.max_age_days:g} days)"
+        f" {report.max_age_days:g} days)\n"
     )
     for error in report.errors:
-        print(f"could not remove {error}")
+        emit_text(f"could not remove {error}\n")
     return 0
 
 

@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from eukhe.cli.bash import blocking_call, print_window, say_detached
-from eukhe.cli.common import emit_json, non_negative_int
+from eukhe.cli.common import emit_json, emit_text, non_negative_int
 from eukhe.cli.daemon import add_daemon_options
 from eukhe.errors import UsageError
 
@@ -61,15 +61,15 @@ def cmd_ipython(args: argparse.Namespace) -> int:
         say_detached(args.session, result.job, result.budget_ms)
         return 0
     if result.result is not None:
-        sys.stdout.write(f"{result.result}\n")
+        emit_text(f"{result.result}\n")
     if result.displays or result.displays_notice:
         from eukhe.calls.texts import display_lines  # noqa: PLC0415  (lazy: CLI start-up time)
 
-        sys.stdout.write("".join(line + "\n" for line in display_lines(result)))
+        emit_text("".join(line + "\n" for line in display_lines(result)))
     error = result.error
     if error:
         trace = "".join(error.traceback) or f"{error.ename}: {error.evalue}\n"
-        sys.stderr.write(trace if trace.endswith("\n") else trace + "\n")
+        emit_text(trace if trace.endswith("\n") else trace + "\n", sys.stderr)
     return EXIT_BY_OUTCOME.get(str(result.outcome), 1)
 
 

@@ -18,7 +18,7 @@ import argparse
 import sys
 
 from eukhe.cli.bash import print_window
-from eukhe.cli.common import emit_json, non_negative_int
+from eukhe.cli.common import emit_json, emit_text, non_negative_int
 from eukhe.cli.daemon import add_daemon_options, call
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
@@ -37,7 +37,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         emit_json(answer.to_json())
         return 0
     for job in answer.jobs:
-        print(f"{job.id}  {job.status:7}  {end_text(job):8}  {job.command}")
+        emit_text(f"{job.id}  {job.status:7}  {end_text(job):8}  {job.command}\n")
     return 0
 
 
@@ -67,12 +67,12 @@ def _report(args: argparse.Namespace, result: CallAnswer) -> int:
         return 0
     print_window(result.output.text if result.screen is None else result.screen, result.output.notice)
     if isinstance(result, Detached):
-        sys.stderr.write(f"eukhe: job {result.job} is still running\n")
+        emit_text(f"eukhe: job {result.job} is still running\n", sys.stderr)
     elif result.killed:
         why = f" ({result.reason})" if result.reason else ""
-        sys.stderr.write(f"eukhe: job {result.job} was killed{why}\n")
+        emit_text(f"eukhe: job {result.job} was killed{why}\n", sys.stderr)
     else:
-        sys.stderr.write(f"eukhe: job {result.job} exited with {result.exit_code}\n")
+        emit_text(f"eukhe: job {result.job} exited with {result.exit_code}\n", sys.stderr)
     return 0
 
 
@@ -101,11 +101,11 @@ def cmd_write(args: argparse.Namespace) -> int:
         return 0
     if result.get("status") == "written":
         print_window(result.get("screen") or "", result.get("output", {}).get("notice"))
-        sys.stderr.write(f"eukhe: job {args.job} runs on ({result.get('reason')})\n")
+        emit_text(f"eukhe: job {args.job} runs on ({result.get('reason')})\n", sys.stderr)
         return 0
     print_window(result.get("screen") or (result.get("output") or {}).get("text") or "", None)
     end = "was killed" if result.get("killed") else f"exited with {result.get('exit_code')}"
-    sys.stderr.write(f"eukhe: job {args.job} {end}\n")
+    emit_text(f"eukhe: job {args.job} {end}\n", sys.stderr)
     return 0
 
 
@@ -115,7 +115,7 @@ def cmd_signal(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result)
         return 0
-    sys.stderr.write(f"eukhe: SIG{result['signal']} sent to job {args.job}\n")
+    emit_text(f"eukhe: SIG{result['signal']} sent to job {args.job}\n", sys.stderr)
     return 0
 
 

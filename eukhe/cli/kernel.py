@@ -10,7 +10,7 @@ import asyncio
 import sys
 from typing import Any
 
-from eukhe.cli.common import emit_json
+from eukhe.cli.common import emit_json, emit_text
 from eukhe.kernel.bootstrap import check_state, install_kernel_python
 from eukhe.records.kernel_env import KernelInstalled, KernelState
 
@@ -41,7 +41,7 @@ def _print_state(state: KernelState) -> None:
         lines.append(f"  python: {state.python}")
     if not state.ready:
         lines.append("  run `eukhe kernel install` once (add --python PATH to use an existing interpreter)")
-    sys.stdout.write("\n".join(lines) + "\n")
+    emit_text("\n".join(lines) + "\n")
 
 
 def run_install(args: argparse.Namespace) -> int:
@@ -61,13 +61,13 @@ def run_install(args: argparse.Namespace) -> int:
         commands=[list(command.argv) for command in result.commands],
     )
     for failure in result.skill_failures:
-        sys.stderr.write(f"eukhe: {failure}\n")
+        emit_text(f"eukhe: {failure}\n", sys.stderr)
     if args.json:
         emit_json(answer.to_json())
     elif result.user_python:
-        sys.stdout.write(f"EUKHE_KERNEL_PYTHON is set: the kernel runs on {result.python}; nothing installed\n")
+        emit_text(f"EUKHE_KERNEL_PYTHON is set: the kernel runs on {result.python}; nothing installed\n")
     elif result.built:
-        sys.stdout.write(f"kernel venv installed and checked: {result.python}\n")
+        emit_text(f"kernel venv installed and checked: {result.python}\n")
     else:
-        sys.stdout.write(f"kernel venv already installed for this build: {result.python} (nothing downloaded)\n")
+        emit_text(f"kernel venv already installed for this build: {result.python} (nothing downloaded)\n")
     return 0

@@ -14,7 +14,7 @@ import json
 import sys
 
 from eukhe.cli.bash import print_window
-from eukhe.cli.common import EXIT_ERROR, emit_json, non_negative_int
+from eukhe.cli.common import EXIT_ERROR, emit_json, emit_text, non_negative_int
 from eukhe.cli.daemon import add_daemon_options, call
 from eukhe.errors import UsageError
 
@@ -33,8 +33,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     for function in answer.functions:
         doc = (function.doc or "").strip().splitlines()
-        sys.stdout.write(f"{function.name}" + (f": {doc[0]}" if doc else "") + "\n")
-        sys.stdout.write(f"  {json.dumps(function.schema, ensure_ascii=False, separators=(',', ':'))}\n")
+        emit_text(f"{function.name}" + (f": {doc[0]}" if doc else "") + "\n")
+        emit_text(f"  {json.dumps(function.schema, ensure_ascii=False, separators=(',', ':'))}\n")
     return 0
 
 
@@ -66,11 +66,11 @@ def cmd_call(args: argparse.Namespace) -> int:
         emit_json(answer.to_json())
     elif not isinstance(error, UnsetType):
         how = error.kind + (f" ({error.reason})" if error.reason else "")
-        sys.stderr.write(f"eukhe: remote {args.name}: {how}: {error.message}\n")
+        emit_text(f"eukhe: remote {args.name}: {how}: {error.message}\n", sys.stderr)
     elif not isinstance(output, UnsetType):
         print_window(output.text, output.notice)
     else:
-        sys.stdout.write(json.dumps(answer.result, ensure_ascii=False) + "\n")
+        emit_text(json.dumps(answer.result, ensure_ascii=False) + "\n")
     return 0 if isinstance(error, UnsetType) else EXIT_ERROR
 
 

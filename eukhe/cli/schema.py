@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from eukhe.cli.common import emit_json
+from eukhe.cli.common import emit_json, emit_text
 from eukhe.records.schema import op_schemas
 
 
@@ -22,10 +21,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
         emit_json(document)
     elif args.name is None:
         for name, op in document["ops"].items():
-            sys.stdout.write(f"{name:15} {op['scope']:10} {op['summary']}\n")
-        sys.stdout.write("`eukhe schema NAME` shows one op's schemas; --json prints them all as one document\n")
+            emit_text(f"{name:15} {op['scope']:10} {op['summary']}\n")
+        emit_text("`eukhe schema NAME` shows one op's schemas; --json prints them all as one document\n")
     else:
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        emit_text(json.dumps(document, indent=2) + "\n")
     return 0
 
 

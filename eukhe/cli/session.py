@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from eukhe.cli.common import add_sandbox_options, emit_json, sandbox_args, sandbox_line
+from eukhe.cli.common import add_sandbox_options, emit_json, emit_text, sandbox_args, sandbox_line
 from eukhe.cli.daemon import add_daemon_options, call
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
@@ -28,11 +28,11 @@ def cmd_create(args: argparse.Namespace) -> int:
 
     result = call(args, "session.create", {"cwd": cwd, **sandbox_args(args)}, answer=SessionCreated)
     for notice in result.notices:
-        sys.stderr.write(f"eukhe: {notice}\n")
+        emit_text(f"eukhe: {notice}\n", sys.stderr)
     if args.json:
         emit_json(result.to_json())
     else:
-        print(result.id)
+        emit_text(f"{result.id}\n")
     return 0
 
 
@@ -46,7 +46,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         for session in result.sessions:
             state = "open" if session.open else "closed"
-            print(f"{session.id}  {state:6}  {session.cwd}")
+            emit_text(f"{session.id}  {state:6}  {session.cwd}\n")
     return 0
 
 
@@ -58,17 +58,17 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.to_json())
         return 0
-    print(f"session {args.id} in {result.cwd}, leaf {result.leaf}")
+    emit_text(f"session {args.id} in {result.cwd}, leaf {result.leaf}\n")
     transport = result.kernel_transport
     if transport:
-        print(f"kernel transport: wrapped by {' '.join(transport.argv_prefix)} (python {transport.python})")
+        emit_text(f"kernel transport: wrapped by {' '.join(transport.argv_prefix)} (python {transport.python})\n")
     else:
-        print("kernel transport: local")
+        emit_text("kernel transport: local\n")
     if result.sandbox:
-        print(sandbox_line(result.sandbox))
+        emit_text(sandbox_line(result.sandbox) + "\n")
     for entry in result.entries:
         marker = "*" if entry.id == result.leaf else " "
-        print(f" {marker} {entry.id}  parent {entry.parent}  {entry.kind}  {summary(entry.content)}")
+        emit_text(f" {marker} {entry.id}  parent {entry.parent}  {entry.kind}  {summary(entry.content)}\n")
     return 0
 
 
@@ -82,17 +82,17 @@ def cmd_calls(args: argparse.Namespace) -> int:
         return 0
     if args.call is not None:
         if result.settle is None:
-            print(f"call {args.call} is still running: no settle yet")
+            emit_text(f"call {args.call} is still running: no settle yet\n")
         else:
-            print(json.dumps(result.settle, indent=2, ensure_ascii=False))
+            emit_text(json.dumps(result.settle, indent=2, ensure_ascii=False) + "\n")
         return 0
     if not result.calls:
-        print(f"session {args.id} has no tool calls")
+        emit_text(f"session {args.id} has no tool calls\n")
     for row in result.calls:
         status = row.status if row.outcome != "failed" else "failed"
-        print(f"{row.call}  {row.tool:11} {status:11} {when(row.started_ms)}  {row.args}")
+        emit_text(f"{row.call}  {row.tool:11} {status:11} {when(row.started_ms)}  {row.args}\n")
         if row.summary:
-            print(f"    -> {row.summary}")
+            emit_text(f"    -> {row.summary}\n")
     return 0
 
 
@@ -114,7 +114,7 @@ def cmd_close(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.to_json())
     else:
-        print(f"session {args.id} {'closed' if result.was_open else 'was not open'}")
+        emit_text(f"session {args.id} {'closed' if result.was_open else 'was not open'}\n")
     return 0
 
 
@@ -128,7 +128,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.to_json())
     else:
-        print(f"session {args.id} deleted" + "".join(f"\n  removed {path}" for path in result.removed))
+        emit_text(f"session {args.id} deleted\n" + "".join(f"  removed {path}\n" for path in result.removed))
     return 0
 
 

@@ -5,9 +5,8 @@ found for a working directory (docs/skills.md). Both read the disk in this proce
 from __future__ import annotations
 
 import argparse
-import sys
 
-from eukhe.cli.common import emit_json
+from eukhe.cli.common import emit_json, emit_text
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
 if TYPE_CHECKING:
@@ -30,21 +29,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(listing.to_json())
         return 0
-    out = sys.stdout
     if not listing.skills:
         searched = ", ".join(root.path for root in listing.roots)
-        out.write(f"no skills found (searched {searched})\n")
+        emit_text(f"no skills found (searched {searched})\n")
         return 0
     for row in listing.skills:
         python = ", python" if row.python else ""
-        out.write(f"{row.name}  [{row.scope}{python}; {_mark(row)}]  {row.path}\n")
+        emit_text(f"{row.name}  [{row.scope}{python}; {_mark(row)}]  {row.path}\n")
         if row.description:
-            out.write(f"    {' '.join(row.description.split())}\n")
+            emit_text(f"    {' '.join(row.description.split())}\n")
         for diagnostic in row.diagnostics:
             field = f" `{diagnostic.field}`" if diagnostic.field else ""
-            out.write(f"    {diagnostic.severity}: {diagnostic.file}{field}: {diagnostic.message}\n")
+            emit_text(f"    {diagnostic.severity}: {diagnostic.file}{field}: {diagnostic.message}\n")
     offered = sum(row.offered for row in listing.skills)
-    out.write(f"{offered} offered of {len(listing.skills)} found\n")
+    emit_text(f"{offered} offered of {len(listing.skills)} found\n")
     return 0
 
 
@@ -56,7 +54,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(shown.to_json())
     else:
-        sys.stdout.write(shown.body if shown.body.endswith("\n") or not shown.body else shown.body + "\n")
+        emit_text(shown.body if shown.body.endswith("\n") or not shown.body else shown.body + "\n")
     return 0
 
 

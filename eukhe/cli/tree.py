@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from eukhe.cli.common import emit_json
+from eukhe.cli.common import emit_json, emit_text
 from eukhe.cli.daemon import add_daemon_options, call
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
@@ -25,11 +25,11 @@ def _rewind(args: argparse.Namespace, op: str) -> int:
         emit_json(result.to_json())
         return 0
     if op == "tree.fork":
-        print(f"forked: new session {result.session} at {args.entry}")
+        emit_text(f"forked: new session {result.session} at {args.entry}\n")
     else:
-        print(f"leaf is now {args.entry}")
-    print(f"stopped jobs: {' '.join(result.stopped_jobs) or '-'}")
-    print(f"still stopping: {' '.join(result.stopping_jobs) or '-'}")
+        emit_text(f"leaf is now {args.entry}\n")
+    emit_text(f"stopped jobs: {' '.join(result.stopped_jobs) or '-'}\n")
+    emit_text(f"still stopping: {' '.join(result.stopping_jobs) or '-'}\n")
     return 0
 
 

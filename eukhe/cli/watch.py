@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from eukhe.cli.common import positive_int
+from eukhe.cli.common import emit_text, positive_int
 from eukhe.cli.daemon import add_daemon_options, call
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
@@ -66,7 +66,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     def on_event(event: Any) -> None:
         nonlocal printed
         line = json.dumps(event, ensure_ascii=False) if args.json else format_event(event)
-        sys.stdout.write(line + "\n")
+        emit_text(line + "\n")
         sys.stdout.flush()
         printed += 1
         if args.max_events is not None and printed >= args.max_events:

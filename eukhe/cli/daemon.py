@@ -56,7 +56,8 @@ def progress(args: argparse.Namespace, label: str) -> AbstractContextManager[obj
     from rich.console import Console  # noqa: PLC0415
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # noqa: PLC0415
 
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    # The label is shown as it is: not read as rich markup (a command's `[/x]` would raise MarkupError).
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn())
     bar = Progress(*columns, console=Console(stderr=True), transient=True)
     bar.add_task(label, total=None)
     return bar

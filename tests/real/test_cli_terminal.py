@@ -215,3 +215,11 @@ def through_pipes(world: DaemonEnv, *args: str) -> subprocess.CompletedProcess[b
         timeout=DEADLINE_S,
         check=False,
     )
+
+
+def test_a_command_with_brackets_runs_under_the_spinner(hostile: Hostile) -> None:
+    """On a terminal the wait shows a spinner labelled with the command: the label is text, not rich markup (a
+    closing tag that opens nothing, `[/x]`, would raise)."""
+    shown = on_terminal(hostile.world, "bash", "--session", hostile.session, "--", "echo '[/x] [bold]'")
+    assert shown.code == 0, shown
+    assert assert_inert(shown.out) == "[/x] [bold]\n"

@@ -47,11 +47,18 @@ def say_detached(session: str, job: str, budget_ms: int) -> None:
 
 
 def print_output(result: dict[str, Any]) -> None:
-    """The output window of an answer read as JSON (a tty job's: its screen), then the truncation notice (if any) on
-    stderr."""
+    """The output window of an answer read as JSON (a tty job's: its screen), then the truncation notice (if any)
+    and the session's notices on stderr."""
     output = result.get("output") or {}
     screen = result.get("screen")
     print_window(output.get("text") or "" if screen is None else screen, output.get("notice"))
+    print_notices(result.get("notices") or [])
+
+
+def print_notices(notices: list[str]) -> None:
+    """The session's notices on an answer (what the sandbox undid), one line each on stderr."""
+    for notice in notices:
+        emit_text(f"eukhe: {notice}\n", sys.stderr)
 
 
 def print_window(text: str, notice: str | None) -> None:

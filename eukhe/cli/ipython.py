@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eukhe.cli.bash import blocking_call, print_window, say_detached
+from eukhe.cli.bash import blocking_call, print_notices, print_window, say_detached
 from eukhe.cli.common import emit_json, emit_text, non_negative_int
 from eukhe.cli.daemon import add_daemon_options
 from eukhe.errors import UsageError
@@ -57,6 +57,7 @@ def cmd_ipython(args: argparse.Namespace) -> int:
         emit_json(result.to_json())
         return 0
     print_window(result.output.text, result.output.notice)
+    print_notices(result.notices)
     if isinstance(result, Detached):
         say_detached(args.session, result.job, result.budget_ms)
         return 0

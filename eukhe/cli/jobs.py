@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eukhe.cli.bash import print_window
+from eukhe.cli.bash import print_notices, print_window
 from eukhe.cli.common import emit_json, emit_text, non_negative_int
 from eukhe.cli.daemon import add_daemon_options, call
 
@@ -66,6 +66,7 @@ def _report(args: argparse.Namespace, result: CallAnswer) -> int:
         emit_json(result.to_json())
         return 0
     print_window(result.output.text if result.screen is None else result.screen, result.output.notice)
+    print_notices(result.notices)
     if isinstance(result, Detached):
         emit_text(f"eukhe: job {result.job} is still running\n", sys.stderr)
     elif result.killed:

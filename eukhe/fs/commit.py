@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from eukhe.core.patch import Plan
 from eukhe.fs.context import sibling
-from eukhe.fs.writing import make_parents, remove_dirs, sync_dir, write_new_file
+from eukhe.fs.opening import Parents
+from eukhe.fs.writing import write_new_file
 
 TEMP_TAG = "eukhe-edit"
 ORIGINAL_TAG = "eukhe-orig"
@@ -42,7 +43,10 @@ class CommitError(Exception):
     except the originals in `left` (pairs of target and where its original waits), which could not be put back."""
 
     def __init__(self, path: str, error: OSError, left: list[tuple[str, str]]) -> None:
-        super().__init__(error.strerror or str(error))
+        said = error.strerror or str(error)
+        if error.errno == errno.ELOOP:
+            said = "the path changed while it was opened (a directory of it became a symlink)"
+        super().__init__(said)
         self.path = path
         self.error = error
         self.left = left
@@ -54,56 +58,72 @@ class _Done:
     original: str | None  # where the replaced or removed file waits; None: the target is new
 
 
-def _discard(path: str) -> None:
+def _name(path: str) -> str:
+    return os.path.basename(path)
+
+
+def _discard(directory: int, name: str) -> None:
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
+        os.unlink(name, dir_fd=directory)
 
 
-def _set_aside(target: str, keep_target: bool) -> str:
+def _exists(directory: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _set_aside(directory: int, target: str, keep_target: bool) -> str:
     """Put the file at `target` at its `.eukhe-orig` name: as a second link (the target stays), else by rename."""
     original = sibling(target, ORIGINAL_TAG)
-    _discard(original)  # a crash's leftover
+    _discard(directory, _name(original))  # a crash's leftover
     if keep_target:
         try:
-            os.link(target, original)
+            os.link(_name(target), _name(original), src_dir_fd=directory, dst_dir_fd=directory, follow_symlinks=False)
             return original
         except OSError as error:
             if error.errno not in _NO_HARD_LINKS:
                 raise
-    os.rename(target, original)
+    os.rename(_name(target), _name(original), src_dir_fd=directory, dst_dir_fd=directory)
     return original
 
 
-def _place_new(temp: str, target: str) -> None:
+def _place_new(directory: int, temp: str, target: str) -> None:
     """Put a new file at `target` only if nothing is there (a hard link fails on an existing name)."""
     try:
-        os.link(temp, target)
+        os.link(_name(temp), _name(target), src_dir_fd=directory, dst_dir_fd=directory, follow_symlinks=False)
     except OSError as error:
         if error.errno not in _NO_HARD_LINKS:
             raise
-        os.rename(temp, target)
+        os.rename(_name(temp), _name(target), src_dir_fd=directory, dst_dir_fd=directory)
         return
-    os.unlink(temp)
+    os.unlink(_name(temp), dir_fd=directory)
 
 
-def _same_file(one: str, other: str) -> bool:
+def _same_file(directory: int, one: str, other: str) -> bool:
     try:
-        return os.path.samestat(os.lstat(one), os.lstat(other))
+        return os.path.samestat(
+            os.stat(_name(one), dir_fd=directory, follow_symlinks=False),
+            os.stat(_name(other), dir_fd=directory, follow_symlinks=False),
+        )
     except OSError:
         return False
 
 
-def _undo(done: list[_Done]) -> list[tuple[str, str]]:
+def _undo(parents: Parents, done: list[_Done]) -> list[tuple[str, str]]:
     """Undo the steps in reverse; the originals that could not be put back (target, where the original waits)."""
     left: list[tuple[str, str]] = []
     for step in reversed(done):
         try:
+            directory = parents.fd(os.path.dirname(step.target), make=False)
             if step.original is None:
-                os.unlink(step.target)
-            elif _same_file(step.original, step.target):
-                os.unlink(step.original)  # the target is still the original (rename of two links does nothing)
+                os.unlink(_name(step.target), dir_fd=directory)
+            elif _same_file(directory, step.original, step.target):
+                os.unlink(_name(step.original), dir_fd=directory)  # the target is still the original
             else:
-                os.rename(step.original, step.target)
+                os.rename(_name(step.original), _name(step.target), src_dir_fd=directory, dst_dir_fd=directory)
         except OSError:
             if step.original is not None:
                 left.append((step.target, step.original))
@@ -111,27 +131,40 @@ def _undo(done: list[_Done]) -> list[tuple[str, str]]:
 
 
 def commit(plan: Plan, modes: Mapping[str, int], before_step: StepHook | None = None) -> None:
-    """Carry out `plan`; `modes` holds the st_mode of each original file a write's `mode_from` names.
+    """Carry out `plan`; `modes` holds the st_mode of each original file a write's `mode_from` names. Each target is
+    reached through its directory's descriptor, opened following no symlink (`eukhe.fs.opening`).
 
     Raises `CommitError` after undoing everything: then no target has changed (unless `left` names originals that
     could not be put back).
     """
+    with Parents("", "edit") as parents:
+        _commit(parents, plan, modes, before_step)
+
+
+def _commit(parents: Parents, plan: Plan, modes: Mapping[str, int], before_step: StepHook | None) -> None:
     temps: dict[str, str] = {}
-    made: list[str] = []
     target = ""
+
+    def discard_temps() -> None:
+        for written, temp in temps.items():
+            with contextlib.suppress(OSError):
+                _discard(parents.fd(os.path.dirname(written), make=False), _name(temp))
+
     try:
         for write in plan.writes:
             target = write.path
-            made += make_parents(os.path.dirname(write.path))
+            directory = parents.fd(os.path.dirname(write.path), make=True)
             temp = sibling(write.path, TEMP_TAG)
-            _discard(temp)
+            _discard(directory, _name(temp))
             mode = None if write.mode_from is None else modes.get(write.mode_from)
-            write_new_file(temp, write.content.encode("utf-8", errors="surrogateescape"), mode)
+            write_new_file(_name(temp), write.content.encode("utf-8", errors="surrogateescape"), mode, directory)
             temps[write.path] = temp
+        for remove in plan.removes:
+            target = remove.path
+            parents.fd(os.path.dirname(remove.path), make=False)
     except OSError as error:
-        for temp in temps.values():
-            _discard(temp)
-        remove_dirs(made)
+        discard_temps()
+        parents.remove_made()
         raise CommitError(target, error, []) from error
     done: list[_Done] = []
     step = 0
@@ -141,12 +174,13 @@ def commit(plan: Plan, modes: Mapping[str, int], before_step: StepHook | None = 
             if before_step is not None:
                 before_step(step, target)
             step += 1
-            if os.path.lexists(target):
-                done.append(_Done(target, _set_aside(target, keep_target=True)))
-                os.rename(temps[target], target)
+            directory = parents.fd(os.path.dirname(target), make=False)
+            if _exists(directory, _name(target)):
+                done.append(_Done(target, _set_aside(directory, target, keep_target=True)))
+                os.rename(_name(temps[target]), _name(target), src_dir_fd=directory, dst_dir_fd=directory)
                 temps.pop(target)
             else:
-                _place_new(temps[target], target)
+                _place_new(directory, temps[target], target)
                 temps.pop(target)
                 done.append(_Done(target, None))
         for remove in plan.removes:
@@ -154,16 +188,16 @@ def commit(plan: Plan, modes: Mapping[str, int], before_step: StepHook | None = 
             if before_step is not None:
                 before_step(step, target)
             step += 1
-            done.append(_Done(target, _set_aside(target, keep_target=False)))
+            directory = parents.fd(os.path.dirname(target), make=False)
+            done.append(_Done(target, _set_aside(directory, target, keep_target=False)))
     except OSError as error:
-        left = _undo(done)
-        for temp in temps.values():
-            _discard(temp)
-        remove_dirs(made)
+        left = _undo(parents, done)
+        discard_temps()
+        parents.remove_made()
         raise CommitError(target, error, left) from error
     for finished in done:
         if finished.original is not None:
             with contextlib.suppress(OSError):
-                os.unlink(finished.original)
-    for directory in sorted({os.path.dirname(finished.target) for finished in done}):
-        sync_dir(directory)
+                _discard(parents.fd(os.path.dirname(finished.target), make=False), _name(finished.original))
+    for path in sorted({os.path.dirname(finished.target) for finished in done}):
+        parents.sync(path)

@@ -8,20 +8,22 @@ The pattern is relative to `path` and matched component by component:
   (so `*` skips hidden files, `.github/**` finds the workflows);
 - only regular files are listed, never directories, symlinks or special files; `.gitignore` files apply as in
   `fs.grep` (`eukhe.fs.walk`), and an ignored file or directory is never listed or entered.
-Results come in the walk's order (sorted by path, component by component) and are bounded like every output.
+Results come in the walk's order (sorted by path, component by component) and are bounded like every output, one
+per line: a path holding a control character (a newline) or starting with `"` is written quoted, C-style
+(`eukhe.core.pathquote`).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
 from dataclasses import dataclass
 
 from eukhe.core.pathmap import Kind
+from eukhe.core.pathquote import quote_path
 from eukhe.fs.context import FsContext, Locator, bounded_fields
-from eukhe.fs.errors import FsError, Reason, os_error
-from eukhe.fs.grepping import denied
+from eukhe.fs.errors import FsError, Reason
+from eukhe.fs.opening import refused
 from eukhe.fs.walk import Admit, Rules, Verdict, ignored, walk
 from eukhe.records.fs import GlobAnswer, GlobArgs
 
@@ -141,17 +143,14 @@ def glob(context: FsContext, args: GlobArgs) -> GlobAnswer:
         raise FsError(Reason.NOT_FOUND, place.asked, f"cannot list {place.asked}: no such directory")
     if place.kind is not Kind.DIR:
         raise FsError(Reason.NOT_A_DIRECTORY, place.asked, f"cannot list {place.asked}: not a directory")
-    hidden = context.hidden_below(place.host)
     output = context.bounded("fs-glob")
     count = 0
     try:
-        for relative in walk(place.host, glob_policy(pattern)):
-            if hidden and denied(os.path.join(place.host, relative), hidden):
-                continue
-            output.write(relative.encode("utf-8", errors="surrogateescape") + b"\n")
+        for found in walk(place.host, glob_policy(pattern), context.hidden_below(place.host)):
+            output.write(quote_path(found.relative).encode("utf-8", errors="surrogateescape") + b"\n")
             count += 1
     except OSError as error:
-        raise os_error(error, place.asked, "list") from error
+        raise refused(error, place.asked, "list") from error
     finally:
         result = output.close()
     return GlobAnswer(absolute=place.shown, count=count, **bounded_fields(result))

@@ -13,6 +13,10 @@ Both engines give the same answer (tests/real/test_fs_grep.py runs both on one t
   and backreferences are Python-only, `\\p{...}` is Rust-only) is `invalid_pattern` with ripgrep and may work with
   the Python engine; the answers of the two agree on patterns both accept.
 
+In a confined session (`auto`) the Python engine runs: ripgrep opens files and directories by their paths, which a
+confined process could swap for symlinks while it walks; the Python engine opens each from its directory's
+descriptor, following no symlink (`eukhe.fs.walk`), and never enters a denied path.
+
 ripgrep runs as `rg --no-config --json --sort path --no-mmap --encoding none --no-require-git --no-ignore-parent
 --no-ignore-dot --no-ignore-global --no-ignore-exclude`, which pins the rules above whatever its config says.
 """
@@ -23,6 +27,7 @@ import base64
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Generator
@@ -31,9 +36,13 @@ from typing import Any, Literal
 
 import msgspec
 
+from eukhe.beneath import open_dir
 from eukhe.core.pathmap import Kind, is_within
+from eukhe.core.pathquote import quote_path
+from eukhe.core.sandbox import Mode
 from eukhe.fs.context import FsContext, Locator, bounded_fields
-from eukhe.fs.errors import FsError, Reason, os_error
+from eukhe.fs.errors import FsError, Reason
+from eukhe.fs.opening import refused
 from eukhe.fs.walk import Override, grep_policy, walk
 from eukhe.records.fs import GrepAnswer, GrepArgs
 
@@ -65,9 +74,11 @@ class Match:
     text: bytes
 
     def render(self) -> bytes:
-        """`PATH:LINE:TEXT\\n`, the text without its line ending."""
+        """`PATH:LINE:TEXT\\n`, the text without its line ending; a path with a control character (a newline) or a
+        leading `"` quoted (`eukhe.core.pathquote`), so that every match is one line."""
         text = self.text[:-1] if self.text.endswith(b"\r") else self.text
-        return b"%s:%d:%s\n" % (self.path, self.line, text)
+        path = quote_path(os.fsdecode(self.path)).encode("utf-8", errors="surrogateescape")
+        return b"%s:%d:%s\n" % (path, self.line, text)
 
 
 def ripgrep() -> str | None:
@@ -78,12 +89,23 @@ def ripgrep() -> str | None:
 # --- the Python engine --------------------------------------------------------------------------------------------
 
 
-def _search_file(path: str, shown: bytes, regex: re.Pattern[str]) -> list[Match]:
-    """The matching lines of one file, or none when it holds a NUL byte (or cannot be read)."""
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def _search_file(name: str, dir_fd: int, shown: bytes, regex: re.Pattern[str]) -> list[Match]:
+    """The matching lines of one file (its name in the open directory `dir_fd`, opened following no symlink), or
+    none when it holds a NUL byte, is not a regular file (anymore), or cannot be read."""
     found: list[Match] = []
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     except OSError:
+        return []
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        os.close(fd)
         return []
     number = 1
     rest = b""
@@ -108,18 +130,25 @@ def _search_file(path: str, shown: bytes, regex: re.Pattern[str]) -> list[Match]
     return found
 
 
-def python_matches(directory: str, target: str | None, pattern: str, glob: str | None) -> Generator[Match, None, None]:
-    """Matches under the host directory (or of the one file `target` in it), by the rules in the module docstring."""
+def python_matches(
+    directory: str, target: str | None, pattern: str, glob: str | None, hidden: tuple[str, ...] = ()
+) -> Generator[Match, None, None]:
+    """Matches under the host directory (or of the one file `target` in it), by the rules in the module docstring;
+    nothing under a `hidden` host path is read."""
     try:
         regex = re.compile(pattern)
     except (re.error, OverflowError, RecursionError) as error:
         raise FsError(Reason.INVALID_PATTERN, None, f"the regex {pattern!r} does not compile: {error}") from error
-    if target is not None:
-        yield from _search_file(os.path.join(directory, target), os.fsencode(target), regex)
-        return
     override = None if glob is None else Override.parse(glob)
-    for relative in walk(directory, grep_policy(override)):
-        yield from _search_file(os.path.join(directory, relative), os.fsencode(relative), regex)
+    top = open_dir(directory)
+    try:
+        if target is not None:
+            yield from _search_file(target, top, os.fsencode(target), regex)
+            return
+        for found in walk(directory, grep_policy(override), hidden):
+            yield from _search_file(found.name, found.dir_fd, os.fsencode(found.relative), regex)
+    finally:
+        os.close(top)
 
 
 # --- ripgrep ------------------------------------------------------------------------------------------------------
@@ -202,7 +231,8 @@ def grep(context: FsContext, args: GrepArgs, engine: Engine = "auto") -> GrepAns
             os.fsencode(text)
         except UnicodeEncodeError as error:
             raise FsError(Reason.INVALID_PATTERN, None, f"a pattern must be encodable: {error.reason}") from error
-    rg = ripgrep() if engine != "python" else None
+    confined = context.sandbox is not None and context.sandbox.mode is not Mode.OFF
+    rg = ripgrep() if engine == "rg" or (engine == "auto" and not confined) else None
     if engine == "rg" and rg is None:
         raise FsError(Reason.IO_ERROR, None, "ripgrep (rg) is not on PATH")
     place = Locator(context).place(args.path, "search")
@@ -221,7 +251,7 @@ def grep(context: FsContext, args: GrepArgs, engine: Engine = "auto") -> GrepAns
     found = (
         rg_matches(rg, directory, target, args.pattern, args.glob)
         if rg is not None
-        else python_matches(directory, target, args.pattern, args.glob)
+        else python_matches(directory, target, args.pattern, args.glob, hidden)
     )
     try:
         for match in found:
@@ -233,7 +263,7 @@ def grep(context: FsContext, args: GrepArgs, engine: Engine = "auto") -> GrepAns
                 files += 1
                 last_path = match.path
     except OSError as error:
-        raise os_error(error, place.asked, "search") from error
+        raise refused(error, place.asked, "search") from error
     finally:
         found.close()
         result = output.close()

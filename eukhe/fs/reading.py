@@ -11,6 +11,7 @@ is, and the kernel reads them through its own mount (docs/fs.md, "By reference")
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import zlib
@@ -20,6 +21,7 @@ from eukhe.core.pathmap import Kind
 from eukhe.core.reference import answers_by_reference
 from eukhe.fs.context import FsContext, Locator, Place, bounded_fields
 from eukhe.fs.errors import FsError, Reason, os_error
+from eukhe.fs.opening import open_checked
 from eukhe.output import BoundedResult, count_newlines
 from eukhe.records.fs import KernelReadArgs, ReadAnswer, ReadArgs, ReadByReference, TextSpan
 
@@ -38,18 +40,15 @@ def _after_newlines(chunk: bytes, count: int) -> int | None:
 
 
 def open_regular(place: Place, doing: str) -> int:
-    """Open a checked regular file for reading (never following a symlink swapped in since the check, never blocking
-    on a FIFO); refuse anything else with the caller's path."""
+    """Open a checked regular file for reading (following no symlink on its path, so none swapped in since the
+    check; never blocking on a FIFO); refuse anything else with the caller's path."""
     if place.kind is Kind.MISSING:
         raise FsError(Reason.NOT_FOUND, place.asked, f"cannot {doing} {place.asked}: no such file")
     if place.kind is Kind.DIR:
         raise FsError(Reason.NOT_A_FILE, place.asked, f"cannot {doing} {place.asked}: it is a directory")
     if place.kind is not Kind.FILE:
         raise FsError(Reason.NOT_A_FILE, place.asked, f"cannot {doing} {place.asked}: not a regular file")
-    try:
-        fd = os.open(place.host, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as error:
-        raise os_error(error, place.asked, doing) from error
+    fd = open_checked(place.host, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY, place.asked, doing)
     try:
         regular = stat.S_ISREG(os.fstat(fd).st_mode)
     except OSError as error:
@@ -59,6 +58,19 @@ def open_regular(place: Place, doing: str) -> int:
         os.close(fd)
         raise FsError(Reason.NOT_A_FILE, place.asked, f"cannot {doing} {place.asked}: not a regular file")
     return fd
+
+
+def _skip_hole(fd: int, position: int) -> int:
+    """How many bytes of a hole start at `position` (moving the file's offset past them): a sparse file's holes
+    hold no newline, so counting lines need not read them (a 50 GB sparse file counts at once)."""
+    try:
+        data = os.lseek(fd, position, os.SEEK_DATA)
+    except OSError as error:
+        if error.errno != errno.ENXIO:  # the file system cannot tell: read on
+            os.lseek(fd, position, os.SEEK_SET)
+            return 0
+        data = os.lseek(fd, 0, os.SEEK_END)  # no data after `position`: the rest is a hole
+    return data - position
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +107,15 @@ def _read(context: FsContext, args: ReadArgs, checksum: bool) -> _Range:
     crc = 0
     try:
         with os.fdopen(fd, "rb", buffering=0) as file:
-            while chunk := file.read(CHUNK):
+            while True:
+                if end is not None and line >= end:  # past the range: only lines are counted, so holes are skipped
+                    skipped = _skip_hole(fd, position)
+                    if skipped:
+                        position += skipped
+                        last_byte = b"\0"  # a hole reads as zeros: no newline in it
+                chunk = file.read(CHUNK)
+                if not chunk:
+                    break
                 newlines = count_newlines(chunk)
                 last_line = line + newlines  # the line the chunk's last byte... or the next chunk's first, belongs to
                 if last_line >= first and (end is None or line < end):

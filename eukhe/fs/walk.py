@@ -14,7 +14,10 @@ The rules (the ones `rg` follows with the flags `eukhe.fs.grepping` gives it):
 - A grep `glob` (an override, gitignore syntax) is checked first: a file it matches is searched even when hidden or
   ignored; `!glob` excludes what it matches; with a positive glob, a file it does not match is skipped.
   Directories are entered unless a glob or the rules above exclude them.
-- Unreadable directories below the root are skipped.
+- Unreadable directories below the root are skipped, and so are directories more than MAX_DEPTH levels down.
+- The walk follows no symlink, also none swapped in while it runs: each directory is opened from the descriptor of
+  the one above it with `O_NOFOLLOW`, each file is yielded with the descriptor of its directory, and a `.gitignore`
+  is read only as a regular file (not through a symlink, not a FIFO or a device), within GITIGNORE_CAP.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from dataclasses import dataclass
 
 import pathspec
 
+from eukhe.beneath import open_dir, read_regular
+from eukhe.core.pathmap import is_within
 from eukhe.fs.errors import FsError, Reason
 
 
@@ -147,11 +152,15 @@ class Override:
         return Verdict.NONE
 
 
-def read_gitignore(directory: str, base: str) -> Rules | None:
-    """The `.gitignore` of a host directory (following a symlinked `.gitignore`, as git does), or None."""
+GITIGNORE_CAP = 1 << 20
+"""The largest `.gitignore` read; a larger one is not read (as a symlink, a FIFO or a device is not)."""
+
+
+def read_gitignore(directory: int, base: str) -> Rules | None:
+    """The `.gitignore` of an open directory, or None: it is read only as a regular file, not through a symlink
+    (git does not follow one either), without blocking, within GITIGNORE_CAP."""
     try:
-        with open(os.path.join(directory, ".gitignore"), "rb") as file:
-            data = file.read()
+        data = read_regular(".gitignore", GITIGNORE_CAP, dir_fd=directory)
     except OSError:
         return None
     return Rules.parse(base, data.decode("utf-8", errors="surrogateescape").splitlines())
@@ -190,11 +199,27 @@ def _sort_key(entry: os.DirEntry[str]) -> bytes:
     return os.fsencode(entry.name)
 
 
-def walk(root: str, admit: Admit) -> Iterator[str]:
-    """The regular files under the host directory `root` the policy admits, as root-relative paths, in order."""
+MAX_DEPTH = 256
+"""Directories deeper than this below a walk's root are not entered (each level holds a descriptor open)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A regular file the walk admits: its root-relative path, and its name in the open directory `dir_fd` (valid
+    until the walk goes on), through which it is opened."""
+
+    relative: str
+    dir_fd: int
+    name: str
+
+
+def walk(root: str, admit: Admit, hidden: tuple[str, ...] = ()) -> Iterator[Found]:
+    """The regular files under the host directory `root` (symlink-free) the policy admits, in order. Every directory
+    is opened from the one above it, following no symlink: one swapped for a symlink since it was listed is not
+    entered. What lies under a `hidden` host path (the sandbox's denied paths) is neither entered nor yielded."""
     stack: list[Rules] = []
 
-    def visit(directory: str, relative: str) -> Iterator[str]:
+    def visit(directory: int, relative: str, depth: int) -> Iterator[Found]:
         try:
             with os.scandir(directory) as listing:
                 entries = sorted(listing, key=_sort_key)
@@ -214,13 +239,31 @@ def walk(root: str, admit: Admit) -> Iterator[str]:
             if not is_dir and not is_file:
                 continue
             path = f"{relative}/{entry.name}" if relative else entry.name
+            if hidden and any(is_within(f"{root}/{path}", denied) for denied in hidden):
+                continue
             if not admit(path, entry.name, is_dir, stack):
                 continue
-            if is_dir:
-                yield from visit(entry.path, path)
-            else:
-                yield path
+            if not is_dir:
+                yield Found(path, directory, entry.name)
+                continue
+            if depth >= MAX_DEPTH:
+                continue
+            try:
+                inner = os.open(entry.name, WALK_DIR_FLAGS, dir_fd=directory)
+            except OSError:
+                continue  # gone, unreadable, or a symlink by now
+            try:
+                yield from visit(inner, path, depth + 1)
+            finally:
+                os.close(inner)
         if rules is not None:
             stack.pop()
 
-    yield from visit(root, "")
+    top = open_dir(root)
+    try:
+        yield from visit(top, "", 0)
+    finally:
+        os.close(top)
+
+
+WALK_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -143,6 +143,9 @@ OUTPUT_SHOWN = (
 """OUTPUT on a terminal: every control shown, the colour kept."""
 COMMAND_SHOWN = "\\u001b]0;command-title\\u0007\\u001b[2J\\u009b1;1H\\u202e"
 NAME_SHOWN = "evil\\u001b]0;name-title\\u0007\\u202e.txt"
+LISTED_NAME = '"evil\\x1b]0;name-title\\x07\u202e.txt"'
+"""A listing writes a name holding a control character quoted, as git does (docs/fs.md): the bidi control is left."""
+LISTED_SHOWN = '"evil\\x1b]0;name-title\\x07\\u202e.txt"'
 TEXT_SHOWN = "inside \\u001b]52;c;aGk=\\u0007 \\u001b[2J \\u0085\n"
 
 
@@ -163,7 +166,7 @@ CASES = {
     "jobs list": Case(lambda h: ["jobs", "list", "--session", h.session], "out", RAW_IN_COMMAND, COMMAND_SHOWN),
     "session show": Case(lambda h: ["session", "show", h.session], "out", RAW_IN_COMMAND, COMMAND_SHOWN),
     "fs glob": Case(
-        lambda h: ["fs", "glob", "--session", h.session, "*.txt", str(h.cwd)], "out", FILE_NAME, NAME_SHOWN
+        lambda h: ["fs", "glob", "--session", h.session, "*.txt", str(h.cwd)], "out", LISTED_NAME, LISTED_SHOWN
     ),
     "fs read": Case(
         lambda h: ["fs", "read", "--session", h.session, str(h.cwd / FILE_NAME)], "out", FILE_TEXT, TEXT_SHOWN

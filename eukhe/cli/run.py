@@ -21,7 +21,8 @@ def register(subparsers: Any) -> None:
         "run",
         help="run a command with bounded output",
         description="Run CMD with stdout and stderr merged, keep a bounded window of its output, and exit with "
-        "its exit code. Past the limits, the full output goes to an artifact file named in the notice.",
+        "its exit code. Past the limits, the full output goes to an artifact file named in the notice (past the "
+        "user setting artifact_max_bytes, its head and tail).",
     )
     parser.add_argument("--max-bytes", type=non_negative_int, help=f"bytes kept (default {DEFAULT_LIMITS.max_bytes})")
     parser.add_argument("--max-lines", type=non_negative_int, help=f"lines kept (default {DEFAULT_LIMITS.max_lines})")
@@ -62,7 +63,9 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError("eukhe run: no command given (usage: eukhe run [OPTIONS] -- CMD [ARGS...])")
     truncation = truncation_from(args)
     artifact_dir = args.artifact_dir if args.artifact_dir is not None else agent_dir() / "artifacts"
-    result = run_bounded(command, truncation, artifact_dir)
+    from eukhe.session.settings import load_artifact_max_bytes  # noqa: PLC0415 - only `eukhe run` reads it
+
+    result = run_bounded(command, truncation, artifact_dir, load_artifact_max_bytes())
     if args.json:
         emit_json(answer_of(result).to_json())
     else:

@@ -168,13 +168,19 @@ def _count(number: int, unit: str) -> str:
     return f"{number} {unit}" if number == 1 else f"{number} {unit}s"
 
 
-def notice(keep: Keep, counts: Slice, artifact: str | None) -> str | None:
-    """The truncation notice (defined only here), or None when nothing was dropped."""
+def notice(keep: Keep, counts: Slice, artifact: str | None, artifact_dropped: int = 0) -> str | None:
+    """The truncation notice (defined only here), or None when nothing was dropped. `artifact_dropped`: bytes the
+    artifact's cap left out of it (then it holds the output's head and tail, and says so)."""
     if not counts.truncated:
         return None
     side = "start" if keep is Keep.TAIL else "end"
     kept_end = "last" if keep is Keep.TAIL else "first"
-    where = f"full output: {artifact}" if artifact is not None else "the full output was not saved"
+    if artifact is None:
+        where = "the full output was not saved"
+    elif artifact_dropped:
+        where = f"the output's head and tail, {_count(artifact_dropped, 'byte')} between them left out: {artifact}"
+    else:
+        where = f"full output: {artifact}"
     dropped = f"{_count(counts.bytes_dropped, 'byte')} ({_count(counts.lines_dropped, 'line')})"
     kept = f"{_count(counts.bytes_kept, 'byte')} ({_count(counts.lines_kept, 'line')})"
     return f"[output truncated: {dropped} dropped from the {side}; kept the {kept_end} {kept}; {where}]"
@@ -324,11 +330,12 @@ class WindowReply:
 
 @dataclass(frozen=True, slots=True)
 class NoticeRequest:
-    """The notice for counts, naming the artifact (or None when there is none)."""
+    """The notice for counts, naming the artifact (or None when there is none) and what its cap left out of it."""
 
     keep: Keep
     counts: Slice
     artifact: str | None
+    artifact_dropped: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,13 +464,15 @@ def answer(request: object) -> Reply | BoundRefusal:
             kept = window(limits, facts)
             total_lines = len(facts.line_lengths)
             return WindowReply(kept, measure(kept, facts.size, total_lines))
-        case NoticeRequest(keep=keep, counts=counts, artifact=artifact):
+        case NoticeRequest(keep=keep, counts=counts, artifact=artifact, artifact_dropped=artifact_dropped):
             fields = (counts.bytes_kept, counts.bytes_dropped, counts.lines_kept, counts.lines_dropped)
             if not isinstance(keep, Keep) or not isinstance(counts, Slice) or not all(is_count(n) for n in fields):
                 return BoundRefusal(BoundRefusalReason.BAD_TEXT)
             if artifact is not None and not isinstance(artifact, str):
                 return BoundRefusal(BoundRefusalReason.BAD_TEXT)
-            return notice(keep, counts, artifact)
+            if not is_count(artifact_dropped) or (artifact is None and artifact_dropped):
+                return BoundRefusal(BoundRefusalReason.BAD_TEXT)
+            return notice(keep, counts, artifact, artifact_dropped)
         case OpenRequest(limits=limits):
             return Stepper(limits) if _limits_ok(limits) else BoundRefusal(BoundRefusalReason.BAD_LIMITS)
         case OutRequest(stepper=stepper, text=text) | SkipRequest(stepper=stepper, text=text):

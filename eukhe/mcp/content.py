@@ -80,7 +80,13 @@ def artifact_link(output: OutputWindow) -> types.ResourceLink:
         name=os.path.basename(output.artifact),
         uri=artifact_uri(output.artifact),
         description=(
-            "The full output the answer cut. resources/read gives it a page at a time (?line=N reads from line N); "
+            (
+                "The full output the answer cut. "
+                if not output.artifact_bytes_dropped
+                else f"The head and the tail of the output the answer cut ({output.artifact_bytes_dropped} bytes "
+                "between them left out by artifact_max_bytes, a marker line in their place). "
+            )
+            + "resources/read gives it a page at a time (?line=N reads from line N); "
             "the read tool reads it too, from any line (offset)."
         ),
         mime_type="text/plain",

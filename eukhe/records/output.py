@@ -2,7 +2,8 @@
 
 Invariant: bytes_kept + bytes_dropped = every byte written. `text` is the window as UTF-8 (invalid bytes replaced);
 `text_base64` carries the exact bytes when they are not UTF-8. `artifact` names the file holding the full output
-(past the limits), `artifact_error` why it could not be written.
+(past the limits), `artifact_error` why it could not be written; `artifact_bytes_dropped` counts the bytes its cap
+(`artifact_max_bytes`) left out of it (0: it holds every byte; else its head and tail, a marker line between).
 """
 
 from __future__ import annotations
@@ -22,3 +23,4 @@ class OutputWindow(Record):
     artifact: str | None
     artifact_error: str | None = None
     text_base64: str | None = None
+    artifact_bytes_dropped: int = 0

@@ -149,7 +149,8 @@ class ModelProvider(Record):
 
 class UserSettings(Record):
     """`<agent dir>/settings.json`: the user's own settings. Only here may `kernel_transport` and `model` be set,
-    and the daemon's upkeep (idle culling, artifact retention: `Upkeep`, whose defaults a missing key keeps)."""
+    the daemon's upkeep (idle culling, artifact retention: `Upkeep`, whose defaults a missing key keeps), and the
+    cap of one artifact (`artifact_max_bytes`: 0 for none, else at least `eukhe.core.artifact.MIN_CAP`)."""
 
     kernel_transport: KernelTransport | None = None
     sandbox: SandboxPolicy | None = None
@@ -159,6 +160,7 @@ class UserSettings(Record):
     kernel_idle_timeout_s: Seconds | None = None
     artifact_max_total_bytes: NonNegative | None = None
     artifact_max_age_days: Days | None = None
+    artifact_max_bytes: NonNegative | None = None
     model: ModelProvider | None = None
     """The model a prompt child thinks with (the user's alone: it names where the API key is sent)."""
 
@@ -167,6 +169,9 @@ DEFAULT_SESSION_IDLE_TIMEOUT_S = 600.0
 DEFAULT_KERNEL_IDLE_TIMEOUT_S = 0.0
 DEFAULT_ARTIFACT_MAX_TOTAL_BYTES = 2 << 30
 DEFAULT_ARTIFACT_MAX_AGE_DAYS = 7.0
+DEFAULT_ARTIFACT_MAX_BYTES = 256 << 20
+"""One artifact's cap: a longer output keeps its first and its last 64 MiB (about a million lines each; half the cap
+is room to write the tail in), so some sixteen such floods fit the default `artifact_max_total_bytes`."""
 
 
 class Upkeep(Record):

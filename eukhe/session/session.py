@@ -37,6 +37,7 @@ from eukhe.harness.harness import Harness
 from eukhe.jobs import Job, JobTable, wait_until
 from eukhe.jobs.bash import BashOptions, TtySize, bash_and_wait, end_left_group
 from eukhe.jobs.tty import attach_to, ended_error, signal_job, type_into, write_to
+from eukhe.output import set_artifact_max_bytes
 from eukhe.paths import kernel_venv_dir
 from eukhe.private_fs import check_working_dir
 from eukhe.procs import boot_id
@@ -69,7 +70,7 @@ from eukhe.session.history import (
     past_row,
     reopened_row,
 )
-from eukhe.session.settings import load_settings
+from eukhe.session.settings import load_artifact_max_bytes, load_settings
 from eukhe.session.writer import JobWriter
 from eukhe.store import dirs
 from eukhe.store.journal import Journal, JournalError, JournalRead
@@ -341,6 +342,7 @@ class Session:
         and the key). `parts` makes what the layers above add (None: the class's own)."""
         working = check_working_dir(cwd)
         loaded = load_settings(working)
+        set_artifact_max_bytes(loaded.artifact_max_bytes)  # the user's cap, for every artifact of this process
         transport = loaded.kernel_transport if isinstance(kernel_transport, FromSettings) else kernel_transport
         policy = sandbox if isinstance(sandbox, SandboxPolicy) else choose(loaded.sandbox, sandbox)
         check_composition(policy, transport)
@@ -399,6 +401,8 @@ class Session:
         job nodes the old process left (their rows recorded), settle the calls a crash interrupted from what is
         durable (the end of the job a call ran, else its artifact), then let each
         part do what a reopen asks of it. `parts` as for `create`."""
+        with contextlib.suppress(InputError):  # a settings file that does not decode keeps the cap in force
+            set_artifact_max_bytes(load_artifact_max_bytes())
         base = dirs.resolve_root(root)
         directory = dirs.open_session_dir(base, session_id)
         ledger, read = Ledger.load(directory / dirs.JOURNAL_NAME)

@@ -18,10 +18,12 @@ from pathlib import Path
 from eukhe import paths
 from eukhe.beneath import NotRegularError, TooLargeError, read_regular
 from eukhe.core import sandbox as policy_rules
+from eukhe.core.artifact import MIN_CAP
 from eukhe.errors import InputError
 from eukhe.records.base import decode_json
 from eukhe.records.sandbox import SandboxPolicy
 from eukhe.records.settings import (
+    DEFAULT_ARTIFACT_MAX_BYTES,
     KernelTransport,
     ModelProvider,
     ProjectSettings,
@@ -45,6 +47,7 @@ class LoadedSettings:
     kernel_transport: KernelTransport | None
     diagnostics: tuple[str, ...] = field(default_factory=tuple)
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    artifact_max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES
 
 
 def user_settings_path() -> Path:
@@ -59,7 +62,16 @@ def _read(path: Path, kind: type[UserSettings] | type[ProjectSettings]) -> UserS
         return None
     except OSError as error:
         raise _unreadable(path, error, project=False) from None
-    return decode_json(data, kind, code="bad_setting", what=str(path))
+    settings = decode_json(data, kind, code="bad_setting", what=str(path))
+    cap = settings.artifact_max_bytes if isinstance(settings, UserSettings) else None
+    if cap is not None and 0 < cap < MIN_CAP:
+        raise InputError(
+            "bad_setting",
+            f"{path}: artifact_max_bytes must be 0 (no cap) or at least {MIN_CAP}, got {cap}",
+            field="artifact_max_bytes",
+            expected=f"0 or an int >= {MIN_CAP}",
+        )
+    return settings
 
 
 def _read_project(cwd: str | os.PathLike[str]) -> ProjectSettings | None:
@@ -133,7 +145,14 @@ def load_settings(cwd: str | os.PathLike[str]) -> LoadedSettings:
             f"{project_path}: {looser.key} would loosen the sandbox ({looser.detail}): a project may only tighten "
             f"the user's policy, so the session starts with the user's ({user_settings_path()})"
         )
-    return LoadedSettings(settings, transport, tuple(diagnostics), SandboxPolicy.of(tightened.policy))
+    cap = user.artifact_max_bytes if isinstance(user, UserSettings) else None
+    return LoadedSettings(
+        settings,
+        transport,
+        tuple(diagnostics),
+        SandboxPolicy.of(tightened.policy),
+        DEFAULT_ARTIFACT_MAX_BYTES if cap is None else cap,
+    )
 
 
 def load_upkeep() -> Upkeep:
@@ -141,6 +160,14 @@ def load_upkeep() -> Upkeep:
     does not decode is refused: `bad_setting`, naming the file and the key)."""
     user = _read(user_settings_path(), UserSettings)
     return Upkeep.of(user if isinstance(user, UserSettings) else None)
+
+
+def load_artifact_max_bytes() -> int:
+    """One artifact's cap (`artifact_max_bytes`, 0: none) from the user's settings file, else the default; a file
+    that does not decode is refused (`bad_setting`, naming the file and the key)."""
+    user = _read(user_settings_path(), UserSettings)
+    cap = user.artifact_max_bytes if isinstance(user, UserSettings) else None
+    return DEFAULT_ARTIFACT_MAX_BYTES if cap is None else cap
 
 
 def model_key_here() -> str | None:

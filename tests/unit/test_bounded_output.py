@@ -173,6 +173,7 @@ def test_the_record_replaces_invalid_utf8_keeps_the_exact_bytes_and_names_every_
         "artifact": None,
         "artifact_error": None,
         "text_base64": "b2sg/wo=",
+        "artifact_bytes_dropped": 0,
     }
     assert BoundedResult(b"ok\n", 3, 0, 1, 0, None, None).to_record().text_base64 is None
 

@@ -45,6 +45,7 @@ WINDOW = {
     "artifact": None,
     "artifact_error": None,
     "text_base64": None,
+    "artifact_bytes_dropped": 0,
 }
 SETTLED = {
     "status": "settled",

@@ -85,6 +85,7 @@ def test_answers_are_plain_json_with_snake_case_keys(tmp_path: Path) -> None:
             "artifact": None,
             "artifact_error": None,
             "text_base64": None,
+            "artifact_bytes_dropped": 0,
         },
         "absolute": str(tmp_path.resolve() / "f"),
         "offset": 1,

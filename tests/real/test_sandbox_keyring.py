@@ -69,8 +69,20 @@ if platform.machine() == "x86_64":
     x32 = (b"\xb8" + struct.pack("<I", 0x40000000 | 250) + b"\xbf" + struct.pack("<I", GET_ID) + b"\xbe"
            + struct.pack("<i", SESSION) + b"\x31\xd2\x0f\x05\xc3")  # ... syscall; ret
     for name, code in (("i386", i386), ("x32", x32)):
-        result = run(code)
-        seen[name] = result if result >= 0 else errno.errorcode.get(-result, result)
+        # In a child: a kernel without the ABI may answer with a signal (no int 0x80 without IA32 emulation).
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.write(writer, str(run(code)).encode())
+            os._exit(0)
+        os.close(writer)
+        said = os.read(reader, 64)
+        status = os.waitpid(pid, 0)[1]
+        result = int(said) if said else None
+        if result is None:
+            seen[name] = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"status {status}"
+        else:
+            seen[name] = result if result >= 0 else errno.errorcode.get(-result, result)
 print(json.dumps(seen))
 """
 
@@ -148,8 +160,10 @@ def test_without_the_filter_a_confined_command_reads_the_session_key(key: tuple[
     seen = read_keys(bwrap_options(), description, filtered=False)
     assert seen["payload"] == payload
     assert isinstance(seen["describe_session"], int) and isinstance(seen["describe_user"], int)
+    if platform.machine() == "x86_64" and not isinstance(seen["i386"], int):
+        pytest.skip(f"this kernel takes no int 0x80 calls ({seen['i386']}): only the 64-bit calls were read")
     if platform.machine() == "x86_64":
-        assert isinstance(seen["i386"], int) and seen["i386"] > 0  # int 0x80 reaches keyctl too
+        assert seen["i386"] > 0  # type: ignore[operator]  # int 0x80 reaches keyctl too
 
 
 def test_the_filter_refuses_every_keyring_call_with_eperm(key: tuple[str, str]) -> None:
@@ -159,7 +173,9 @@ def test_the_filter_refuses_every_keyring_call_with_eperm(key: tuple[str, str]) 
     for name in ("describe_session", "describe_user", "search", "request_key", "add_key", "join"):
         assert seen[name] == "EPERM", (name, seen)
     if platform.machine() == "x86_64":
-        assert seen["i386"] == "EPERM", seen  # not a way around: int 0x80's numbers are refused
+        without = read_keys(bwrap_options(), description, filtered=False)["i386"]
+        # Not a way around: int 0x80's numbers are refused (unless this kernel takes no int 0x80 at all).
+        assert seen["i386"] == ("EPERM" if isinstance(without, int) else without), seen
         assert seen["x32"] == "EPERM", seen  # ENOSYS without the filter where the kernel has no x32
 
 

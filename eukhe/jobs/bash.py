@@ -60,6 +60,7 @@ from eukhe.procs import (
 )
 from eukhe.records.jobs import Detached, Settled
 from eukhe.sandbox.group import Confine, SandboxGroup
+from eukhe.sandbox.seccomp import keyring_filtered
 
 F_SETPIPE_SZ = 1031  # fcntl: set a pipe's buffer size (Linux)
 PIPE_BYTES = 1 << 18
@@ -387,23 +388,24 @@ async def start_bash(
     try:
         if tty is not None:
             set_size(read_end, tty.cols, tty.rows)
-        transport, pipe = await loop.subprocess_exec(
-            _Pipe,
-            *argv,
-            stdin=subprocess.DEVNULL if tty is None else write_end,
-            stdout=write_end,
-            stderr=write_end,
-            cwd=cwd,
-            env=job_env,
-            # Own process group always (a kill reaches the whole group). Own session too when the host has a
-            # terminal, so a job never reads it; without one (a daemon worker), the job stays in the host's session,
-            # so the kernel's autogroup scheduling does not weigh the host as one group against each of its jobs.
-            # A tty job is a session of its own: its terminal is its controlling terminal.
-            start_new_session=terminal or tty is not None,
-            process_group=None if terminal or tty is not None else 0,
-            pass_fds=() if info is None else (info.write_end,),
-            preexec_fn=job_signals_reset(),  # only signal calls, and only when the host ignores or blocks them
-        )
+        with keyring_filtered(argv, confined=info is not None) as (launched, filter_fds):
+            transport, pipe = await loop.subprocess_exec(
+                _Pipe,
+                *launched,
+                stdin=subprocess.DEVNULL if tty is None else write_end,
+                stdout=write_end,
+                stderr=write_end,
+                cwd=cwd,
+                env=job_env,
+                # Own process group always (a kill reaches the whole group). Own session too when the host has a
+                # terminal, so a job never reads it; without one (a daemon worker), the job stays in the host's
+                # session, so the kernel's autogroup scheduling does not weigh the host as one group against each of
+                # its jobs. A tty job is a session of its own: its terminal is its controlling terminal.
+                start_new_session=terminal or tty is not None,
+                process_group=None if terminal or tty is not None else 0,
+                pass_fds=() if info is None else (info.write_end, *filter_fds),
+                preexec_fn=job_signals_reset(),  # only signal calls, and only when the host ignores or blocks them
+            )
     except OSError as error:
         os.close(read_end)
         if info is not None:

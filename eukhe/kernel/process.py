@@ -20,6 +20,7 @@ from eukhe.kernel.errors import KernelStartError
 from eukhe.kernel.launch import KernelLaunch
 from eukhe.procs import reap_ended_child
 from eukhe.sandbox.group import namespace_gone, namespace_of
+from eukhe.sandbox.seccomp import keyring_filtered
 
 log = logging.getLogger("eukhe.kernel")
 
@@ -96,16 +97,18 @@ class KernelProcess:
         on its stdin. An OS refusal is a `KernelStartError`."""
         loop = asyncio.get_running_loop()
         try:
-            transport, pipes = await loop.subprocess_exec(
-                lambda: _KernelPipes(loop),
-                *launch.argv,
-                env=dict(launch.env),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                process_group=0,
-                cwd=launch.cwd or cwd,
-            )
+            with keyring_filtered(launch.argv, confined=launch.pid_namespace) as (argv, filter_fds):
+                transport, pipes = await loop.subprocess_exec(
+                    lambda: _KernelPipes(loop),
+                    *argv,
+                    env=dict(launch.env),
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    process_group=0,
+                    cwd=launch.cwd or cwd,
+                    pass_fds=filter_fds,
+                )
         except OSError as exc:
             raise KernelStartError(f"the Python kernel could not start ({launch.argv[0]}): {exc}") from exc
         process = asyncio.subprocess.Process(transport, pipes, loop)

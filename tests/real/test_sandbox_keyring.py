@@ -5,18 +5,24 @@ ordinary work runs under the filter; the bwrap probe loads it."""
 
 from __future__ import annotations
 
+import ast
+import asyncio
 import ctypes
 import json
 import os
 import platform
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
+from eukhe.api import Session
+from eukhe.records.jobs import Settled
 from eukhe.records.sandbox import SandboxPolicy
 from eukhe.sandbox import bwrap, seccomp
 from eukhe.sandbox.confine import Confinement
@@ -134,7 +140,7 @@ def run_confined(options: Sequence[str], command: Sequence[str], *, filtered: bo
     fragment, fd = seccomp.seccomp_args() if filtered else ((), None)
     try:
         return subprocess.run(
-            [bwrap.locate(), *options, *fragment, "--", *command],
+            [bwrap.available().path, *options, *fragment, "--", *command],
             pass_fds=() if fd is None else (fd,),
             capture_output=True,
             text=True,
@@ -218,10 +224,42 @@ def test_bwrap_closes_the_filters_fd_before_the_command() -> None:
 def test_the_probe_loads_the_filter(monkeypatch: pytest.MonkeyPatch) -> None:
     """A filter the kernel refuses fails the probe: the probe runs bwrap with it, as every launch will."""
     need_filter()
-    path = bwrap.locate()
+    path = bwrap.available().path
     assert isinstance(bwrap.probe(path), bwrap.Bubblewrap)
     monkeypatch.setattr(seccomp, "program", lambda: b"\xff\xff\x00\x00\x00\x00\x00\x00")  # an opcode BPF lacks
     monkeypatch.setattr(bwrap, "_probed", {})
     with pytest.raises(bwrap.SandboxUnavailableError, match="seccomp") as refused:
         bwrap.probe(path)
     assert "CONFIG_SECCOMP_FILTER" in str(refused.value)
+
+
+def test_a_sessions_bash_job_and_cell_run_under_the_filter(key: tuple[str, str]) -> None:
+    """The launch code wires the filter: a confined session's bash job, and a process its kernel starts, are
+    refused the key that the test process itself holds."""
+    description, payload = key
+    work = Path(tempfile.mkdtemp(prefix="eukhe-keyring-", dir="/var/tmp"))  # the sandbox hides the host's /tmp
+    (work / "reader.py").write_text(READER)
+
+    async def scenario() -> tuple[dict[str, object], dict[str, object]]:
+        session = await Session.create(work, root=work / ".sessions")
+        try:
+            ran = await session.execute_bash_and_wait(f"{sys.executable} reader.py {description}", budget_ms=60_000)
+            assert isinstance(ran, Settled) and ran.exit_code == 0, ran
+            code = (
+                "import subprocess, sys\n"
+                f"subprocess.run([sys.executable, 'reader.py', {description!r}], capture_output=True, text=True,"
+                " check=True).stdout"
+            )
+            celled = await session.ipython(code, budget_ms=60_000)
+            assert isinstance(celled, Settled) and celled.error is None, celled
+            assert celled.result is not None
+            return json.loads(ran.output.text), json.loads(ast.literal_eval(celled.result))
+        finally:
+            await session.close()
+
+    try:
+        for seen in asyncio.run(scenario()):
+            assert "payload" not in seen and payload not in json.dumps(seen), seen
+            assert seen["search"] == "EPERM" and seen["describe_session"] == "EPERM", seen
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

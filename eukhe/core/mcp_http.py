@@ -11,8 +11,11 @@ Rules, all in this file:
   2. every request carries `Authorization: Bearer TOKEN` with the server's token, compared in constant time; no
      header, another scheme or another token is refused with 401.
 - Routing (`route`), the table ROUTES: a request with a session id this server gave goes to that connection; an
-  `initialize` without one opens a new connection (its own eukhe session, or the one `--session` names); any other
-  request without one is a 400, an unknown session id a 404 (the client starts over), another method a 405.
+  `initialize` without one opens a new connection (its own eukhe session, or the one `--session` names); a body
+  without one that is not JSON at all is a JSON-RPC parse error (-32700, HTTP 400), any other request without one a
+  400, an unknown session id a 404 (the client starts over), another method a 405. Every answer the server gives
+  itself is a JSON-RPC error: -32700 for a body that does not parse, -32600 (Invalid Request) for the rest
+  (`ERROR_CODES`; JSON-RPC 2.0, section 5.1).
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from __future__ import annotations
 import enum
 import hmac
 import ipaddress
-import json
 import re
 from dataclasses import dataclass
 
@@ -214,11 +216,21 @@ class SessionFact(enum.Enum):
     UNKNOWN = "unknown"  # another id: ended, expired, or never this server's
 
 
+class Body(enum.Enum):
+    """What the body of a request is, for routing (only a POST without a session id has it read: `needs_body`)."""
+
+    NOT_READ = "not_read"  # the body is left to the connection it goes to
+    UNPARSABLE = "unparsable"  # not JSON: invalid UTF-8, bad syntax, nested or numbered past the parser's bounds
+    INITIALIZE = "initialize"  # one JSON-RPC initialize request (`is_initialize`)
+    OTHER = "other"  # JSON, and anything but an initialize request
+
+
 class Route(enum.Enum):
     """Where an admitted request goes."""
 
     FORWARD = "forward"  # to its connection's session manager (the SDK's streamable HTTP transport)
     OPEN = "open"  # an initialize: a new connection, with its session, then as FORWARD
+    PARSE_ERROR = "parse_error"  # 400, JSON-RPC -32700: the body without a session id is not JSON
     NEED_SESSION = "need_session"  # 400: only an initialize may come without a session id
     UNKNOWN_SESSION = "unknown_session"  # 404: the client must initialize again (MCP: session management)
     NOT_ALLOWED = "not_allowed"  # 405: streamable HTTP uses POST, GET and DELETE only
@@ -228,24 +240,25 @@ class Route(enum.Enum):
 MCP_METHODS = ("POST", "GET", "DELETE")
 """The HTTP methods of streamable HTTP."""
 
-ROUTES: dict[tuple[str, SessionFact, bool], Route] = {
-    ("POST", SessionFact.KNOWN, False): Route.FORWARD,
-    ("POST", SessionFact.KNOWN, True): Route.FORWARD,
-    ("GET", SessionFact.KNOWN, False): Route.FORWARD,
-    ("DELETE", SessionFact.KNOWN, False): Route.FORWARD,
-    ("POST", SessionFact.UNKNOWN, False): Route.UNKNOWN_SESSION,
-    ("POST", SessionFact.UNKNOWN, True): Route.UNKNOWN_SESSION,
-    ("GET", SessionFact.UNKNOWN, False): Route.UNKNOWN_SESSION,
-    ("DELETE", SessionFact.UNKNOWN, False): Route.UNKNOWN_SESSION,
-    ("POST", SessionFact.NONE, True): Route.OPEN,
-    ("POST", SessionFact.NONE, False): Route.NEED_SESSION,
-    ("GET", SessionFact.NONE, False): Route.NEED_SESSION,
-    ("DELETE", SessionFact.NONE, False): Route.NEED_SESSION,
+ROUTES: dict[tuple[str, SessionFact, Body], Route] = {
+    ("POST", SessionFact.KNOWN, Body.NOT_READ): Route.FORWARD,
+    ("GET", SessionFact.KNOWN, Body.NOT_READ): Route.FORWARD,
+    ("DELETE", SessionFact.KNOWN, Body.NOT_READ): Route.FORWARD,
+    ("POST", SessionFact.UNKNOWN, Body.NOT_READ): Route.UNKNOWN_SESSION,
+    ("GET", SessionFact.UNKNOWN, Body.NOT_READ): Route.UNKNOWN_SESSION,
+    ("DELETE", SessionFact.UNKNOWN, Body.NOT_READ): Route.UNKNOWN_SESSION,
+    ("POST", SessionFact.NONE, Body.INITIALIZE): Route.OPEN,
+    ("POST", SessionFact.NONE, Body.OTHER): Route.NEED_SESSION,
+    ("POST", SessionFact.NONE, Body.UNPARSABLE): Route.PARSE_ERROR,
+    ("POST", SessionFact.NONE, Body.NOT_READ): Route.NEED_SESSION,  # a body not read opens nothing
+    ("GET", SessionFact.NONE, Body.NOT_READ): Route.NEED_SESSION,
+    ("DELETE", SessionFact.NONE, Body.NOT_READ): Route.NEED_SESSION,
 }
-"""(method, session id, the body is an initialize request) → route. Only a POST without a session id has its
-body read (`needs_body`), so the others are looked up with `False`."""
+"""(method, session id, body) → route. Only a POST without a session id has its body read (`needs_body`), so the
+others are looked up with `Body.NOT_READ`."""
 
 STATUS_OF_ROUTE: dict[Route, int] = {
+    Route.PARSE_ERROR: 400,
     Route.NEED_SESSION: 400,
     Route.UNKNOWN_SESSION: 404,
     Route.NOT_ALLOWED: 405,
@@ -253,7 +266,22 @@ STATUS_OF_ROUTE: dict[Route, int] = {
 }
 """The status of each route the server answers itself."""
 
+PARSE_ERROR = -32700
+"""JSON-RPC 2.0's code for a body that is not JSON."""
+INVALID_REQUEST = -32600
+"""JSON-RPC 2.0's code for a body that is not a request the server takes."""
+
+ERROR_CODES: dict[Route, int] = {
+    Route.PARSE_ERROR: PARSE_ERROR,
+    Route.NEED_SESSION: INVALID_REQUEST,
+    Route.UNKNOWN_SESSION: INVALID_REQUEST,
+    Route.NOT_ALLOWED: INVALID_REQUEST,
+    Route.NOT_FOUND: INVALID_REQUEST,
+}
+"""The JSON-RPC error code of each route the server answers itself."""
+
 MESSAGES: dict[Route, str] = {
+    Route.PARSE_ERROR: "Parse error: the request body is not JSON",
     Route.NEED_SESSION: "no Mcp-Session-Id: send initialize first (this server speaks the initialize handshake)",
     Route.UNKNOWN_SESSION: "Session not found: it ended or expired; initialize again",
     Route.NOT_ALLOWED: "streamable HTTP takes POST, GET and DELETE",
@@ -261,12 +289,11 @@ MESSAGES: dict[Route, str] = {
 }
 
 
-def route(*, path: str, method: str, session: SessionFact, opens: bool) -> Route:
-    """Where an admitted request goes (`opens`: its body is an initialize request; only read for a POST without a
-    session id)."""
+def route(*, path: str, method: str, session: SessionFact, body: Body) -> Route:
+    """Where an admitted request goes (`body`: what its body is; only read for a POST without a session id)."""
     if path.rstrip("/") != ENDPOINT:
         return Route.NOT_FOUND
-    return ROUTES.get((method, session, opens and needs_body(method, session)), Route.NOT_ALLOWED)
+    return ROUTES.get((method, session, body if needs_body(method, session) else Body.NOT_READ), Route.NOT_ALLOWED)
 
 
 def needs_body(method: str, session: SessionFact) -> bool:
@@ -275,12 +302,13 @@ def needs_body(method: str, session: SessionFact) -> bool:
     return method == "POST" and session is SessionFact.NONE
 
 
-def is_initialize(body: bytes) -> bool:
-    """Whether a request body is one JSON-RPC initialize request (an object with an id and that method)."""
-    try:
-        message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return False
+def body_of(message: object) -> Body:
+    """What a body that parsed as JSON (`message`, its value) is: an initialize request, or any other."""
+    return Body.INITIALIZE if is_initialize(message) else Body.OTHER
+
+
+def is_initialize(message: object) -> bool:
+    """Whether a JSON value is one JSON-RPC initialize request (an object with an id and that method)."""
     return (
         isinstance(message, dict)
         and message.get("jsonrpc") == "2.0"

@@ -12,15 +12,21 @@ by their `Mcp-Session-Id`. A connection ends when its client deletes it (DELETE)
 with no request in flight and no stream open), or when the server stops; as on stdio its eukhe session stays in the
 daemon, and the calls in flight run on there.
 
+Bounds on what a client sends: every request must arrive whole (its headers and body) within REQUEST_ARRIVAL_S of
+its first byte (of the connection, for its first request), else the connection is closed (uvicorn has a keep-alive
+timeout between requests but none while one arrives: `TimedH11Protocol`); a POST body is at most MAX_BODY_BYTES
+(413); a body without a session id that is not JSON (bad UTF-8, bad syntax, nested or numbered past the SDK's
+parser's bounds) is a JSON-RPC parse error, as the SDK answers one with a session id.
+
 SIGINT and SIGTERM stop the server: no new requests, every connection closed (a call in flight is left to the daemon:
 a shutdown is not a cancel), then uvicorn lets the open HTTP connections end, at most GRACE_S.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
-import json
 import logging
 import os
 import secrets
@@ -34,18 +40,24 @@ from typing import Any
 import anyio
 import anyio.abc
 import anyio.to_thread
+import h11
 import mcp_types as types
+import pydantic_core
 import uvicorn
-from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from eukhe.calls.texts import error_text
 from eukhe.core.mcp_http import (
+    ERROR_CODES,
+    INVALID_REQUEST,
     MCP_METHODS,
     MESSAGES,
     REASONS,
     STATUS,
     STATUS_OF_ROUTE,
+    Body,
     ListenRefusal,
     Route,
     SessionFact,
@@ -53,8 +65,7 @@ from eukhe.core.mcp_http import (
     UnixListen,
     Verdict,
     admit,
-    is_initialize,
-    needs_body,
+    body_of,
     plan_listen,
     route,
 )
@@ -62,6 +73,7 @@ from eukhe.daemon.client import connect
 from eukhe.errors import EukheError, UsageError, error_code
 from eukhe.mcp.link import DaemonLink
 from eukhe.mcp.server import EukheServer, Target, configure_logging, open_session
+from eukhe.mcp.stdio import MAX_LINE_BYTES
 from eukhe.paths import agent_dir
 from eukhe.private_fs import create_private_file, make_private_dirs
 
@@ -73,8 +85,11 @@ TOKEN_FILE = "mcp-token"
 """The token file's name in the agent dir: made once (0600) and kept, so clients configured with it go on working."""
 TOKEN_BYTES = 32
 """Random bytes in a generated token (URL-safe base64)."""
-MAX_BODY_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
-"""Longest request body read (the SDK's own limit): the opening request's, read here to see whether it opens."""
+MAX_BODY_BYTES = MAX_LINE_BYTES
+"""Longest request body read (64 MiB, as a message on stdio); a longer one is refused with 413 before it is read."""
+REQUEST_ARRIVAL_S = 15.0
+"""How long a request may take to arrive whole, its headers and body, from its first byte (the connection's start,
+for its first request); past it the connection is closed."""
 GRACE_S = 5.0
 """At a stop, how long the open HTTP connections may take to end once their MCP sessions are closed."""
 SESSION_HEADER = "mcp-session-id"
@@ -282,13 +297,18 @@ class Endpoint:
         known = session_id is not None and session_id in self.connections
         fact = SessionFact.NONE if session_id is None else SessionFact.KNOWN if known else SessionFact.UNKNOWN
         body = b""
-        if needs_body(scope["method"], fact):
-            read = await read_body(receive, MAX_BODY_BYTES)
+        if scope["method"] == "POST":  # every body is bounded here; the SDK's own bound is set above this one
+            try:
+                read = await read_body(receive, declared_length(headers), MAX_BODY_BYTES)
+            except ClientGoneError:
+                return
             if read is None:
-                await respond(send, 413, f"the request body is over {MAX_BODY_BYTES} bytes")
+                await respond(send, 413, f"the request body is over {MAX_BODY_BYTES} bytes (64 MiB)")
                 return
             body = read
-        where = route(path=scope["path"], method=scope["method"], session=fact, opens=is_initialize(body))
+            receive = replayed(body, receive)
+        kind, unparsable = body_kind(body)
+        where = route(path=scope["path"], method=scope["method"], session=fact, body=kind)
         if where is Route.FORWARD:
             assert session_id is not None
             await self.forward(self.connections[session_id], scope, receive, send)
@@ -296,7 +316,8 @@ class Endpoint:
             await self.open(scope, body, receive, send)
         else:
             allow = [(b"allow", ", ".join(MCP_METHODS).encode())] if where is Route.NOT_ALLOWED else []
-            await respond(send, STATUS_OF_ROUTE[where], MESSAGES[where], allow)
+            message = f"{MESSAGES[where]} ({unparsable})" if where is Route.PARSE_ERROR else MESSAGES[where]
+            await respond(send, STATUS_OF_ROUTE[where], message, allow, code=ERROR_CODES[where])
 
     async def forward(self, connection: Connection, scope: Scope, receive: Receive, send: Send) -> None:
         """A request of a connection, to its session manager; the connection ends when its MCP session does."""
@@ -327,7 +348,8 @@ class Endpoint:
         # The server's instructions read the skills on disk: off the event loop, as the session was opened.
         server = await anyio.to_thread.run_sync(lambda: EukheServer(self.link, target).sdk_server())
         self.opened += 1
-        connection = Connection(self.opened, target, StreamableHTTPSessionManager(server))
+        manager = StreamableHTTPSessionManager(server, max_request_body_size=MAX_BODY_BYTES)
+        connection = Connection(self.opened, target, manager)
         await self.group.start(self.run_connection, connection)
 
         async def registered(message: Message) -> None:
@@ -340,7 +362,7 @@ class Endpoint:
             await send(message)
 
         try:
-            await connection.manager.handle_request(scope, replayed(body, receive), registered)
+            await connection.manager.handle_request(scope, receive, registered)
         finally:
             if connection.session_id is None:
                 self.end(connection, "its initialize was refused")
@@ -384,19 +406,41 @@ def www_authenticate(verdict: Verdict) -> bytes:
     return b'Bearer realm="eukhe", error="invalid_token"'
 
 
+def parse_json(body: bytes) -> object:
+    """A body's JSON value, read by the SDK's own parser (pydantic-core's, as its transport reads every POST): its
+    nesting is bounded and every refusal (bad UTF-8, bad syntax, too deep, a number out of range) is a ValueError,
+    so the door and the SDK agree on what parses."""
+    return pydantic_core.from_json(body)
+
+
+def body_kind(body: bytes) -> tuple[Body, str | None]:
+    """What a request body is, for routing (not JSON, an initialize request, or anything else), and the parser's
+    words when it is not JSON."""
+    try:
+        message = parse_json(body)
+    except ValueError as error:
+        return Body.UNPARSABLE, str(error)
+    return body_of(message), None
+
+
 def request_id_of(body: bytes) -> Any:
     """The JSON-RPC id of an initialize body (the core checked it is one)."""
-    try:
-        return json.loads(body).get("id")
-    except (ValueError, AttributeError):
-        return None
+    message = parse_json(body)
+    return message.get("id") if isinstance(message, dict) else None
 
 
 async def respond(
-    send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None, request_id: Any = None
+    send: Send,
+    status: int,
+    message: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    *,
+    request_id: Any = None,
+    code: int | None = None,
 ) -> None:
-    """Answer a request here: the status, and a JSON-RPC error saying why (what MCP clients read)."""
-    code = types.INVALID_REQUEST if status < 500 else types.INTERNAL_ERROR
+    """Answer a request here: the status, and a JSON-RPC error saying why (what MCP clients read); its code is
+    `code`, else Invalid Request for a 4xx and Internal Error for a 5xx."""
+    code = code if code is not None else INVALID_REQUEST if status < 500 else types.INTERNAL_ERROR
     error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
     body = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
     start_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -404,14 +448,27 @@ async def respond(
     await send({"type": "http.response.body", "body": body})
 
 
-async def read_body(receive: Receive, limit: int) -> bytes | None:
-    """The whole request body, or None past `limit` bytes."""
+class ClientGoneError(Exception):
+    """The client disconnected before its request body arrived whole."""
+
+
+def declared_length(headers: dict[str, str]) -> int | None:
+    """The body's length as its Content-Length header says (None without one; h11 refused a malformed one)."""
+    given = headers.get("content-length")
+    return int(given) if given is not None and given.isascii() and given.isdigit() else None
+
+
+async def read_body(receive: Receive, declared: int | None, limit: int) -> bytes | None:
+    """The whole request body, or None past `limit` bytes (said by its Content-Length before anything is read);
+    ClientGoneError when the client leaves first."""
+    if declared is not None and declared > limit:
+        return None
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            return b""
+            raise ClientGoneError()
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -438,6 +495,60 @@ def replayed(body: bytes, receive: Receive) -> Receive:
 # ---- serving ------------------------------------------------------------------------------------------------
 
 
+class TimedH11Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with a deadline for each request to arrive whole (its headers and its body):
+    REQUEST_ARRIVAL_S from the request's first byte, or from the connection's start for its first request. Past it
+    the connection is closed: with a 408 when the headers never came whole (no response was started), else at once
+    (the application reading the body sees the client gone). Between requests uvicorn's own keep-alive timeout
+    holds; a request that arrived whole is never timed, however long its response streams."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.arrival: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.arm()
+
+    def data_received(self, data: bytes) -> None:
+        if self.arriving():  # the first byte of a request (after a keep-alive wait) starts its clock
+            self.arm()
+        super().data_received(data)
+        if not self.arriving():
+            self.disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.disarm()
+        super().connection_lost(exc)
+
+    def arriving(self) -> bool:
+        """Whether a request is still on its way: its headers (IDLE) or its body (SEND_BODY) not yet whole."""
+        return self.conn.their_state in (h11.IDLE, h11.SEND_BODY)
+
+    def arm(self) -> None:
+        if self.arrival is None:
+            self.arrival = self.loop.call_later(REQUEST_ARRIVAL_S, self.too_slow)
+
+    def disarm(self) -> None:
+        if self.arrival is not None:
+            self.arrival.cancel()
+            self.arrival = None
+
+    def too_slow(self) -> None:
+        """The request did not arrive in time: close the connection (the 408 says why, when nothing was answered)."""
+        self.arrival = None
+        if self.transport.is_closing() or not self.arriving():
+            return
+        log.info("closed a connection whose request did not arrive whole within %.0f s", REQUEST_ARRIVAL_S)
+        if self.conn.their_state is h11.IDLE and self.conn.our_state is h11.IDLE:
+            self.transport.write(REQUEST_TIMEOUT)
+        self.transport.close()
+
+
+REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
+"""The answer to a request whose headers did not arrive in time (written as is: no request was parsed)."""
+
+
 class Uvicorn(uvicorn.Server):
     """uvicorn, without its own signal handlers: `serve_http` stops it (uvicorn's would raise the signal again once
     it stopped, and the process would die of it instead of exiting)."""
@@ -458,6 +569,7 @@ async def serve_http(link: DaemonLink, sock: socket.socket, token: str, opener: 
             log_level="warning",
             access_log=False,
             ws="none",
+            http=TimedH11Protocol,
             server_header=False,
             timeout_graceful_shutdown=int(GRACE_S),
         )

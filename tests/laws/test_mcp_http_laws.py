@@ -16,9 +16,13 @@ from hypothesis import strategies as st
 
 from eukhe.core.mcp_http import (
     ENDPOINT,
+    ERROR_CODES,
+    INVALID_REQUEST,
     MCP_METHODS,
+    PARSE_ERROR,
     STATUS,
     STATUS_OF_ROUTE,
+    Body,
     ListenReason,
     ListenRefusal,
     Route,
@@ -27,6 +31,7 @@ from eukhe.core.mcp_http import (
     UnixListen,
     Verdict,
     admit,
+    body_of,
     is_initialize,
     is_loopback_host,
     needs_body,
@@ -212,7 +217,7 @@ PATHS = [ENDPOINT, ENDPOINT + "/", "/", "/mcpx", "/sse", "/mcp/x", ""]
 METHODS = [*MCP_METHODS, "PUT", "PATCH", "OPTIONS", "HEAD", "post"]
 
 
-def reference_route(path: str, method: str, session: SessionFact, opens: bool) -> Route:
+def reference_route(path: str, method: str, session: SessionFact, body: Body) -> Route:
     """The rules of the module's docstring, written out."""
     if path not in (ENDPOINT, ENDPOINT + "/"):
         return Route.NOT_FOUND
@@ -222,41 +227,52 @@ def reference_route(path: str, method: str, session: SessionFact, opens: bool) -
         return Route.FORWARD
     if session is SessionFact.UNKNOWN:
         return Route.UNKNOWN_SESSION
-    return Route.OPEN if method == "POST" and opens else Route.NEED_SESSION
+    if method == "POST" and body is Body.UNPARSABLE:
+        return Route.PARSE_ERROR
+    return Route.OPEN if method == "POST" and body is Body.INITIALIZE else Route.NEED_SESSION
 
 
 def test_route_table_over_every_request() -> None:
-    for path, method, session, opens in itertools.product(PATHS, METHODS, SessionFact, (False, True)):
-        where = route(path=path, method=method, session=session, opens=opens)
-        assert where is reference_route(path, method, session, opens), (path, method, session, opens)
-        assert (where is Route.OPEN) <= needs_body(method, session), "only a body read can open a connection"
+    for path, method, session, body in itertools.product(PATHS, METHODS, SessionFact, Body):
+        where = route(path=path, method=method, session=session, body=body)
+        assert where is reference_route(path, method, session, body), (path, method, session, body)
+        read = needs_body(method, session)
+        assert (where in (Route.OPEN, Route.PARSE_ERROR)) <= read, "only a body read can open or be unparsable"
         if where not in (Route.FORWARD, Route.OPEN):
             assert STATUS_OF_ROUTE[where] in (400, 404, 405)
+            assert ERROR_CODES[where] == (PARSE_ERROR if where is Route.PARSE_ERROR else INVALID_REQUEST)
 
 
-def initialize(request_id: object = 1) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": {}}).encode()
+def initialize(request_id: object = 1) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": {}}
 
 
 def test_route_table_only_an_initialize_request_opens() -> None:
     assert is_initialize(initialize(1)) and is_initialize(initialize("a"))
-    for body in [
-        b"",
-        b"{",
-        b"\xff",
-        b"[]",
-        b"null",
-        json.dumps([json.loads(initialize())]).encode(),  # a batch
+    assert body_of(initialize(1)) is Body.INITIALIZE
+    for message in [
+        "",
+        [],
+        None,
+        [initialize()],  # a batch
         initialize(None),
         initialize(True),
         initialize(1.5),
-        json.dumps({"jsonrpc": "2.0", "method": "initialize"}).encode(),  # a notification
-        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode(),
-        json.dumps({"jsonrpc": "1.0", "id": 1, "method": "initialize"}).encode(),
+        {"jsonrpc": "2.0", "method": "initialize"},  # a notification
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "1.0", "id": 1, "method": "initialize"},
     ]:
-        assert not is_initialize(body), body
+        assert not is_initialize(message), message
+        assert body_of(message) is Body.OTHER, message
 
 
-@given(st.binary())
-def test_route_table_any_body_is_read_without_error(body: bytes) -> None:
-    assert isinstance(is_initialize(body), bool)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+)
+
+
+@given(JSON_VALUES)
+@example(json.loads(json.dumps(initialize(7))))
+def test_route_table_any_json_value_is_judged_without_error(message: object) -> None:
+    assert body_of(message) in (Body.INITIALIZE, Body.OTHER)

@@ -9,11 +9,13 @@ Waits are bounded polls of real events (that line, a job listed, a process gone)
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import re
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import httpx2
 import mcp_types as types
 import pytest
@@ -32,6 +35,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from eukhe.mcp.http import MAX_BODY_BYTES, REQUEST_ARRIVAL_S
 from eukhe.mcp.tools import TOOLS, object_schema
 from eukhe.procs import alive, group_alive
 from tests.real.conftest import DaemonEnv
@@ -361,6 +365,117 @@ def test_mcp_http_a_missing_or_wrong_token_is_401_a_bad_origin_403_and_the_token
                 assert text_of(await auto.call_tool("bash", {"command": "echo auto"})) == "auto\n[exit 0]"
 
         run(env_token)
+
+
+DEEP = 100_000
+MALFORMED_BODIES = {
+    "a list nested 100,000 deep": b"[" * DEEP + b"]" * DEEP,
+    "an object nested 100,000 deep": b'{"a":' * DEEP + b"1" + b"}" * DEEP,
+    "invalid UTF-8": b'{"jsonrpc":"2.0","id":1,"method":"initialize\xff"}',
+    "a 100,000-digit id": b'{"jsonrpc":"2.0","id":' + b"9" * DEEP + b',"method":"initialize"}',
+    "an empty body": b"",
+    "bad syntax": b'{"jsonrpc": "2.0",',
+}
+
+
+def test_mcp_http_a_malformed_body_is_a_parse_error_an_oversized_one_413_and_the_server_serves_on(
+    world: DaemonEnv,
+) -> None:
+    async def scenario(server: HttpServer) -> None:
+        good = {"Authorization": f"Bearer {server.token}", "Accept": ACCEPT, "Content-Type": "application/json"}
+        async with server.http() as http:
+            opened = await http.post(server.url, json=INITIALIZE, headers=good)
+            assert opened.status_code == 200, opened.text
+            session = {**good, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            for name, body in MALFORMED_BODIES.items():
+                for headers in (good, session):  # judged at the door, and by the SDK's transport
+                    answer = await http.post(server.url, content=body, headers=headers)
+                    assert answer.status_code == 400, (name, answer.status_code, answer.text)
+                    error = answer.json()
+                    assert error["id"] is None and error["error"]["code"] == types.PARSE_ERROR, (name, error)
+                    assert error["error"]["message"].startswith("Parse error"), (name, error)
+
+            status, answer = await anyio.to_thread.run_sync(lambda: declared_too_long(server, good))
+            assert status == 413, answer
+            refusal = json.loads(answer)
+            assert refusal["error"]["message"] == f"the request body is over {MAX_BODY_BYTES} bytes (64 MiB)"
+            assert refusal["error"]["code"] == types.INVALID_REQUEST
+
+            async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted as it comes
+                for _ in range(MAX_BODY_BYTES // (1 << 20) + 1):
+                    yield b" " * (1 << 20)
+
+            streamed = await http.post(server.url, content=chunks(), headers=session)
+            assert streamed.status_code == 413, streamed.text
+            assert streamed.json()["error"]["code"] == types.INVALID_REQUEST
+
+        async with http_client(server) as client:
+            assert await client.text("bash", {"command": "echo serving"}) == "serving\n[exit 0]"
+
+    with http_server(world, "--cwd", str(workdir(world))) as server:
+        run(lambda: scenario(server))
+        assert "Traceback" not in server.stderr and "Exception" not in server.stderr, server.stderr
+        assert server.stop() == 0, server.stderr
+        only_diagnostics(server.stderr)
+
+
+def declared_too_long(server: HttpServer, headers: dict[str, str]) -> tuple[int, bytes]:
+    """The status and body of the answer to a POST whose Content-Length is over the bound, sent with its headers
+    only (the server answers before any of the body)."""
+    host, port = re.fullmatch(r"http://([^:/]+):(\d+)/mcp", server.where).groups()  # type: ignore[union-attr]
+    connection = http.client.HTTPConnection(host, int(port), timeout=DEADLINE_S)
+    try:
+        connection.putrequest("POST", "/mcp")
+        for name, value in {**headers, "Content-Length": str(MAX_BODY_BYTES + 1)}.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        answer = connection.getresponse()
+        return answer.status, answer.read()
+    finally:
+        connection.close()
+
+
+def closed_by_the_server(sock: socket.socket, deadline_s: float) -> bytes:
+    """Everything the server sends on `sock` until it closes it (fails past the deadline)."""
+    sock.settimeout(deadline_s)
+    received = b""
+    while chunk := sock.recv(1 << 16):
+        received += chunk
+    return received
+
+
+def test_mcp_http_a_request_that_does_not_arrive_whole_in_time_has_its_connection_closed(world: DaemonEnv) -> None:
+    deadline_s = REQUEST_ARRIVAL_S + DEADLINE_S
+
+    with http_server(world, "--cwd", str(workdir(world))) as server:
+        host, port = re.fullmatch(r"http://([^:/]+):(\d+)/mcp", server.where).groups()  # type: ignore[union-attr]
+        authorization = f"Authorization: Bearer {server.token}\r\n".encode()
+        stalled = {
+            "headers": b"POST /mcp HTTP/1.1\r\nHost: x\r\n",
+            "body": b"POST /mcp HTTP/1.1\r\nHost: x\r\n" + authorization + b"Content-Type: application/json\r\n"
+            b"Accept: " + ACCEPT.encode() + b'\r\nContent-Length: 100\r\n\r\n{"jsonrpc"',
+            "nothing": b"",
+        }
+        sockets = {name: socket.create_connection((host, int(port))) for name in stalled}
+        try:
+            for name, sent in stalled.items():
+                sockets[name].sendall(sent)
+
+            async def served_meanwhile() -> None:  # the stalled connections hold nothing a client needs
+                async with http_client(server) as client:
+                    assert await client.text("bash", {"command": "echo meanwhile"}) == "meanwhile\n[exit 0]"
+
+            run(served_meanwhile)
+            answers = {name: closed_by_the_server(sock, deadline_s) for name, sock in sockets.items()}
+        finally:
+            for sock in sockets.values():
+                sock.close()
+        assert answers["headers"].startswith(b"HTTP/1.1 408 "), answers
+        assert answers["body"] == b"", "the body's request was being read: it is closed, not answered"
+        assert answers["nothing"].startswith(b"HTTP/1.1 408 "), answers
+        assert "did not arrive whole within" in server.stderr
+        assert server.stop() == 0, server.stderr
+        assert "Traceback" not in server.stderr, server.stderr
 
 
 def test_mcp_http_refuses_a_non_loopback_bind_unless_allow_remote(world: DaemonEnv) -> None:

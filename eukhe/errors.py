@@ -17,7 +17,10 @@ CATALOGUE: dict[str, str] = {
     # input and usage
     "usage_error": "the command line is not one eukhe understands (exit 2)",
     "malformed": "a request line is not a JSON object with `v`, `id`, `op` and `args` (and nothing else)",
-    "oversized": "a request line is over the 1 MiB limit; it was dropped unread",
+    "oversized": "a request line the daemon read is over its 32 MiB limit; it was dropped unread",
+    "too_large": "a request would be over a bound (the 32 MiB a daemon request carries, or a field's own: a bash "
+    "command's 128 KiB): refused before it was sent, naming the field (`field`) and the limit (`details`: `limit`, "
+    "`size`)",
     "unsupported_version": "the request's protocol version `v` is not the daemon's",
     "unknown_op": "no request has this `op`",
     "bad_args": "a request's `args` have an unknown field, miss a required one or have a wrong type (`field` names it)",
@@ -166,6 +169,33 @@ class CodedError(EukheError):
     def details(self) -> dict[str, object] | None:
         """What the error adds beyond its code and message (relayed as it came)."""
         return self._details
+
+
+class RequestTooLargeError(UsageError):
+    """A request over a bound, refused before it is sent: the daemon's bound on a request line (`field` then names
+    the field that takes the most of it, a dotted path in the caller's arguments, and `size` is the line's bytes),
+    or a field's own bound (`size` is the field's bytes). `bound` says what the limit is."""
+
+    code = "too_large"
+
+    def __init__(
+        self, what: str, field: str, size: int, limit: int, bound: str, *, measured: str | None = None
+    ) -> None:
+        said = measured or f"{size} bytes"
+        super().__init__(f"{what}: {field} is too large: {said}, over the {limit} bytes ({binary_size(limit)}) {bound}")
+        self.field = field
+        self.size = size
+        self.limit = limit
+
+    def details(self) -> dict[str, object]:
+        """The limit and the request's size, for a caller to act on."""
+        return {"limit": self.limit, "size": self.size}
+
+
+def binary_size(size: int) -> str:
+    """A size in MiB from 1 MiB up, else in KiB, to one decimal (`32 MiB`, `128 KiB`, `1.5 KiB`)."""
+    unit, name = (1 << 20, "MiB") if size >= 1 << 20 else (1 << 10, "KiB")
+    return f"{size / unit:.1f}".removesuffix(".0") + f" {name}"
 
 
 class PathError(EukheError):

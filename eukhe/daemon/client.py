@@ -15,8 +15,8 @@ import sys
 import time
 
 from eukhe.daemon.replies import EVENT, RESULT, DaemonError, DaemonProtocolError, decode_reply, reply_outcome
-from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
-from eukhe.errors import EukheError
+from eukhe.daemon.wire import MAX_REPLY_BYTES, MAX_REQUEST_BYTES, encode_request, largest_field, over_field_bound
+from eukhe.errors import EukheError, RequestTooLargeError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI start-up time); mypy knows the name
 if TYPE_CHECKING:
@@ -34,6 +34,24 @@ START_TIMEOUT_S = 20.0
 """How long `daemon start` (or a first CLI call) waits for the socket to answer."""
 EXIT_ANOTHER_DAEMON = 75
 """A daemon that exits with this found another one starting on the same socket: poll for that one instead."""
+
+
+def bounded_request(request_id: int | str, op: str, args: dict[str, Any] | None, what: str | None = None) -> bytes:
+    """A request line, as every client writes it, once it is known to fit: each field within its own bound (a bash
+    command within what Linux passes as one argument) and the line within the daemon's. Else RequestTooLargeError
+    naming the field (the one that takes the most of the line) and the limit, before anything is sent. `what` names
+    the request in the message (default: its op)."""
+    over = over_field_bound(op, args or {})
+    if over is not None:
+        field, size, limit, why = over
+        raise RequestTooLargeError(what or op, field, size, limit, why)
+    line = encode_request(request_id, op, args)
+    if len(line) - 1 > MAX_REQUEST_BYTES:
+        field, field_bytes = largest_field(args or {}, op)
+        measured = f"the request would be {len(line) - 1} bytes, {field_bytes} of them {field} (as JSON)"
+        bound = "a request to the daemon carries"
+        raise RequestTooLargeError(what or op, field, len(line) - 1, MAX_REQUEST_BYTES, bound, measured=measured)
+    return line
 
 
 def posix_path_text(path: str) -> str:
@@ -152,7 +170,7 @@ class DaemonClient:
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             try:
-                self._send(encode_request(request_id, op, args))
+                self._send(bounded_request(request_id, op, args))
             finally:
                 if on_interrupt is not None:
                     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

@@ -37,7 +37,7 @@ from eukhe.records.base import decode_json, encode
 from eukhe.records.daemon import Forked, ForkRequest, WorkerReady
 
 MAX_REQUEST_BYTES = 1 << 20
-"""The longest fork request (its environment included)."""
+"""The longest fork request (its environment included; a client's request never passes through here)."""
 READY = b"ready"
 PR_SET_NAME = 15
 WORKER_PROCESS_NAME = "eukhe-worker"

@@ -9,13 +9,20 @@ decodes one strictly into a `Request` (its `args` decoded as the op's record fro
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 from eukhe.core.lines import Line, LineSplitter, Oversized, Piece
-from eukhe.daemon.wire import MAX_REPLY_BYTES, MAX_REQUEST_BYTES, PROTOCOL_VERSION, encode_request
+from eukhe.daemon.wire import (
+    MAX_LINE_READ_BYTES,
+    MAX_REPLY_BYTES,
+    MAX_REQUEST_BYTES,
+    PROTOCOL_VERSION,
+    encode_request,
+)
 from eukhe.errors import InputError
 from eukhe.records.base import Record, decode_json, encode
 from eukhe.records.daemon import OPS, ErrorBody, ErrorReply, EventReply, OkReply, RequestEnvelope
@@ -28,6 +35,7 @@ HEAD_BYTES = 256
 
 __all__ = [
     "JSON",
+    "MAX_LINE_READ_BYTES",
     "MAX_REPLY_BYTES",
     "MAX_REQUEST_BYTES",
     "PROTOCOL_VERSION",
@@ -37,14 +45,15 @@ __all__ = [
     "encode_event",
     "encode_request",
     "encode_result",
+    "head_id",
     "parse_request",
     "request_splitter",
 ]
 
 
 def request_splitter() -> LineSplitter:
-    """The line splitter of one connection: request lines of at most MAX_REQUEST_BYTES."""
-    return LineSplitter(MAX_REQUEST_BYTES, HEAD_BYTES)
+    """The line splitter of one connection: request lines of at most MAX_LINE_READ_BYTES."""
+    return LineSplitter(MAX_LINE_READ_BYTES, HEAD_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +91,29 @@ def _id_of(value: dict[str, Any]) -> int | str | None:
     return found if usable else None
 
 
+HEAD_ID = re.compile(
+    rb'\s*\{\s*(?:"(?:v|op)"\s*:\s*(?:-?[0-9]+|"[^"\\]*")\s*,\s*)*"id"\s*:\s*(?P<id>-?[0-9]+|"[^"\\]*")\s*[,}]'
+)
+"""The id of an oversized line, read from its head: the first key, or one after `v` and `op` (as every client here
+writes a request: `{"v":1,"id":7,"op":...`), an integer or a string without escapes."""
+
+
+def head_id(head: bytes) -> int | str | None:
+    """The id an oversized line's first bytes show, when they show a usable one (its refusal goes out under it)."""
+    found = HEAD_ID.match(head)
+    if found is None:
+        return None
+    try:
+        return _id_of({"id": json.loads(found.group("id"))})
+    except ValueError:  # not UTF-8, or a control character in the string
+        return None
+
+
 def parse_request(piece: Piece | bytes) -> Request | ProtocolFault:
     """A request line -> Request, or the fault it gets a reply for (naming the field at fault)."""
     if isinstance(piece, Oversized):
-        return ProtocolFault(None, "oversized", f"request line of {piece.length} bytes is over {MAX_REQUEST_BYTES}")
+        message = f"request line of {piece.length} bytes is over {MAX_LINE_READ_BYTES}"
+        return ProtocolFault(head_id(piece.head), "oversized", message)
     line = piece.data if isinstance(piece, Line) else piece
     try:
         envelope = decode_json(line, RequestEnvelope, code="malformed", what="request")

@@ -33,10 +33,10 @@ import anyio
 import anyio.to_thread
 
 from eukhe.core.delivery import reset_means_never_read
-from eukhe.daemon.client import DaemonUnavailableError, connect
+from eukhe.daemon.client import DaemonUnavailableError, bounded_request, connect
 from eukhe.daemon.replies import EVENT, RESULT, DaemonError, DaemonProtocolError, decode_reply, reply_outcome
 from eukhe.daemon.wire import MAX_REPLY_BYTES, encode_request
-from eukhe.errors import EukheError
+from eukhe.errors import EukheError, RequestTooLargeError
 
 log = logging.getLogger("eukhe.mcp")
 
@@ -92,8 +92,9 @@ class DaemonConnection:
         sends the `cancel` op and waits for the request's answer, at most CANCEL_WAIT_S, before the cancellation
         goes on."""
         request_id = next(self._ids)
+        line = bounded_request(request_id, op, args, what)  # too large: refused here, the connection untouched
         try:
-            await self._send(encode_request(request_id, op, args))
+            await self._send(line)
         except OSError as error:
             raise NotSentError(error.errno, error.strerror or str(error)) from error
         lines_before = self._lines_read
@@ -276,6 +277,9 @@ class DaemonLink:
             result = await connection.request(op, args, on_event=on_event, cancel_in_daemon=cancel_in_daemon, what=what)
             answered = True
             return result
+        except RequestTooLargeError:
+            answered = True  # refused before it was sent: the connection is in step
+            raise
         except DaemonError as error:
             answered = True  # an error reply is an answer: the connection is in step
             if direct and error.code in NOT_TAKEN:

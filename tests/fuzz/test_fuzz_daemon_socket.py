@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from eukhe.daemon.client import DaemonClient
+from eukhe.daemon.wire import MAX_LINE_READ_BYTES
 from eukhe.errors import CATALOGUE
 from tests.fuzz.budget import fuzz_for
 from tests.fuzz.test_fuzz_frame_reader import random_value
@@ -102,7 +103,7 @@ def one_line(rng: random.Random, session: str) -> bytes:
     if kind < 0.3:
         data = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 400)))
         if rng.random() < 0.02:
-            data += b"x" * (1 << 20)  # past the 1 MiB line limit
+            data += b"x" * MAX_LINE_READ_BYTES  # past the line limit
         return data.replace(b"\n", b" ") + b"\n"
     if kind < 0.55:
         return json.dumps(random_value(rng)).encode() + b"\n"

@@ -16,6 +16,7 @@ import msgspec
 import pytest
 
 from eukhe.daemon.client import DaemonClient
+from eukhe.daemon.wire import MAX_LINE_READ_BYTES
 from eukhe.records.cli import CliError, DaemonStopped
 from eukhe.records.daemon import DaemonStatus, SessionCreated, SessionList, SessionShow
 from eukhe.records.jobs import CallAnswer, Detached, JobList, Rewound, Settled
@@ -134,7 +135,7 @@ def test_malformed_and_oversized_requests_get_an_error_and_the_connection_keeps_
             (b'{"v":1,"id":8,"op":"nope"}\n', "unknown_op"),
             (b'{"v":1,"id":9,"op":"bash","args":{"session":"' + session.encode() + b'"}}\n', "bad_args"),
             (b"\xff\xfe\n", "malformed"),
-            (b"x" * (2 << 20) + b"\n", "oversized"),
+            (b"x" * (MAX_LINE_READ_BYTES + 1) + b"\n", "oversized"),
         ):
             client.send_raw(raw)
             reply = client.read_reply()

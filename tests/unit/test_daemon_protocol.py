@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from eukhe.core.lines import Line
 from eukhe.daemon.protocol import (
+    HEAD_BYTES,
+    MAX_LINE_READ_BYTES,
     ProtocolFault,
     Request,
     encode_error,
     encode_event,
     encode_request,
     encode_result,
+    head_id,
     parse_request,
     request_splitter,
 )
@@ -61,11 +67,38 @@ def test_a_known_camel_case_spelling_gets_a_hint() -> None:
     assert "unknown field args.budgetMs (did you mean budget_ms?)" in fault.message
 
 
-def test_an_oversized_line_is_refused_under_no_id() -> None:
-    (piece,) = request_splitter().feed(b"x" * ((1 << 20) + 1) + b"\n")
-    fault = parse_request(piece)
-    assert isinstance(fault, ProtocolFault)
-    assert (fault.code, fault.id) == ("oversized", None)
+def test_an_oversized_line_is_refused_under_the_id_its_head_shows_else_none() -> None:
+    padding = b"x" * (MAX_LINE_READ_BYTES + 1)
+    for line, request_id in (
+        (padding, None),
+        (encode_request(41, "fs.write", {"content": padding.decode()}), 41),
+        (encode_request("call-7", "bash", {"command": padding.decode()}), "call-7"),
+        (b'{"id":5,"v":1,"args":{"pad":"' + padding, 5),
+        (b'{"args":{"id":5,"pad":"' + padding, None),  # an id inside args is not the request's
+        (b'{"v":1,"id":true,"pad":"' + padding, None),
+        (b'{"v":1,"id":"' + b"i" * 129 + b'","pad":"' + padding, None),  # longer than an id may be
+    ):
+        (piece,) = request_splitter().feed(line.rstrip(b"\n") + b"\n")
+        fault = parse_request(piece)
+        assert isinstance(fault, ProtocolFault)
+        assert (fault.code, fault.id) == ("oversized", request_id), line[:60]
+
+
+@given(st.binary(max_size=HEAD_BYTES))
+def test_an_oversized_lines_head_is_read_without_error(head: bytes) -> None:
+    found = head_id(head)
+    assert found is None or isinstance(found, int | str)
+
+
+def test_a_line_at_the_read_limit_is_parsed_and_one_past_it_is_oversized() -> None:
+    at_limit = b"x" * MAX_LINE_READ_BYTES
+    codes = []
+    for line in (at_limit, at_limit + b"x"):
+        (piece,) = request_splitter().feed(line + b"\n")
+        fault = parse_request(piece)
+        assert isinstance(fault, ProtocolFault)
+        codes.append(fault.code)
+    assert codes == ["malformed", "oversized"]
 
 
 def test_replies_are_one_json_line_each() -> None:

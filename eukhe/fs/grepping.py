@@ -15,7 +15,8 @@ Both engines give the same answer (tests/real/test_fs_grep.py runs both on one t
 
 In a confined session (`auto`) the Python engine runs: ripgrep opens files and directories by their paths, which a
 confined process could swap for symlinks while it walks; the Python engine opens each from its directory's
-descriptor, following no symlink (`eukhe.fs.walk`), and never enters a denied path.
+descriptor, following no symlink (`eukhe.fs.walk`), and never enters a denied path. It runs for one file too: it
+stops at the first NUL, where ripgrep named a file reads it to its end (a huge sparse file, for minutes).
 
 ripgrep runs as `rg --no-config --json --sort path --no-mmap --encoding none --no-require-git --no-ignore-parent
 --no-ignore-dot --no-ignore-global --no-ignore-exclude`, which pins the rules above whatever its config says.
@@ -231,10 +232,6 @@ def grep(context: FsContext, args: GrepArgs, engine: Engine = "auto") -> GrepAns
             os.fsencode(text)
         except UnicodeEncodeError as error:
             raise FsError(Reason.INVALID_PATTERN, None, f"a pattern must be encodable: {error.reason}") from error
-    confined = context.sandbox is not None and context.sandbox.mode is not Mode.OFF
-    rg = ripgrep() if engine == "rg" or (engine == "auto" and not confined) else None
-    if engine == "rg" and rg is None:
-        raise FsError(Reason.IO_ERROR, None, "ripgrep (rg) is not on PATH")
     place = Locator(context).place(args.path, "search")
     if place.kind is Kind.MISSING:
         raise FsError(Reason.NOT_FOUND, place.asked, f"cannot search {place.asked}: no such file or directory")
@@ -245,6 +242,12 @@ def grep(context: FsContext, args: GrepArgs, engine: Engine = "auto") -> GrepAns
     else:
         directory, target = os.path.split(place.host)
     hidden = context.hidden_below(directory)
+    # The Python engine where ripgrep would follow the tree by name under a racing job (a confined session), and for
+    # one file (which ripgrep, named a file, reads to its end past a NUL: a huge sparse file for minutes).
+    confined = context.sandbox is not None and context.sandbox.mode is not Mode.OFF
+    rg = ripgrep() if engine == "rg" or (engine == "auto" and not confined and target is None) else None
+    if engine == "rg" and rg is None:
+        raise FsError(Reason.IO_ERROR, None, "ripgrep (rg) is not on PATH")
     output = context.bounded("fs-grep")
     matches = files = 0
     last_path: bytes | None = None

@@ -300,6 +300,7 @@ def spawn_daemon(path: StrPath) -> subprocess.Popen[bytes]:
     """Start a supervisor in the background (its own session), logging to `<agent dir>/daemon.log`."""
     import subprocess  # noqa: PLC0415  (lazy: only a start needs it; CLI start-up time)
 
+    from eukhe.core.own_secrets import without_own_secrets  # noqa: PLC0415  (same reason)
     from eukhe.private_fs import make_private_dirs, open_private_file  # noqa: PLC0415  (same reason)
 
     log = log_path()
@@ -314,6 +315,7 @@ def spawn_daemon(path: StrPath) -> subprocess.Popen[bytes]:
             stderr=fd,
             start_new_session=True,
             close_fds=True,
+            env=without_own_secrets(os.environ),  # the MCP server's token stays with the server
         )
     finally:
         os.close(fd)

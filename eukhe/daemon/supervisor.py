@@ -27,6 +27,7 @@ import msgspec
 
 from eukhe.clock import Clock, MonotonicClock
 from eukhe.core.delivery import reset_means_never_read
+from eukhe.core.own_secrets import OWN_SECRETS
 from eukhe.daemon.client import default_socket_path
 from eukhe.daemon.local_access import (
     bind_private_socket,
@@ -782,7 +783,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_supervisor(path: Path) -> int:
-    """Run a supervisor on `path` in this process until it stops; errors are logged and give exit code 1."""
+    """Run a supervisor on `path` in this process until it stops; errors are logged and give exit code 1. eukhe's
+    own secrets leave its environment first: its workers, their jobs and kernels inherit it."""
+    for name in OWN_SECRETS:
+        os.environ.pop(name, None)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s daemon[%(process)d] %(levelname)s %(message)s")
     try:
         return asyncio.run(Supervisor(path).run())

@@ -69,6 +69,7 @@ from eukhe.core.mcp_http import (
     plan_listen,
     route,
 )
+from eukhe.core.own_secrets import MCP_TOKEN
 from eukhe.daemon.client import connect
 from eukhe.errors import EukheError, UsageError, error_code
 from eukhe.mcp.link import DaemonLink
@@ -79,7 +80,7 @@ from eukhe.private_fs import create_private_file, make_private_dirs
 
 log = logging.getLogger("eukhe.mcp")
 
-TOKEN_ENV = "EUKHE_MCP_TOKEN"
+TOKEN_ENV = MCP_TOKEN  # one of eukhe's own secrets: never passed on to the daemon, a job or a kernel
 """The bearer token, when set; else the token file's."""
 TOKEN_FILE = "mcp-token"
 """The token file's name in the agent dir: made once (0600) and kept, so clients configured with it go on working."""

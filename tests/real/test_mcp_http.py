@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -365,6 +366,25 @@ def test_mcp_http_a_missing_or_wrong_token_is_401_a_bad_origin_403_and_the_token
                 assert text_of(await auto.call_tool("bash", {"command": "echo auto"})) == "auto\n[exit 0]"
 
         run(env_token)
+
+
+def test_mcp_http_the_token_in_the_environment_reaches_no_daemon_job_or_kernel(world: DaemonEnv) -> None:
+    """`eukhe mcp --http` given EUKHE_MCP_TOKEN starts the daemon: neither it nor a confined job or cell holds it."""
+    token = "tok-" + secrets.token_hex(8)
+    assert world.daemon_pid() is None  # the server below starts the daemon
+
+    async def scenario() -> None:
+        async with http_client(server) as client:
+            shown = await client.text("bash", {"command": "env; cat /proc/$PPID/environ | tr '\\0' '\\n'"})
+            assert "PATH=" in shown and token not in shown and "EUKHE_MCP_TOKEN" not in shown, shown
+            cell = await client.text("ipython", {"code": "import os\nsorted(os.environ)"})
+            assert "PATH" in cell and "EUKHE_MCP_TOKEN" not in cell, cell
+
+    with http_server(world, "--cwd", str(workdir(world)), EUKHE_MCP_TOKEN=token) as server:
+        run(scenario)
+        daemon = world.daemon_pid()
+        assert daemon is not None
+        assert token.encode() not in Path(f"/proc/{daemon}/environ").read_bytes()
 
 
 DEEP = 100_000

@@ -11,8 +11,8 @@ not a regular file or a symlink (a symlink is listed as itself, never followed).
 
 from __future__ import annotations
 
+import errno
 import os
-import stat
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pathspec
 
+from eukhe.beneath import NotRegularError, TooLargeError, read_regular
 from eukhe.workspace.errors import ListingError, WorkspaceTooLargeError
 
 MAX_WORKSPACE_FILES = 100_000
@@ -77,18 +78,27 @@ class _Rules:
     spec: pathspec.GitIgnoreSpec
 
 
-def _read_rules(directory: Path, prefix: str) -> _Rules | None:
-    """The rules of `directory/.gitignore`, if it is a readable regular file."""
-    path = directory / GITIGNORE
+GITIGNORE_CAP = 1 << 20
+"""The largest `.gitignore` read; a larger one is not read (as a symlink, a FIFO or a device is not)."""
+
+
+def _read_rules(root: Path, relative_dir: str, prefix: str) -> _Rules | None:
+    """The rules of `root/relative_dir/.gitignore`, if it is a regular file: read as `eukhe.beneath.read_regular`
+    reads (no symlink followed below `root`, never blocking, within GITIGNORE_CAP), since a job may have planted it."""
+    relative = f"{relative_dir}/{GITIGNORE}" if relative_dir else GITIGNORE
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return None
-        lines = path.read_bytes().decode("utf-8", errors="surrogateescape").splitlines()
-    except FileNotFoundError:
+        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            data = read_regular(relative, GITIGNORE_CAP, dir_fd=root_fd)
+        finally:
+            os.close(root_fd)
+    except (NotRegularError, TooLargeError):
         return None
     except OSError as error:
-        raise ListingError(str(directory), f"cannot read {path}: {error.strerror}") from error
-    return _Rules(prefix, pathspec.GitIgnoreSpec.from_lines(lines))
+        if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            return None  # absent, or a symlink on the way (git does not follow a symlinked .gitignore either)
+        raise ListingError(str(root), f"cannot read {root / relative}: {error.strerror}") from error
+    return _Rules(prefix, pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "surrogateescape").splitlines()))
 
 
 def ignored(rules: tuple[_Rules, ...], path: str) -> bool:
@@ -112,9 +122,9 @@ class GitignoreRules:
         if relative_dir not in self._chains:
             if relative_dir:
                 above = self.chain(relative_dir.rpartition("/")[0])
-                own = _read_rules(self.root / relative_dir, relative_dir + "/")
+                own = _read_rules(self.root, relative_dir, relative_dir + "/")
             else:
-                above, own = (), _read_rules(self.root, "")
+                above, own = (), _read_rules(self.root, "", "")
             self._chains[relative_dir] = above if own is None else (*above, own)
         return self._chains[relative_dir]
 

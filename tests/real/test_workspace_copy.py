@@ -4,6 +4,7 @@ real XFS loop mount (made when the suite runs as root; skipped with the reason o
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -12,6 +13,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +36,7 @@ from eukhe.workspace import (
     stat_check,
 )
 from eukhe.workspace.copier import Copier
+from eukhe.workspace.listing import walk_gitignored
 from eukhe.workspace.spawn import stat_facts
 from tests.real.tools import need_tools, needs_tools
 from tests.workspace_support import git, read_disk
@@ -144,6 +147,60 @@ def test_the_hand_back_lists_the_child_with_its_gitignore_files_only(tmp_path: P
     assert (parent / "secret.txt").read_text() == "the child's\n"
     assert not (parent / "new.log").exists()
     assert (parent / "tracked.log").read_text() == "tracked\n"
+
+
+def test_a_planted_gitignore_fifo_or_symlink_is_not_read_by_the_listing(tmp_path: Path) -> None:
+    """The listing reads a .gitignore the child may have planted: a FIFO does not hang it, and a symlink to a file
+    outside is not followed (its lines do not decide what is listed), in the root and in a subdirectory."""
+    outside = tmp_path / "secret"
+    outside.write_text("*.txt\n")
+    root = tmp_path / "copy"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("a\n")
+    (root / "sub" / "b.txt").write_text("b\n")
+    os.mkfifo(root / ".gitignore")
+    (root / "sub" / ".gitignore").symlink_to(outside)
+    listed = {path for path, _ in walk_gitignored(root)}
+    assert {"a.txt", "sub/b.txt"} <= listed
+
+
+def test_a_gitignore_swapped_for_a_fifo_while_it_is_listed_does_not_hang_the_listing(tmp_path: Path) -> None:
+    """A child swaps its .gitignore between a regular file and a FIFO while the listing reads it: the read opens
+    without blocking and checks what it opened, so no swap can leave the listing waiting for a writer."""
+    root = tmp_path / "copy"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    regular, fifo = tmp_path / "regular", tmp_path / "fifo"
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            regular.write_text("*.log\n")
+            os.replace(regular, root / ".gitignore")
+            if not fifo.exists():
+                os.mkfifo(fifo)
+            os.replace(fifo, root / ".gitignore")
+
+    def list_many(done: list[int]) -> None:
+        for _ in range(3000):
+            walk_list = {path for path, _ in walk_gitignored(root)}
+            assert "a.txt" in walk_list
+            done.append(1)
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    done: list[int] = []
+    lister = threading.Thread(target=list_many, args=(done,), daemon=True)
+    swapper.start()
+    lister.start()
+    lister.join(timeout=120)
+    stop.set()
+    hung = lister.is_alive()
+    if hung:  # release the stuck open so the thread ends
+        with contextlib.suppress(OSError), open(os.open(root / ".gitignore", os.O_WRONLY | os.O_NONBLOCK), "wb"):
+            pass
+    swapper.join(timeout=60)
+    assert not hung, f"the listing hung on a FIFO after {len(done)} listings"
+    assert len(done) == 3000
 
 
 def test_more_files_than_the_limit_are_refused_naming_shared(tmp_path: Path) -> None:

@@ -295,7 +295,8 @@ class Children:
 
     async def collect(self, request: CollectRequest) -> list[ChildReport]:
         """Wait at most `timeout_ms` (within the blocking budget) for the named children's ends (None: all);
-        their reports (a child still running reports `running`)."""
+        their reports (a child still running reports `running`; one a delete took off the roster while this waited is
+        left out: that delete answered its last report)."""
         names = list(self._states) if request.names is None else request.names
         for name in names:
             self._state(name)
@@ -309,7 +310,7 @@ class Children:
                     together.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await together
-        return [self._states[name].report() for name in names]
+        return [state.report() for name in names if (state := self._states.get(name)) is not None]
 
     async def delete(self, name: str) -> ChildReport:
         """End the child (its run is cancelled if it still runs), hand it back, and take it off the roster; its

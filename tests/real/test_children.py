@@ -135,6 +135,32 @@ def test_two_deletes_of_one_running_child_at_once_end_it_once_and_the_second_nam
     run(scenario())
 
 
+def test_a_collect_waiting_on_a_child_that_a_delete_takes_off_the_roster_reports_the_others(tmp_path: Path) -> None:
+    """A collect of all children waits while a delete ends one and takes it off the roster: the collect answers the
+    children still there, without the deleted one (its delete answered its last report)."""
+    work = git_tree(tmp_path / "work", {})
+    started = work / "started"
+
+    async def scenario() -> None:
+        session = await Session.create(work, root=tmp_path / "sessions")
+        try:
+            await session.children.spawn("kept", "1")
+            (kept,) = await session.children.collect(["kept"], timeout_ms=30_000)
+            assert kept.status == "answered"
+            await session.children.spawn("c", f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(600)")
+            await until(started.exists, what="the child's cell to start")
+            collecting = asyncio.ensure_future(session.children.collect(timeout_ms=30_000))
+            await asyncio.sleep(0)  # the collect is waiting on "c"
+            deleted = await session.children.delete("c")
+            assert deleted.status == "cancelled"
+            reports = await collecting
+            assert [r.name for r in reports] == ["kept"]
+        finally:
+            await session.close()
+
+    run(scenario())
+
+
 def test_bad_spawns_are_refused_with_the_field_named(tmp_path: Path) -> None:
     work = git_tree(tmp_path / "work", {})
 

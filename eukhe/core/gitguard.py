@@ -6,7 +6,9 @@ config and hooks (`eukhe.core.sandbox.git_mounts`). What cannot be mounted read-
 exist yet, is checked here and undone by the shell:
 - a `commondir` made in a repository's own git directory: git would take config and hooks from where it points;
 - a config that a job wrote in a nested repository it linked into the index (a gitlink): the user's `git status`
-  in the outer repository runs `git status` in it, with that config.
+  in the outer repository runs `git status` in it, with that config;
+- a repository a job made (`git init`) at a writable root that had none when a launch started: its config and hooks
+  were the job's to write until the next launch protects them, so what in them would run code is undone.
 
 Config keys are git's canonical names, as `git config --list` prints them: the section and the key's name in lower
 case, a subsection as written (`diff.jpg.textconv`, `includeif.gitdir:~/x/.path`).
@@ -110,3 +112,13 @@ def runs_code(key: str, value: str) -> str | None:
     if parsed.name in SUBSECTION_KEYS.get(parsed.section, frozenset()):
         return f"{key} names a program, a file git reads, or another address"
     return None
+
+
+HOOK_SAMPLE_SUFFIX = ".sample"
+"""`git init` writes its example hooks with this suffix; git never runs them."""
+
+
+def hook_runs(name: str) -> bool:
+    """Whether git may run a file named `name` in a hooks directory: every name but the inert samples (and a
+    hidden name, which no hook has)."""
+    return not name.endswith(HOOK_SAMPLE_SUFFIX) and not name.startswith(".")

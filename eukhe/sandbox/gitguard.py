@@ -5,7 +5,9 @@ a `commondir` made in a repository's own git directory is removed as soon as it 
 or of a watched config starts an audit. An audit (also run before each confined launch and after each confined
 answer) lists the repository's gitlinks (`git ls-files -s`), reads the config of each nested repository one points
 to, and removes every entry that would make the user's `git status` in the outer repository run a program there.
-What it undid is kept as notices, which the next answer carries.
+A repository a job made at a writable root that had none when a launch started (`git init`) is audited the same
+way, and its hooks other than git's samples are removed. What it undid is kept as notices, which the next answer
+carries.
 
 git runs here on the host, on a repository a job could write: with no system or global config, and with its
 fsmonitor and hooks off, so that it reads the repository's own config only (which the sandbox keeps read-only).
@@ -70,6 +72,20 @@ def run_git(args: Sequence[str], cwd: str | None = None) -> subprocess.Completed
         return None
 
 
+def gitdir_of(worktree: str) -> str | None:
+    """The git directory git uses for a work tree: its `.git` directory (through a symlink, as git follows one), or
+    where a `.git` file's `gitdir:` line points; None when there is none."""
+    dotgit = os.path.join(worktree, ".git")
+    if os.path.isdir(dotgit):
+        return os.path.realpath(dotgit)
+    if os.path.isfile(dotgit) and not os.path.islink(dotgit):
+        with contextlib.suppress(OSError):
+            text = read_regular(dotgit, 4096).decode("utf-8", "replace").strip()
+            if text.startswith("gitdir:"):
+                return os.path.realpath(os.path.join(worktree, text[len("gitdir:") :].strip()))
+    return None
+
+
 class Inotify:
     """An inotify descriptor (through libc: the standard library has none)."""
 
@@ -123,11 +139,15 @@ class GitGuard:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._audit_pending = False
         self._baseline: dict[str, frozenset[tuple[str, str]]] | None = None  # nested configs before any launch
+        self._bare_roots: set[str] = set()  # writable roots that had no .git when a launch started
+        self._made: set[str] = set()  # the git directories of repositories a job made at one of those roots
 
     def watch(self, roots: Sequence[str], gitdirs: Sequence[str]) -> None:
         """Watch the repositories' own git directories found for a launch (`gitdirs`, none holding a `commondir`),
         and remember the roots the audits look under. Sweeps first: what was made before the watch is undone."""
         self._roots = list(dict.fromkeys([*self._roots, *roots]))
+        self._find_made()  # a .git that appeared since a launch that saw none is a job's, before it is looked at again
+        self._bare_roots.update(root for root in roots if not os.path.lexists(os.path.join(root, ".git")))
         if self._baseline is None:  # the user's own nested repositories, as they were before any confined launch
             self._baseline = {
                 gitdir: frozenset(self._entries(gitdir)) for root in roots for gitdir in self._nested_gitdirs(root)
@@ -184,6 +204,53 @@ class GitGuard:
             said = read_regular(path, 4096).decode("utf-8", "replace").strip()
         except OSError:
             said = "?"
+        self._remove(path, f"it sent git to {said!r} for its config and hooks")
+
+    def audit(self) -> None:
+        """Check every gitlinked nested repository below the roots, and every repository a job made at a root; undo
+        what `core.runs_code` refuses, and a made repository's hooks."""
+        self._find_made()
+        for gitdir in sorted(self._made):
+            self._undo_commondir(gitdir)
+            self._audit_config(gitdir)
+            self._undo_hooks(gitdir)
+            self._watch_config(gitdir)
+        for root in self._roots:
+            for gitdir in self._nested_gitdirs(root):
+                self._audit_config(gitdir)
+                self._watch_config(gitdir)
+
+    def _watch_config(self, gitdir: str) -> None:
+        """Audit again when this git directory's config changes."""
+        if self._inotify is not None and gitdir not in self._nested.values():
+            with contextlib.suppress(OSError):
+                self._nested[self._inotify.add(gitdir)] = gitdir
+
+    def _find_made(self) -> None:
+        """Take the repositories made at a root that had no `.git` when a launch started as a job's."""
+        for root in sorted(self._bare_roots):
+            if os.path.lexists(os.path.join(root, ".git")):
+                self._bare_roots.discard(root)
+                gitdir = gitdir_of(root)
+                if gitdir is not None:
+                    self._made.add(gitdir)
+
+    def _undo_hooks(self, gitdir: str) -> None:
+        """Remove every hook git would run from a repository a job made (git's samples stay): the user's next
+        commit there would run it."""
+        hooks = os.path.join(gitdir, "hooks")
+        if os.path.islink(hooks):
+            self._remove(hooks, "a hooks directory elsewhere, which git would run hooks from")
+            return
+        try:
+            names = sorted(entry.name for entry in os.scandir(hooks) if not entry.is_dir(follow_symlinks=False))
+        except OSError:
+            return
+        for name in names:
+            if core.hook_runs(name):
+                self._remove(os.path.join(hooks, name), "a hook, which the user's next git command there would run")
+
+    def _remove(self, path: str, what: str) -> None:
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -191,18 +258,7 @@ class GitGuard:
         except OSError as error:
             self.notices.append(f"eukhe could not remove {path} ({error.strerror}): remove it before you run git")
             return
-        self.notices.append(
-            f"eukhe removed {path}, which a confined command made (it sent git to {said!r} for its config and hooks)"
-        )
-
-    def audit(self) -> None:
-        """Check every gitlinked nested repository below the roots; undo what `core.runs_code` refuses."""
-        for root in self._roots:
-            for gitdir in self._nested_gitdirs(root):
-                self._audit_config(gitdir)
-                if self._inotify is not None and gitdir not in self._nested.values():
-                    with contextlib.suppress(OSError):
-                        self._nested[self._inotify.add(gitdir)] = gitdir
+        self.notices.append(f"eukhe removed {path}, which a confined command made: {what}")
 
     def _nested_gitdirs(self, root: str) -> list[str]:
         """The git directories of the nested repositories the repository at `root` links (gitlinks in its index)."""
@@ -215,15 +271,9 @@ class GitGuard:
         for entry in listed.stdout.split(b"\0"):
             if not entry.startswith(b"160000 "):
                 continue
-            path = os.path.join(root, os.fsdecode(entry.split(b"\t", 1)[-1]))
-            dotgit = os.path.join(path, ".git")
-            if os.path.isdir(dotgit) and not os.path.islink(dotgit):
-                found.append(dotgit)
-            elif os.path.isfile(dotgit):
-                with contextlib.suppress(OSError):
-                    text = read_regular(dotgit, 4096).decode("utf-8", "replace").strip()
-                    if text.startswith("gitdir:"):
-                        found.append(os.path.realpath(os.path.join(path, text[len("gitdir:") :].strip())))
+            gitdir = gitdir_of(os.path.join(root, os.fsdecode(entry.split(b"\t", 1)[-1])))
+            if gitdir is not None:
+                found.append(gitdir)
         return found
 
     def _entries(self, gitdir: str) -> list[tuple[str, str]]:
@@ -239,8 +289,8 @@ class GitGuard:
         return entries
 
     def _audit_config(self, gitdir: str) -> None:
-        """Undo what a job added to a nested repository's config that would run code (the user's own entries, there
-        before any confined launch, stay)."""
+        """Undo what a job added to a nested or job-made repository's config that would run code (the user's own
+        entries, there before any confined launch, stay)."""
         config = os.path.join(gitdir, "config")
         try:
             read_regular(config, CONFIG_CAP)
@@ -248,8 +298,8 @@ class GitGuard:
             return
         except OSError as error:
             self.notices.append(
-                f"eukhe could not check {config} ({error.strerror}): a nested repository's config may run code on "
-                "your next git status; look at it before you run git"
+                f"eukhe could not check {config} ({error.strerror}): a confined command could write it, and it may "
+                "run code on your next git command; look at it before you run git"
             )
             return
         before = (self._baseline or {}).get(gitdir, frozenset())

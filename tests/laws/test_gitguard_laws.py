@@ -76,3 +76,24 @@ def test_gitguard_remote_addresses_are_kept_and_remote_programs_refused() -> Non
     assert core.runs_code("remote.origin.uploadpack", "touch /tmp/x") is not None
     assert core.runs_code("submodule.lib.update", "!sh x") is not None
     assert core.runs_code("submodule.lib.update", "rebase") is None
+
+
+GITS_HOOK_NAMES = [
+    "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit", "prepare-commit-msg",
+    "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge", "pre-push", "pre-receive", "update",
+    "proc-receive", "post-receive", "post-update", "reference-transaction", "push-to-checkout", "pre-auto-gc",
+    "post-rewrite", "sendemail-validate", "fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist",
+    "p4-post-changelist", "p4-pre-submit", "post-index-change",
+]  # fmt: skip
+"""Every hook githooks(5) names."""
+
+
+def test_gitguard_every_hook_git_runs_is_removed_and_its_samples_kept_small_scope() -> None:
+    for name in GITS_HOOK_NAMES:
+        assert core.hook_runs(name), name
+        assert not core.hook_runs(name + ".sample"), name
+
+
+@given(st.text(min_size=1).filter(lambda name: "/" not in name and not name.startswith(".")))
+def test_gitguard_a_hook_name_runs_unless_it_is_a_sample(name: str) -> None:
+    assert core.hook_runs(name) is not name.endswith(".sample")

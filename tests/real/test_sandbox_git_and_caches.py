@@ -5,6 +5,7 @@ with `--sandbox off`, so that each test can fail. Real bubblewrap, real git, a r
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -193,6 +194,32 @@ def test_a_nested_repository_linked_into_the_index_loses_what_would_run_code(box
     assert marker.exists() is not box.confined
     notices = " ".join(answer.get("notices", []))
     assert ("core.fsmonitor" in notices) is box.confined, answer
+
+
+def test_a_repository_a_job_makes_where_there_was_none_loses_what_would_run_code(box: Box) -> None:
+    """A job in a directory without `.git` runs `git init` and writes a program into the new config and a hook: the
+    answer's audit removes both (the samples stay), so the user's next `git status` and commit there run nothing."""
+    fresh = box.project.parent / "fresh"
+    fresh.mkdir()
+    mode = "workspace_write" if box.confined else "off"
+    session = box.world.json("session", "create", "--cwd", str(fresh), "--sandbox", mode)["id"]
+    marker, config = planted(box, "made")
+    hook_marker = box.project.parent / "ran-made-hook"
+    answer = box.world.json(
+        "bash",
+        "--session",
+        session,
+        "--",
+        f"git init -q && printf '{config}' >> .git/config && "
+        f"printf '#!/bin/sh\\ntouch {hook_marker}\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+    )
+    assert answer["exit_code"] == 0, answer
+    users_git_status(fresh)
+    assert marker.exists() is not box.confined
+    assert (fresh / ".git" / "hooks" / "pre-commit").exists() is not box.confined
+    assert any(name.endswith(".sample") for name in os.listdir(fresh / ".git" / "hooks"))
+    notices = " ".join(answer.get("notices", []))
+    assert ("core.fsmonitor" in notices and "pre-commit" in notices) is box.confined, answer
 
 
 def test_a_commondir_is_removed_while_the_job_that_made_it_still_runs(box: Box) -> None:

@@ -1,0 +1,25 @@
+"""docs/sandbox.md says what the sandbox does: its table of credential stores is the default `deny_read`, each
+path with whose it is, and its lists of caches and protected names are the ones a launch uses."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from eukhe.core.sandbox import CACHE_DIRS, CREDENTIAL_STORES, PROTECTED_DIRS
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "sandbox.md"
+
+
+def test_the_sandbox_doc_lists_every_credential_store_with_whose_it_is() -> None:
+    section = DOC.read_text().split("## The credential stores denied by default", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \| (.+?) \|$", section, re.M)
+    assert rows == list(CREDENTIAL_STORES)
+
+
+def test_the_sandbox_doc_names_every_cache_and_protected_directory() -> None:
+    text = DOC.read_text()
+    for cache in CACHE_DIRS:
+        assert f"`~/{cache}`" in text, cache
+    for name in PROTECTED_DIRS:
+        assert f"`{name}/`" in text, name

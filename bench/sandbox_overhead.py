@@ -90,7 +90,7 @@ async def measure(runs: int, cells: int, root: Path) -> dict[str, list[float]]:
 
 def probe_ms(rounds: int = 20) -> float:
     """The start's probe (a fresh run of bwrap with every namespace), median over `rounds`; target < 50 ms."""
-    path = bwrap.locate()
+    path = bwrap.available().path
     times = []
     for _ in range(rounds):
         start = time.perf_counter()

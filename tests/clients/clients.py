@@ -10,6 +10,7 @@ the model provider its config names, with no login (the provider asks for no key
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -18,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.clients.configs import (
-    CLAUDE_ALLOWED_TOOLS,
     CLAUDE_HEADLESS_ENV,
+    NAME,
     McpServer,
+    claude_allowed_tools,
     claude_mcp_add,
+    claude_settings,
     codex_mcp_block,
 )
 from tests.npm_tools import need_npm_tool
@@ -96,26 +99,30 @@ def claude_env(env: Mapping[str, str], model_url: str) -> dict[str, str]:
     }
 
 
-def run_claude(
-    server: McpServer, env: Mapping[str, str], cwd: Path, model_url: str, *, extra: Sequence[str] = ()
-) -> Finished:
-    """Configure eukhe in Claude Code as the README says (`claude mcp add`, in the private home's user config), then
-    run `claude -p` with the README's `--allowedTools`."""
+def run_claude(server: McpServer, env: Mapping[str, str], cwd: Path, model_url: str, *, settings: bool) -> Finished:
+    """Configure the server in Claude Code as the README says (`claude mcp add`, in the private home's user config),
+    then run `claude -p`, its tools allowed by the README's `--allowedTools`, or with `settings` by the README's
+    permission entry in the user's settings file."""
     claude = need_npm_tool("claude")
     full = claude_env(env, model_url)
     added = run([*claude, "mcp", "add", "--scope", "user", *claude_mcp_add(server)], full, cwd)
     assert added.returncode == 0, added
-    argv = [*claude, "-p", PROMPT, "--allowedTools", CLAUDE_ALLOWED_TOOLS, *extra]
-    return run(argv, full, cwd)
+    if settings:
+        assert server.name == NAME, "the settings file allows eukhe's tools"
+        path = Path(env["HOME"]) / ".claude" / "settings.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(claude_settings()))
+        return run([*claude, "-p", PROMPT], full, cwd)
+    return run([*claude, "-p", PROMPT, "--allowedTools", claude_allowed_tools(server.name)], full, cwd)
 
 
-def codex_config(server: McpServer, model_url: str, model: str) -> str:
+def codex_config(server: McpServer, model_url: str, model: str, extra: str = "") -> str:
     """Codex's config.toml: a model provider at the scripted server (Responses API, no key), then the README's block
-    for eukhe."""
+    for eukhe (`extra`: more top-level keys)."""
     return (
         f'model = "{model}"\n'
         'model_provider = "scripted"\n'
-        "\n"
+        f"{extra}\n"
         "[model_providers.scripted]\n"
         'name = "scripted"\n'
         f'base_url = "{model_url}/v1"\n'
@@ -124,18 +131,29 @@ def codex_config(server: McpServer, model_url: str, model: str) -> str:
     )
 
 
-def run_codex(client: Client, server: McpServer, env: Mapping[str, str], cwd: Path, model_url: str) -> Finished:
+def run_codex(
+    client: Client, server: McpServer, env: Mapping[str, str], cwd: Path, model_url: str, *, extra: str = ""
+) -> Finished:
     """Run `codex exec` with a private CODEX_HOME whose config.toml is `codex_config`."""
     codex = need_npm_tool("codex")
     home = Path(env["HOME"]) / ".codex"
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text(codex_config(server, model_url, client.model))
+    (home / "config.toml").write_text(codex_config(server, model_url, client.model, extra))
     argv = [*codex, "exec", "--skip-git-repo-check", PROMPT]
     return run(argv, {**env, "CODEX_HOME": str(home)}, cwd)
 
 
-def run_client(client: Client, server: McpServer, env: Mapping[str, str], cwd: Path, model_url: str) -> Finished:
+def run_client(
+    client: Client,
+    server: McpServer,
+    env: Mapping[str, str],
+    cwd: Path,
+    model_url: str,
+    *,
+    claude_settings_file: bool = False,
+    codex_extra: str = "",
+) -> Finished:
     """Run `client` once against the scripted model at `model_url`, with eukhe (or another MCP server) as `server`."""
     if client.name == "claude":
-        return run_claude(server, env, cwd, model_url)
-    return run_codex(client, server, env, cwd, model_url)
+        return run_claude(server, env, cwd, model_url, settings=claude_settings_file)
+    return run_codex(client, server, env, cwd, model_url, extra=codex_extra)

@@ -19,7 +19,7 @@ from typing import Any
 NAME = "eukhe"
 """The name each client knows eukhe's server by: its tools are `mcp__eukhe__bash`, ..."""
 
-CLAUDE_ALLOWED_TOOLS = f"mcp__{NAME}__*"
+CLAUDE_ALLOWED_TOOLS = "mcp__eukhe__*"
 """Claude Code's permission entry for every eukhe tool."""
 
 CLAUDE_HEADLESS_ENV = {"MCP_CONNECTION_NONBLOCKING": "0"}
@@ -29,10 +29,11 @@ shortly"); with this it waits for eukhe to connect first."""
 
 @dataclass(frozen=True, slots=True)
 class Stdio:
-    """eukhe as a command the client starts (stdio)."""
+    """eukhe as a command the client starts (stdio); `name`: the name the client knows the server by."""
 
     command: str
     args: tuple[str, ...]
+    name: str = NAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class Http:
 
     url: str
     token: str
+    name: str = NAME
 
 
 McpServer = Stdio | Http
@@ -67,12 +69,17 @@ def shell_word(word: str) -> str:
 def claude_mcp_add(server: McpServer) -> list[str]:
     """The arguments of `claude mcp add` that add eukhe."""
     if isinstance(server, Stdio):
-        return [NAME, "--", server.command, *server.args]
-    return ["--transport", "http", NAME, server.url, "--header", f"Authorization: Bearer {server.token}"]
+        return [server.name, "--", server.command, *server.args]
+    return ["--transport", "http", server.name, server.url, "--header", f"Authorization: Bearer {server.token}"]
 
 
 def claude_mcp_add_line(server: McpServer) -> str:
     return " ".join(["claude", "mcp", "add", *map(shell_word, claude_mcp_add(server))])
+
+
+def claude_allowed_tools(name: str = NAME) -> str:
+    """Claude Code's permission entry for every tool of the server `name`."""
+    return f"mcp__{name}__*"
 
 
 def claude_settings() -> dict[str, Any]:
@@ -91,7 +98,7 @@ def toml_string(value: str) -> str:
 
 def codex_mcp_block(server: McpServer) -> str:
     """The `config.toml` table that adds eukhe to Codex (`~/.codex/config.toml`)."""
-    lines = [f"[mcp_servers.{NAME}]"]
+    lines = [f"[mcp_servers.{server.name}]"]
     if isinstance(server, Stdio):
         lines.append(f"command = {toml_string(server.command)}")
         lines.append("args = [" + ", ".join(map(toml_string, server.args)) + "]")

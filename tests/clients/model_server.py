@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -112,15 +111,15 @@ class Answer:
 class Conversation:
     """One request of the conversation: the tool names the client offers (a namespace's as `NAMESPACE__NAME`), the
     results its history holds in order, each (the id of the call it answers, the result as the client sent it,
-    whether the client marked it an error), and the tools still to load through Claude Code's tool search."""
+    whether the client marked it an error), and whether the server's tools are to be loaded by a tool search first."""
 
     tools: list[str]
     results: list[tuple[str, Any, bool]] = field(default_factory=list)
-    deferred: list[str] = field(default_factory=list)
+    searchable: bool = False
 
 
 TOOL_SEARCH = "ToolSearch"
-"""Claude Code's tool that loads deferred tools (`select:NAME,...`)."""
+"""Claude Code's tool that loads deferred tools (`select:NAME,...`); for Codex, its client-side `tool_search`."""
 
 CODE_TOOL = "functions__exec"
 """Codex's code-mode tool, as `OpenAI.conversation` lists it."""
@@ -144,13 +143,10 @@ class Anthropic:
         """The conversation a request carries, or None when it offers none of the server's tools (a side request)."""
         tools = [tool.get("name", "") for tool in body.get("tools") or [] if isinstance(tool, dict)]
         found = Conversation(tools)
-        if not any(name.startswith(prefix) for name in tools):
-            if TOOL_SEARCH not in tools:
-                return None
-            named = json.dumps([body.get("system"), body.get("messages")])  # the deferred tools are listed by name
-            found.deferred = sorted(set(re.findall(rf"{re.escape(prefix)}\w+", named)))
-            if not found.deferred:
-                return None
+        named = prefix in json.dumps([body.get("system"), body.get("messages")])  # deferred tools are listed by name
+        found.searchable = TOOL_SEARCH in tools and named
+        if not any(name.startswith(prefix) for name in tools) and not found.searchable:
+            return None
         for message in body.get("messages") or []:
             for block in message.get("content") if isinstance(message.get("content"), list) else []:
                 if block.get("type") == "tool_result":
@@ -179,9 +175,10 @@ class Anthropic:
         """The model's turn: a `tool_use` block of the client's tool `tool`, or a text."""
         if isinstance(turn, Call):
             assert tool is not None
+            arguments = {"query": f"select:{turn.tool}"} if tool == TOOL_SEARCH else turn.arguments
             block: dict[str, Any] = {"type": "tool_use", "id": call_id, "name": tool, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(turn.arguments)}
-            whole = {**block, "input": turn.arguments}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(arguments)}
+            whole = {**block, "input": arguments}
             stop = "tool_use"
         else:
             block = {"type": "text", "text": ""}
@@ -215,7 +212,7 @@ class OpenAI:
     def conversation(body: dict[str, Any], prefix: str) -> Conversation | None:
         offered = list(body.get("tools") or [])
         for item in body.get("input") or []:
-            if isinstance(item, dict) and item.get("type") == "additional_tools":
+            if isinstance(item, dict) and item.get("type") in ("additional_tools", "tool_search_output"):
                 offered += item.get("tools") or []
         tools: list[str] = []
         for tool in offered:
@@ -223,9 +220,11 @@ class OpenAI:
                 tools += [f"{tool.get('name')}__{inner.get('name')}" for inner in tool.get("tools") or []]
             elif isinstance(tool, dict) and tool.get("name"):
                 tools.append(tool["name"])
-        if not any(name.startswith(prefix) for name in tools) and CODE_TOOL not in tools:
-            return None
         found = Conversation(tools)
+        searchable = any(isinstance(tool, dict) and tool.get("type") == "tool_search" for tool in offered)
+        found.searchable = searchable and prefix.rstrip("_") in json.dumps(body.get("input"))
+        if not any(name.startswith(prefix) for name in tools) and CODE_TOOL not in tools and not found.searchable:
+            return None
         for item in body.get("input") or []:
             if isinstance(item, dict) and item.get("type") in ("function_call_output", "custom_tool_call_output"):
                 found.results.append((item.get("call_id", ""), item.get("output"), False))
@@ -262,6 +261,9 @@ class OpenAI:
             item.update(type="message", role="assistant", content=content)
             delta = {"type": "response.output_text.delta", "item_id": item["id"], "output_index": 0, "delta": turn.text}
             middle.append(("response.output_text.delta", delta))
+        elif tool == TOOL_SEARCH:
+            query = turn.tool.rsplit("__", 1)[-1]
+            item.update(type="tool_search_call", call_id=call_id, execution="client", arguments={"query": query})
         elif tool == CODE_TOOL:
             item.update(type="custom_tool_call", call_id=call_id, name="exec", input=code_mode_program(turn))
         else:
@@ -314,6 +316,7 @@ class ModelServer:
         self.failures: list[str] = []
         self._asked: dict[str, Call] = {}
         self._sent: dict[str, float] = {}
+        self._searched: set[str] = set()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         model = self
@@ -381,9 +384,6 @@ class ModelServer:
         call_id = f"call{next(self._ids)}"
         if conversation is None:
             return api.answer(body, Say("ok"), call_id, None)
-        if conversation.deferred:  # load the server's tools first, as a model does
-            search = Call(TOOL_SEARCH, {"query": "select:" + ",".join(conversation.deferred)})
-            return api.answer(body, search, call_id, TOOL_SEARCH)
         with self._lock:
             ours = [result for result in conversation.results if result[0] in self._asked]
             for answered, content, is_error in ours[len(self.read) :]:
@@ -393,6 +393,12 @@ class ModelServer:
             turn = self.script(self.read[: len(ours)])
             if isinstance(turn, Say):
                 return api.answer(body, turn, call_id, None)
+            if self.prefix + turn.tool not in conversation.tools and conversation.searchable:
+                # the tool is deferred: the model searches for it first (once: a search that does not load it fails)
+                if turn.tool in self._searched:
+                    raise KeyError(f"a tool search did not load {self.prefix + turn.tool}")
+                self._searched.add(turn.tool)
+                return api.answer(body, Call(self.prefix + turn.tool, {}), call_id, TOOL_SEARCH)
             tool = self.client_tool(conversation, turn.tool)
             self._asked[call_id] = turn
             if tool == CODE_TOOL:

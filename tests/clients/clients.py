@@ -100,12 +100,12 @@ def claude_env(env: Mapping[str, str], model_url: str) -> dict[str, str]:
 
 
 def run_claude(server: McpServer, env: Mapping[str, str], cwd: Path, model_url: str, *, settings: bool) -> Finished:
-    """Configure the server in Claude Code as the README says (`claude mcp add`, in the private home's user config),
-    then run `claude -p`, its tools allowed by the README's `--allowedTools`, or with `settings` by the README's
-    permission entry in the user's settings file."""
+    """Configure the server in Claude Code as the README says (`claude mcp add`, for this project, in the private
+    home), then run `claude -p`, its tools allowed by the README's `--allowedTools`, or with `settings` by the
+    README's permission entry in the user's settings file."""
     claude = need_npm_tool("claude")
     full = claude_env(env, model_url)
-    added = run([*claude, "mcp", "add", "--scope", "user", *claude_mcp_add(server)], full, cwd)
+    added = run([*claude, "mcp", "add", *claude_mcp_add(server)], full, cwd)
     assert added.returncode == 0, added
     if settings:
         assert server.name == NAME, "the settings file allows eukhe's tools"

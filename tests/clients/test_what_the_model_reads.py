@@ -119,11 +119,6 @@ def record_of(read: Read) -> Any:
         return None
 
 
-def passes_pictures(client: Client) -> bool:
-    """Whether the client hands a result's image content to the model (Codex's function-call mode drops it)."""
-    return client != CODEX
-
-
 def check_target(client: Client, read: Sequence[Read], cwd: Path) -> None:
     job = re.search(r"job-[0-9a-f]+", read[1].text)
     assert job is not None, read[1].text
@@ -136,9 +131,9 @@ def check_target(client: Client, read: Sequence[Read], cwd: Path) -> None:
             assert text not in one.text, f"{text!r} in {where}"
     if client.name == "claude":
         assert read[8].is_error, "the refused read reaches Claude Code's model as an error"
-    if passes_pictures(client):
-        assert [image.mime_type for image in read[9].images] == ["image/png"], read[9].raw
-        assert base64.b64decode(read[9].images[0].data) == png_1x1()
+    # every client passes a result's image content on when the result has no structuredContent (measure.py)
+    assert [image.mime_type for image in read[9].images] == ["image/png"], read[9].raw
+    assert base64.b64decode(read[9].images[0].data) == png_1x1()
 
 
 def check_records(read: Sequence[Read]) -> None:

@@ -33,11 +33,15 @@ MIN_ROOM_BYTES = 4096
 """The smallest room `mcp_result_max_bytes` may give: a window of a few KiB, and the frame."""
 
 KNOWN_CLIENTS: dict[str, ResultRoom] = {
-    "claude-code": ResultRoom(max_bytes=40_000, max_lines=DEFAULT_MAX_LINES),
+    "claude-code": ResultRoom(max_bytes=49_152, max_lines=DEFAULT_MAX_LINES),
     "codex-mcp-client": ResultRoom(max_bytes=10_000, max_lines=DEFAULT_MAX_LINES),
 }
-"""The known clients by their `clientInfo.name`, each with the room it leaves a tool result (docs/mcp.md,
-"Results": how each number was found)."""
+"""The known clients by their `clientInfo.name`, each with the room it leaves a tool result, measured with the
+real clients (`python -m tests.clients.measure`; docs/mcp.md, "Results"): Claude Code 2.1.332 hands its model a
+text of up to 50,000 UTF-16 units whole (never more units than UTF-8 bytes), and saves a longer one to a file with a
+2 KB preview; Codex 0.171.0 cuts the middle out of a result past about 12,000 bytes for a model it does not know
+(10,000 bytes of budget, 1.2 times, less its header), more for its own models (40,000 bytes in code mode), which
+eukhe cannot tell apart: the smallest holds."""
 
 DEFAULT_ROOM = ResultRoom(max_bytes=51_200 + FRAME_BYTES, max_lines=DEFAULT_MAX_LINES + FRAME_LINES)
 """An unknown client's room: eukhe's own default window (50 KiB, 2000 lines) and its frame."""

@@ -22,7 +22,7 @@ NAME = "eukhe"
 CLAUDE_ALLOWED_TOOLS = "mcp__eukhe__*"
 """Claude Code's permission entry for every eukhe tool."""
 
-CLAUDE_HEADLESS_ENV = {"MCP_CONNECTION_NONBLOCKING": "0"}
+CLAUDE_HEADLESS_ENV = {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_TIMEOUT": "60000"}
 """`claude -p` sends its first turn without waiting for an MCP server still starting (its tools "will appear
 shortly"); with this it waits for eukhe to connect first."""
 
@@ -105,5 +105,5 @@ def codex_mcp_block(server: McpServer) -> str:
     else:
         lines.append(f"url = {toml_string(server.url)}")
         lines.append(f"bearer_token_env_var = {toml_string(TOKEN_ENV)}")
-    lines += ["required = true", 'default_tools_approval_mode = "approve"']
+    lines += ["required = true", "startup_timeout_sec = 60", 'default_tools_approval_mode = "approve"']
     return "\n".join(lines) + "\n"

@@ -23,6 +23,7 @@ import contextlib
 import errno
 import fcntl
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from eukhe.core import bound
 from eukhe.core.bound import Keep, Off, On, OutputLimits, TextCounts, TextFacts, Truncation
 from eukhe.errors import EukheError
 from eukhe.fsio import write_all
-from eukhe.private_fs import create_private_file, make_private_dirs
+from eukhe.private_fs import create_private_file, make_private_dirs, write_private_file
 from eukhe.records.output import OutputWindow
 from eukhe.records.settings import DEFAULT_ARTIFACT_MAX_BYTES
 
@@ -199,6 +200,55 @@ class BoundedResult:
             text_base64=exact,
             artifact_bytes_dropped=self.artifact_bytes_dropped,
         )
+
+
+def window_bytes(window: OutputWindow) -> bytes:
+    """A window's exact kept bytes: its base64 when they are not UTF-8, else its text."""
+    if window.text_base64 is not None:
+        return base64.b64decode(window.text_base64)
+    return window.text.encode("utf-8", "surrogatepass")
+
+
+def save_artifact(directory: Path, prefix: str, data: bytes) -> tuple[Path | None, str | None]:
+    """Keep `data` as a new private artifact in `directory`: its path, or why it could not be (path None)."""
+    path = directory / f"{prefix}-{os.urandom(8).hex()}.log"
+    try:
+        write_private_file(path, data)
+    except OSError as error:
+        return None, f"cannot create the artifact in {directory}: {error.strerror or error}"
+    return path, None
+
+
+def narrow(
+    window: OutputWindow, limits: OutputLimits, save: Callable[[bytes], tuple[Path | None, str | None]] | None = None
+) -> OutputWindow:
+    """The window a reader that takes at most `limits` gets of an output already bounded to `window`: the same
+    output, less of it kept (from `limits.keep`'s end), the counts and the notice over the whole output. A window
+    that fits is returned as it is. A window that held the whole output and no artifact (nothing was dropped before)
+    is first kept whole by `save`, so that what this cut drops is not lost."""
+    raw = window_bytes(window)
+    facts = read_facts(raw, limits)
+    before = bound.Slice(window.bytes_kept, window.bytes_dropped, window.lines_kept, window.lines_dropped)
+    kept, counts = bound.narrowed(limits, facts, before)
+    if kept.size == len(raw):
+        return window
+    artifact = None if window.artifact is None else Path(window.artifact)
+    error = window.artifact_error
+    if artifact is None and error is None and not before.truncated and save is not None:
+        artifact, error = save(raw)
+    shown = None if artifact is None else str(artifact)
+    result = BoundedResult(
+        raw[kept.start : kept.end],
+        counts.bytes_kept,
+        counts.bytes_dropped,
+        counts.lines_kept,
+        counts.lines_dropped,
+        bound.notice(limits.keep, counts, shown, window.artifact_bytes_dropped),
+        artifact,
+        error,
+        window.artifact_bytes_dropped,
+    )
+    return result.to_record()
 
 
 def _ask(request: bound.Request) -> Any:

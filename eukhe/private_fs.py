@@ -13,6 +13,7 @@ from pathlib import Path
 
 from eukhe.core.fsmode import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, CwdFact, CwdOpens, judge_cwd
 from eukhe.errors import EukheError, PathError
+from eukhe.fsio import write_all
 
 
 class WorkingDirError(EukheError):
@@ -44,6 +45,16 @@ def make_private_dirs(path: Path) -> Path:
 def open_private_file(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
     """Open `path`, creating it with mode 0600 if it does not exist; returns a file descriptor."""
     return os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE_MODE)
+
+
+def write_private_file(path: Path, data: bytes) -> None:
+    """Write `data` as a new file with mode 0600 (it must not exist yet), its directory made private if missing."""
+    make_private_dirs(path.parent)
+    fd = create_private_file(path)
+    try:
+        write_all(fd, data)
+    finally:
+        os.close(fd)
 
 
 def create_private_file(path: Path) -> int:

@@ -14,8 +14,8 @@ FILES = (
 )
 FILE_BOUNDED = (
     f"The text is bounded: past {DEFAULT_LIMITS.max_lines} lines or {DEFAULT_LIMITS.max_bytes // 1024} KiB (the "
-    "session's defaults) you get the first part, then a notice with the exact counts of what was dropped and the "
-    "path of a file holding all of it."
+    "session's defaults; less when your client shows less of one result) you get the first part, then a notice "
+    "with the exact counts of what was dropped and the path of a file holding all of it."
 )
 REFUSAL = (
     " A refusal is an error naming its reason (not_found, permission_denied, sandbox, ...) and the path; sandbox "
@@ -23,8 +23,9 @@ REFUSAL = (
 )
 CONFINED = (
     "It runs in the session's sandbox (unless the session was made with --sandbox off): it may write the working "
-    "directory, /tmp (private to the session) and the toolchain caches; .git/hooks, .git/config, .eukhe/ and "
-    ".agents/ stay read-only, the user's credentials (~/.ssh, ~/.aws, ...) are hidden, and the network may be off. "
+    "directory, /tmp (private to the session) and copies of the toolchain caches; .git/hooks, .git/config, "
+    ".eukhe/, .agents/ and .claude/ stay read-only, the user's credentials (~/.ssh, ~/.aws, ...) are hidden, and "
+    "the network may be off. "
 )
 BLOCKS = (
     f"It blocks at most its budget_ms (the session's budget, {DEFAULT_BLOCKING_BUDGET_MS // 1000} s by default, "
@@ -34,9 +35,9 @@ BLOCKS = (
 )
 BOUNDED = (
     f"Output is bounded: past {DEFAULT_LIMITS.max_lines} lines or {DEFAULT_LIMITS.max_bytes // 1024} KiB (the "
-    "session's defaults) you get the last part, a notice with the exact counts of what "
-    "was dropped, and the path of a file holding the full output. Escape sequences are removed and progress bars "
-    "collapse to their last state; the structured result has the exact counts."
+    "session's defaults; less when your client shows less of one result) you get the last part, a notice with "
+    "the exact counts of what was dropped, and the path of a file holding the full output. Escape sequences are "
+    "removed and progress bars collapse to their last state."
 )
 
 DESCRIPTIONS: dict[str, str] = {

@@ -18,22 +18,28 @@ import json
 import secrets
 import weakref
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from eukhe.calls import texts
 from eukhe.calls.catalog import CALL_TOOLS, CallTool, Running
 from eukhe.children.family import AgentSession
 from eukhe.clock import sleep_ms
+from eukhe.core import clients
 from eukhe.core import job as core
-from eukhe.core.bound import Off
+from eukhe.core.bound import Keep, Off, On, OutputLimits
 from eukhe.core.render import render
 from eukhe.errors import UsageError
 from eukhe.harness.harness import UnknownToolError
 from eukhe.harness.tool import ToolExecutionApi, ToolRegistration
 from eukhe.jobs.job import Job
 from eukhe.jobs.wait import CallCancelledError
+from eukhe.output import narrow, save_artifact
 from eukhe.records.base import Record
-from eukhe.records.daemon import CallBegan, CallList, CallLive, CallRow, CallStarted, ToolCallAnswer
+from eukhe.records.daemon import CallBegan, CallList, CallLive, CallRow, CallStarted, ResultRoom, ToolCallAnswer
+from eukhe.records.fs import GlobAnswer, GrepAnswer, ReadAnswer
 from eukhe.records.jobs import Detached, Settled
 from eukhe.records.output import OutputWindow
 from eukhe.store.tree import Slot
@@ -98,8 +104,14 @@ class _Progress:
         if key == self._seen:
             return
         self._seen = key
-        elapsed = self.clock.now_ms() - self.began_ms
-        self.api.details(CallLive(elapsed_ms=elapsed, job=row, tail=tail_of(job.snapshot().text)).to_json())
+        now = self.clock.now_ms()
+        live = CallLive(
+            elapsed_ms=now - self.began_ms,
+            job=row,
+            tail=tail_of(job.snapshot().text),
+            job_elapsed_ms=max(0, now - job.started_ms),
+        )
+        self.api.details(live.to_json())
         self.api.publish_progress()
 
     async def follow_job(self) -> None:
@@ -137,6 +149,50 @@ def warnings_of(answer: Record) -> list[str]:
     return found
 
 
+HEAD_WINDOWS = (ReadAnswer, GrepAnswer, GlobAnswer)
+"""Answers whose window is the head of what they found (a file's lines, a listing): a cut keeps the head."""
+FIT_TRIES = 4
+"""How many times a window is cut smaller when its rendered text still overflows a client's room."""
+
+
+Save = Callable[[bytes], tuple[Path | None, str | None]]
+
+
+def fitted(tool: CallTool, answer: Record, room: clients.ResultRoom, keep: Keep, save: Save) -> tuple[Record, str]:
+    """The answer and its text for a client that shows `room` whole: the output window cut (`eukhe.output.narrow`)
+    until the rendered text fits, with its counts and notice over the whole output (a window that was whole is
+    kept by `save` first); a text that still does not fit (not an output window) is clipped, saying so. `keep`: the
+    end a window keeps when it was not cut before."""
+    text = tool.text(answer)
+    output = getattr(answer, "output", None)
+    if isinstance(output, OutputWindow) and not _fits(text, room):
+        if output.notice is not None:
+            keep = Keep.TAIL if texts.CUT_AT_START in output.notice else Keep.HEAD
+        elif isinstance(answer, HEAD_WINDOWS):
+            keep = Keep.HEAD
+        limits = clients.output_limits(room, keep)
+        saved: list[tuple[Path | None, str | None]] = []
+
+        def save_once(raw: bytes) -> tuple[Path | None, str | None]:
+            if not saved:
+                saved.append(save(raw))
+            return saved[0]
+
+        for _ in range(FIT_TRIES):
+            answer = msgspec.structs.replace(answer, output=narrow(output, limits, save_once))
+            text = tool.text(answer)
+            if _fits(text, room):
+                return answer, text
+            limits = clients.shrunk(limits, len(text.encode("utf-8", "surrogatepass")), room)
+    if not _fits(text, room):
+        text = texts.clip(text, OutputLimits(room.max_bytes - clients.FRAME_BYTES, room.max_lines - 1, Keep.HEAD))
+    return answer, text
+
+
+def _fits(text: str, room: clients.ResultRoom) -> bool:
+    return clients.fits(len(text.encode("utf-8", "surrogatepass")), text.count("\n") + 1, room)
+
+
 class ToolCalls:
     """The tool calls of one session: the catalog's tools on its Harness (one per session: `ToolCalls.of`)."""
 
@@ -153,6 +209,7 @@ class ToolCalls:
         self._listeners: dict[str, EventListener] = {}
         self._cancels: dict[str, list[CallCancelledError]] = {}
         self._keys: dict[str, str] = {}  # a call's API key for a prompt child's spawn (in memory only)
+        self._rooms: dict[str, clients.ResultRoom] = {}  # what a call's client shows its model whole
         for tool in CALL_TOOLS.values():
             session.harness.register(
                 ToolRegistration(
@@ -168,10 +225,12 @@ class ToolCalls:
         on_event: EventListener | None = None,
         api_key: str | None = None,
         call_id: str | None = None,
+        room: ResultRoom | None = None,
     ) -> ToolCallAnswer:
         """Run one tool call to its settle. `on_event` hears its start (`call_started`, with the call id) and the
         id of the job it runs (`started`); `api_key` is the key a `spawn` of a prompt child uses (never journaled);
-        `call_id` the call's id (default: a fresh one).
+        `call_id` the call's id (default: a fresh one); `room` what the asking client hands its model whole (the
+        answer and its text are cut to fit: `fitted`).
         A refusal (a bad argument, an unknown job, a file tool's reason) raises
         once the call settled as failed; a cancelled call raises CallCancelledError with how its job ended."""
         self.session.check_open()
@@ -183,6 +242,8 @@ class ToolCalls:
         self._cancels[call_id] = cancelled
         if api_key is not None:
             self._keys[call_id] = api_key
+        if room is not None:
+            self._rooms[call_id] = clients.ResultRoom(room.max_bytes, room.max_lines)
         try:
             result = await self.session.harness.call(tool, args, call_id=call_id, raise_failure=True)
         except asyncio.CancelledError:
@@ -193,6 +254,7 @@ class ToolCalls:
             self._listeners.pop(call_id, None)
             self._cancels.pop(call_id, None)
             self._keys.pop(call_id, None)
+            self._rooms.pop(call_id, None)
         return ToolCallAnswer(
             call=result.call_id,
             tool=result.tool,
@@ -246,10 +308,23 @@ class ToolCalls:
                 follower.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await follower
+        room = self._rooms.get(api.call_id)
+        if room is None:
+            text = tool.text(answer)
+        else:
+            prefix = f"call-{api.call_id}"
+            answer, text = fitted(
+                tool, answer, room, self._keep(), lambda raw: save_artifact(self.session.artifact_dir, prefix, raw)
+            )
         api.details(answer.to_json())
         for warning in warnings_of(answer):
             api.diagnostic(warning)
-        return tool.text(answer)
+        return text
+
+    def _keep(self) -> Keep:
+        """The end the session's own windows keep (a cut for a client keeps the same end)."""
+        truncation = self.session.settings.bound
+        return truncation.limits.keep if isinstance(truncation, On) else Keep.TAIL
 
 
 _OF_SESSION: weakref.WeakKeyDictionary[AgentSession, ToolCalls] = weakref.WeakKeyDictionary()

@@ -2,14 +2,15 @@
 
 The output window's text goes through the one renderer (`eukhe.core.render`: escape sequences out, overwrites
 collapsed, invalid UTF-8 as U+FFFD); the counts are not touched, they stay those of the raw bytes, and the
-structured result (the record itself) carries them. The truncation notice stands where the output was cut: before
+record itself (journaled; `structuredContent` with `eukhe mcp --structured`) carries them. The truncation notice
+stands where the output was cut: before
 the text when the start was dropped (a tail window), after it when the end was. A detached call ends with one line
 naming its job and how to wait for it or cancel it.
 
 The file tools' answers carry their own bounded window (the head of a file or a listing, the notice after it), shown
 the same way, then one line that says what was read or found. Texts that are not an output window (a patch's
 changes, children's reports and roster) are built here and `clip`ped to the default limits, the head kept, with a
-line that says the structured result holds all of it.
+line that says the call's record holds all of it.
 """
 
 from __future__ import annotations
@@ -215,9 +216,9 @@ def error_text(code: str, message: str, reason: str | None = None) -> str:
 
 
 def progress_message(elapsed_s: float, live: CallLive | None) -> str:
-    """What a progress notification says: the time so far; for a call that runs a job, its bytes and lines once it
-    shows them (exact: kept plus dropped) and the last line of its output; for a `collect`, how many of the awaited
-    children have ended."""
+    """What a progress notification says: the time so far; for a call that runs or waits on a job, the job's own age,
+    its bytes and lines once it shows them (exact: kept plus dropped) and the last line of its output; for a
+    `collect`, how many of the awaited children have ended."""
     if live is not None and live.children_awaited is not None:
         ended = live.children_ended or 0
         if ended == live.children_awaited:
@@ -228,7 +229,8 @@ def progress_message(elapsed_s: float, live: CallLive | None) -> str:
     if row is None:
         return f"running for {elapsed_s:.1f} s"
     last = (live.tail or "").splitlines()[-1:] if live is not None else []
-    said = f"job {row.id} running for {elapsed_s:.1f} s: {written(row)} of output so far"
+    age_s = elapsed_s if live is None or live.job_elapsed_ms is None else live.job_elapsed_ms / 1000
+    said = f"job {row.id} running for {age_s:.1f} s: {written(row)} of output so far"
     return f"{said}; last: {last[0]}" if last and last[0].strip() else said
 
 
@@ -243,7 +245,8 @@ huge answer still shows the head of it (a window keeps whole lines, and cuts a l
 
 def clip(text: str, limits: OutputLimits = CLIP, what: str = "text") -> str:
     """`text` if it fits `limits`; else its head (whole lines, or the first line cut at a character boundary) and
-    one line that says what was dropped (the structured result holds all of it). Counts are of UTF-8 bytes."""
+    one line that says what was dropped (the call's record holds all of it: `eukhe session calls`). Counts are of
+    UTF-8 bytes."""
     raw = text.encode("utf-8", "surrogatepass")
     facts = read_facts(raw, limits)
     kept = window(limits, facts)
@@ -254,7 +257,7 @@ def clip(text: str, limits: OutputLimits = CLIP, what: str = "text") -> str:
     if head and not head.endswith("\n"):
         head += "\n"
     dropped = f"{count(counts.bytes_dropped, 'byte')} ({count(counts.lines_dropped, 'line')})"
-    return head + f"[{what} cut: {dropped} dropped from the end; the structured result holds all of it]"
+    return head + f"[{what} cut: {dropped} dropped from the end; the call's record holds all of it]"
 
 
 # --- the file tools --------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""`eukhe mcp [--cwd DIR | --session ID] [--http ADDRESS [--allow-remote]]`: serve MCP (docs/mcp.md).
+"""`eukhe mcp [--cwd DIR | --session ID] [--http ADDRESS [--allow-remote]] [--structured]`: serve MCP (docs/mcp.md).
 
 Over stdio by default: creates a session in --cwd (default: the current directory) through the per-user daemon,
 started on first use, or attaches to an existing one with --session. stdout is the MCP channel; stderr carries
@@ -40,10 +40,17 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             cwd=args.cwd,
             session=args.session,
             sandbox=sandbox_args(args),
+            structured=args.structured,
         )
     from eukhe.mcp.server import run  # noqa: PLC0415  (lazy: the SDK and asyncio only for this command)
 
-    return run(socket_path(args.daemon_socket), cwd=args.cwd, session=args.session, sandbox=sandbox_args(args))
+    return run(
+        socket_path(args.daemon_socket),
+        cwd=args.cwd,
+        session=args.session,
+        sandbox=sandbox_args(args),
+        structured=args.structured,
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -64,5 +71,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--allow-remote", action="store_true", help="with --http: allow a host that is not loopback (0.0.0.0, ...)"
+    )
+    parser.add_argument(
+        "--structured",
+        action="store_true",
+        help="also send each answer's record as structuredContent, with each tool's outputSchema (for programs; "
+        "models read the text: clients that get both show the record instead)",
     )
     parser.set_defaults(handler=cmd_mcp)

@@ -495,3 +495,14 @@ def answer(request: object) -> Reply | BoundRefusal:
                 return reading
             return ShutReply(replace(stepper, closed=True), reading)
     return BoundRefusal(BoundRefusalReason.NOT_A_REQUEST)
+
+
+# --- narrowing a kept window -------------------------------------------------------------------------------------
+
+
+def narrowed(limits: OutputLimits, facts: TextFacts, before: Slice) -> tuple[Window, Slice]:
+    """A window of an output's kept window under tighter `limits` (a reader that takes less), with its counts over
+    the whole output: what this cut drops adds to what `before` dropped. Invariant: kept + dropped == every byte and
+    every line of the whole output, as for the first window."""
+    kept = window(limits, facts)
+    return kept, measure(kept, before.bytes_kept + before.bytes_dropped, before.lines_kept + before.lines_dropped)

@@ -93,7 +93,7 @@ def notice(tally: Tally, limits: Limits) -> str | None:
     if tally.over_count:
         parts.append(f"{_images(tally.over_count)} past the {limits.max_shown} an answer shows")
     if parts:
-        parts[-1] += " (saved: their artifacts are named above and in the structured result)"
+        parts[-1] += " (saved: their artifacts are named above)"
     if tally.dropped:
         parts.append(f"{_images(tally.dropped)} past the {limits.max_saved} an answer saves (not saved)")
     if not parts:

@@ -287,8 +287,10 @@ class SessionHost:
 
     async def tool_call(self, args: ToolCallArgs, emit: EventSink) -> ToolCallAnswer:
         """One tool call a model makes, journaled by the session (its start, its settle); with `events`, its call id
-        and its job's go out as events at once."""
-        return await self.calls.call(args.tool, args.args, on_event=emit if args.events else None, api_key=args.api_key)
+        and its job's go out as events at once; with `room`, its text fits what the asking client shows whole."""
+        return await self.calls.call(
+            args.tool, args.args, on_event=emit if args.events else None, api_key=args.api_key, room=args.room
+        )
 
     async def session_calls(self, args: CallsArgs, emit: EventSink) -> CallList:
         return calls_of(self.session, args.call)

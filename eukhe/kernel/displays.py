@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from eukhe.core import pictures as core
-from eukhe.fsio import write_all
-from eukhe.private_fs import create_private_file, make_private_dirs
+from eukhe.private_fs import write_private_file
 from eukhe.records.displays import Display, Withheld
 
 IMAGE_TYPES = (("image/png", "png", True), ("image/jpeg", "jpg", True), ("image/svg+xml", "svg", False))
@@ -83,12 +82,7 @@ class CellDisplays:
         number = len(self.records) + 1
         path = self.artifact_dir / f"cell-{self.cell_id}-image-{number}-{os.urandom(4).hex()}.{suffix}"
         try:
-            make_private_dirs(self.artifact_dir)
-            fd = create_private_file(path)
-            try:
-                write_all(fd, data)
-            finally:
-                os.close(fd)
+            write_private_file(path, data)
         except OSError as error:
             return None, f"cannot write the image in {self.artifact_dir}: {error.strerror or error}"
         return str(path), None

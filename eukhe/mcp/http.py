@@ -73,7 +73,7 @@ from eukhe.core.own_secrets import MCP_TOKEN
 from eukhe.daemon.client import connect
 from eukhe.errors import EukheError, UsageError, error_code
 from eukhe.mcp.link import DaemonLink
-from eukhe.mcp.server import EukheServer, Target, configure_logging, open_session
+from eukhe.mcp.server import EukheServer, Serving, Target, configure_logging, open_session, serving_of
 from eukhe.mcp.stdio import MAX_LINE_BYTES
 from eukhe.paths import agent_dir
 from eukhe.private_fs import create_private_file, make_private_dirs
@@ -271,8 +271,11 @@ Opener = Callable[[], Awaitable[Target]]
 class Endpoint:
     """The ASGI application: the door, the routing, and the connections."""
 
-    def __init__(self, link: DaemonLink, token: str, opener: Opener, group: anyio.abc.TaskGroup) -> None:
+    def __init__(
+        self, link: DaemonLink, token: str, opener: Opener, group: anyio.abc.TaskGroup, serving: Serving
+    ) -> None:
         self.link = link
+        self.serving = serving
         self.token = token
         self.opener = opener
         self.group = group
@@ -347,7 +350,7 @@ class Endpoint:
             await respond(send, 503, error_text(code, str(error)), request_id=request_id_of(body))
             return
         # The server's instructions read the skills on disk: off the event loop, as the session was opened.
-        server = await anyio.to_thread.run_sync(lambda: EukheServer(self.link, target).sdk_server())
+        server = await anyio.to_thread.run_sync(lambda: EukheServer(self.link, target, self.serving).sdk_server())
         self.opened += 1
         manager = StreamableHTTPSessionManager(server, max_request_body_size=MAX_BODY_BYTES)
         connection = Connection(self.opened, target, manager)
@@ -559,10 +562,10 @@ class Uvicorn(uvicorn.Server):
         yield
 
 
-async def serve_http(link: DaemonLink, sock: socket.socket, token: str, opener: Opener) -> None:
+async def serve_http(link: DaemonLink, sock: socket.socket, token: str, opener: Opener, serving: Serving) -> None:
     """Serve streamable HTTP on `sock` until SIGINT or SIGTERM."""
     async with anyio.create_task_group() as group:
-        endpoint = Endpoint(link, token, opener, group)
+        endpoint = Endpoint(link, token, opener, group, serving)
         config = uvicorn.Config(
             endpoint,
             lifespan="off",
@@ -602,9 +605,11 @@ def run_http(
     cwd: str | None,
     session: str | None,
     sandbox: dict[str, Any] | None = None,
+    structured: bool = False,
 ) -> int:
     """`eukhe mcp --http ADDRESS`: serve until SIGINT or SIGTERM; the exit code."""
     configure_logging()
+    serving = serving_of(structured)
     plan = listen_plan(address, allow_remote=allow_remote)
     token, token_source = load_token()
     with connect(socket_path) as client:  # the daemon answers (started if need be), and a named session exists
@@ -626,7 +631,7 @@ def run_http(
         log.warning("listening beyond this machine (--allow-remote): anyone who has the token runs commands as you")
     log.info("listening on %s (%s); bearer token %s", where, serves, token_source)
     try:
-        anyio.run(serve_http, DaemonLink(socket_path), sock, token, opener)
+        anyio.run(serve_http, DaemonLink(socket_path), sock, token, opener, serving)
     finally:
         sock.close()
         if isinstance(plan, UnixListen):

@@ -9,7 +9,9 @@ as always).
 Each `tools/call` is one daemon request on a connection of its own (`eukhe.mcp.link`), so calls run concurrently.
 Arguments are decoded strictly as the tool's record: an unknown or mistyped argument is a tool error (`isError`)
 naming the field, and so is any refusal of the daemon (an unknown job...). A result carries the model-facing text
-(`eukhe.calls.texts`) and the answer record itself as `structuredContent`, checked by its `outputSchema`.
+(`eukhe.calls.texts`), cut to what the client shows its model whole (`eukhe.core.clients`, by its `clientInfo`):
+clients hand a model `structuredContent` rather than the text when both are there, so the answer record goes as
+`structuredContent` (with each tool's `outputSchema`) only with `--structured`, for programs that want it.
 
 Cancellation: the SDK cancels a handler both when the client sends `notifications/cancelled` and when the server
 shuts down (its input closed). Only the first cancels the call's job in the daemon (the `cancel` op: the group ends,
@@ -34,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 
 from eukhe import __version__
 from eukhe.calls.texts import error_text
+from eukhe.core.clients import room_for
 from eukhe.core.skills import CATALOG_MAX_BYTES, catalog_text, offered
 from eukhe.daemon.client import DaemonClient, connect
 from eukhe.errors import EukheError, InputError, error_code, error_details
@@ -59,7 +62,7 @@ from eukhe.mcp.stdio import stdio_streams
 from eukhe.mcp.tools import TOOLS, Tool
 from eukhe.records.base import convert
 from eukhe.records.daemon import ToolCallAnswer
-from eukhe.session.settings import model_key_here
+from eukhe.session.settings import load_mcp_result_max_bytes, model_key_here
 
 CALL_OP = "tool.call"
 """Every tool call is this one daemon op: the session journals it (start, settle) and runs the tool."""
@@ -67,6 +70,27 @@ CALL_OP = "tool.call"
 log = logging.getLogger("eukhe.mcp")
 
 Context = ServerRequestContext[Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Serving:
+    """How a server shapes its results: `structured` adds the answer record (`eukhe mcp --structured`);
+    `result_max_bytes` is the user's `mcp_result_max_bytes` (None: by the client)."""
+
+    structured: bool = False
+    result_max_bytes: int | None = None
+
+
+DEFAULT_SERVING = Serving()
+"""Text only, each client's own room."""
+
+
+def client_name(ctx: Context) -> str | None:
+    """The `clientInfo.name` the client gave at `initialize` (None: none known)."""
+    params = getattr(ctx.session, "client_params", None)
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    return name if isinstance(name, str) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,10 +175,13 @@ def wants_progress(ctx: Context) -> bool:
 class EukheServer:
     """The MCP handlers of one server: the tools table over one session, through the daemon."""
 
-    def __init__(self, link: DaemonLink, target: Target) -> None:
+    def __init__(self, link: DaemonLink, target: Target, serving: Serving = DEFAULT_SERVING) -> None:
         self.link = link
         self.target = target
-        self.listing = types.ListToolsResult(tools=[tool.listing() for tool in TOOLS.values()])
+        self.serving = serving
+        self.listing = types.ListToolsResult(
+            tools=[tool.listing(structured=serving.structured) for tool in TOOLS.values()]
+        )
 
     def sdk_server(self) -> Server[Any]:
         """The SDK's low-level server, with this server's handlers."""
@@ -270,7 +297,13 @@ class EukheServer:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}; known: {', '.join(TOOLS)}")
         try:
             args = tool.decode(params.arguments or {})
-            payload: dict[str, Any] = {"session": self.target.session, "tool": tool.name, "args": args.to_json()}
+            room = room_for(client_name(ctx), self.serving.result_max_bytes)
+            payload: dict[str, Any] = {
+                "session": self.target.session,
+                "tool": tool.name,
+                "args": args.to_json(),
+                "room": {"max_bytes": room.max_bytes, "max_lines": room.max_lines},
+            }
             if getattr(args, "prompt", None) is not None:  # a prompt child: the key as this server's environment has it
                 payload["api_key"] = model_key_here()
             settled = convert(
@@ -285,7 +318,8 @@ class EukheServer:
             return refused("daemon_unavailable", f"the daemon connection failed: {error}")
         extra = await anyio.to_thread.run_sync(lambda: extra_content(answer)) if has_extra_content(answer) else []
         return types.CallToolResult(
-            content=[types.TextContent(text=settled.text), *extra], structured_content=answer.to_json()
+            content=[types.TextContent(text=settled.text), *extra],
+            structured_content=answer.to_json() if self.serving.structured else None,
         )
 
     async def _ask(self, ctx: Context, tool: Tool, payload: dict[str, Any]) -> Any:
@@ -329,9 +363,9 @@ def refused(code: str, message: str, details: dict[str, object] | None = None) -
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
-async def serve(link: DaemonLink, target: Target) -> None:
+async def serve(link: DaemonLink, target: Target, serving: Serving) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin."""
-    server = EukheServer(link, target).sdk_server()
+    server = EukheServer(link, target, serving).sdk_server()
     try:
         async with stdio_streams() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -350,12 +384,26 @@ def configure_logging() -> None:
     log.setLevel(logging.INFO)
 
 
-def run(socket: str, *, cwd: str | None, session: str | None, sandbox: dict[str, Any] | None = None) -> int:
+def serving_of(structured: bool) -> Serving:
+    """How this server shapes results: `--structured`, and the user's `mcp_result_max_bytes` (a settings file that
+    does not decode is refused: `bad_setting`, naming the file and the key)."""
+    return Serving(structured=structured, result_max_bytes=load_mcp_result_max_bytes())
+
+
+def run(
+    socket: str,
+    *,
+    cwd: str | None,
+    session: str | None,
+    sandbox: dict[str, Any] | None = None,
+    structured: bool = False,
+) -> int:
     """`eukhe mcp`: open (or attach) the session, then serve until the client leaves; the exit code."""
     configure_logging()
+    serving = serving_of(structured)
     with connect(socket) as client:
         target = open_session(client, cwd=cwd, session=session, sandbox=sandbox)
     log.info("serving session %s (working directory %s) over stdio", target.session, target.cwd)
-    anyio.run(serve, DaemonLink(socket), target)
+    anyio.run(serve, DaemonLink(socket), target, serving)
     log.info("the client left; session %s stays in the daemon", target.session)
     return 0

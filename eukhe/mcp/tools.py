@@ -66,13 +66,14 @@ class Tool:
         record: Record = convert(answer, self.answer, code="daemon_protocol", what=f"the answer of {self.name}")
         return record
 
-    def listing(self) -> types.Tool:
-        """The tool as `tools/list` shows it."""
+    def listing(self, *, structured: bool = False) -> types.Tool:
+        """The tool as `tools/list` shows it; with its answer record's schema as `outputSchema` when `structured`
+        (`eukhe mcp --structured`: the results then carry the record as `structuredContent`)."""
         return types.Tool(
             name=self.name,
             description=self.description,
             input_schema=object_schema(self.args),
-            output_schema=object_schema(self.answer),
+            output_schema=object_schema(self.answer) if structured else None,
             annotations=self.annotations,
         )
 

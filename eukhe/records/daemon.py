@@ -7,10 +7,11 @@ the session's worker) and whether it streams events. Dispatch, strict decoding a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
+from eukhe.core.clients import FRAME_LINES, MIN_ROOM_BYTES
 from eukhe.records.base import Record
 from eukhe.records.children import (
     ChildName,
@@ -581,9 +582,18 @@ class CallLive(Record):
     elapsed_ms: int
     job: JobRow | None = None
     tail: str | None = None
+    job_elapsed_ms: int | None = None
+    """How long the job has run (a `jobs_wait` waits on a job that began before the call)."""
     children_awaited: int | None = None
     children_ended: int | None = None
     children_running: list[str] | None = None
+
+
+class ResultRoom(Record):
+    """At most `max_bytes` bytes (UTF-8) and `max_lines` lines of a tool result reach a client's model whole."""
+
+    max_bytes: Annotated[int, msgspec.Meta(ge=MIN_ROOM_BYTES)]
+    max_lines: Annotated[int, msgspec.Meta(ge=FRAME_LINES + 1)]
 
 
 class ToolCallArgs(Record):
@@ -597,6 +607,9 @@ class ToolCallArgs(Record):
     names its job); a call nobody follows gets its answer alone."""
     api_key: str | None = None
     """The key a `spawn` of a prompt child uses, as the asking client's environment has it (never journaled)."""
+    room: ResultRoom | None = None
+    """How much text the asking client hands its model whole (`eukhe.core.clients`): the answer's output window and
+    its text are cut to fit, with counts and notice over the whole output. None: the session's own window."""
 
     def __repr__(self) -> str:  # the key never goes in a log or a traceback
         return f"ToolCallArgs(session={self.session!r}, tool={self.tool!r})"

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from eukhe.core.bound import DEFAULT_LIMITS, Keep, Off, On, OutputLimits, Truncation
+from eukhe.core.clients import MIN_ROOM_BYTES
 from eukhe.errors import InputError
 from eukhe.records.base import Record, refusal
 from eukhe.records.sandbox import ProjectSandbox, SandboxPolicy
@@ -149,8 +150,9 @@ class ModelProvider(Record):
 
 class UserSettings(Record):
     """`<agent dir>/settings.json`: the user's own settings. Only here may `kernel_transport` and `model` be set,
-    the daemon's upkeep (idle culling, artifact retention: `Upkeep`, whose defaults a missing key keeps), and the
-    cap of one artifact (`artifact_max_bytes`: 0 for none, else at least `eukhe.core.artifact.MIN_CAP`)."""
+    the daemon's upkeep (idle culling, artifact retention: `Upkeep`, whose defaults a missing key keeps), the
+    cap of one artifact (`artifact_max_bytes`: 0 for none, else at least `eukhe.core.artifact.MIN_CAP`), and the
+    size of an MCP tool result (`mcp_result_max_bytes`)."""
 
     kernel_transport: KernelTransport | None = None
     sandbox: SandboxPolicy | None = None
@@ -163,6 +165,9 @@ class UserSettings(Record):
     artifact_max_bytes: NonNegative | None = None
     model: ModelProvider | None = None
     """The model a prompt child thinks with (the user's alone: it names where the API key is sent)."""
+    mcp_result_max_bytes: Annotated[int, msgspec.Meta(ge=MIN_ROOM_BYTES)] | None = None
+    """How many bytes of one tool result `eukhe mcp` sends a client, whatever client it is (None: as
+    `eukhe.core.clients` knows the client; docs/mcp.md, "Results")."""
 
 
 DEFAULT_SESSION_IDLE_TIMEOUT_S = 600.0

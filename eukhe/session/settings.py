@@ -170,6 +170,13 @@ def load_artifact_max_bytes() -> int:
     return DEFAULT_ARTIFACT_MAX_BYTES if cap is None else cap
 
 
+def load_mcp_result_max_bytes() -> int | None:
+    """The user's `mcp_result_max_bytes` (None: unset); a file that does not decode is refused (`bad_setting`,
+    naming the file and the key)."""
+    user = _read(user_settings_path(), UserSettings)
+    return user.mcp_result_max_bytes if isinstance(user, UserSettings) else None
+
+
 def model_key_here() -> str | None:
     """The API key for a prompt child as this process's environment holds it, in the variable the user's `model`
     setting names (None: no such setting, or the variable is unset). A client passes it along with its spawn."""

@@ -144,10 +144,10 @@ def make_env(root: Path) -> DaemonEnv:
     return world
 
 
-@pytest.fixture
-def world() -> Iterator[DaemonEnv]:
+@contextlib.contextmanager
+def private_world(prefix: str = "ek") -> Iterator[DaemonEnv]:
     """A private world (short path: socket paths must stay under 108 bytes); its daemon is stopped at the end."""
-    root = Path(tempfile.mkdtemp(prefix="ek", dir="/tmp"))
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     world = make_env(root)
     try:
         yield world
@@ -155,6 +155,13 @@ def world() -> Iterator[DaemonEnv]:
         left = world.stop()
         shutil.rmtree(root, ignore_errors=True)
     assert not left, f"processes outlived the daemon stop: {left}"
+
+
+@pytest.fixture
+def world() -> Iterator[DaemonEnv]:
+    """A private world; its daemon is stopped at the end."""
+    with private_world() as world:
+        yield world
 
 
 def run_all(cmds: Sequence[Sequence[str]], world: DaemonEnv) -> list[subprocess.CompletedProcess[str]]:

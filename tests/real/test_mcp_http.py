@@ -91,13 +91,25 @@ def listening(errlog: Path, process: subprocess.Popen[bytes]) -> str | None:
 
 
 @contextmanager
-def http_server(world: DaemonEnv, *args: str, address: str = "127.0.0.1:0", **env: str) -> Iterator[HttpServer]:
-    """`eukhe mcp --http ADDRESS ARGS` started, once it listens; killed at the end if it still runs."""
+def http_server(
+    world: DaemonEnv, *args: str, address: str = "127.0.0.1:0", structured: bool = True, **env: str
+) -> Iterator[HttpServer]:
+    """`eukhe mcp --http ADDRESS ARGS` started, once it listens; killed at the end if it still runs. `structured`:
+    with `--structured` (the answer records a test checks; the default server sends text only)."""
     errlog = world.root / f"mcp-http-{len(list(world.root.glob('mcp-http-*.err')))}.err"
     with errlog.open("w") as stderr:
         process = world.spawned.add(
             subprocess.Popen(
-                [sys.executable, "-m", "eukhe.cli.main", "mcp", "--http", address, *args],
+                [
+                    sys.executable,
+                    "-m",
+                    "eukhe.cli.main",
+                    "mcp",
+                    "--http",
+                    address,
+                    *args,
+                    *(["--structured"] if structured else []),
+                ],
                 env={**world.env, **env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -581,7 +593,7 @@ def inspector_checks(world: DaemonEnv, *target: str) -> None:
     assert [tool["name"] for tool in listed["tools"]] == list(TOOLS)
     called = inspector(world, *target, "--method", "tools/call", "--tool-name", "bash", "--tool-arg", "command=echo hi")
     assert called["content"] == [{"type": "text", "text": "hi\n[exit 0]"}], called
-    assert called["structuredContent"]["exit_code"] == 0
+    assert "structuredContent" not in called, "the default server sends the text alone"
 
 
 def test_the_mcp_inspector_cli_lists_the_tools_and_calls_bash_over_stdio(world: DaemonEnv) -> None:
@@ -589,7 +601,7 @@ def test_the_mcp_inspector_cli_lists_the_tools_and_calls_bash_over_stdio(world: 
 
 
 def test_the_mcp_inspector_cli_lists_the_tools_and_calls_bash_over_http(world: DaemonEnv) -> None:
-    with http_server(world, "--cwd", str(workdir(world))) as server:
+    with http_server(world, "--cwd", str(workdir(world)), structured=False) as server:
         target = (server.url, "--transport", "http", "--header", f"Authorization: Bearer {server.token}")
         inspector_checks(world, *target)
         assert "connection 2 (session" in server.stderr, "each Inspector run was a connection of its own"

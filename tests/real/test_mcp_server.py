@@ -88,12 +88,21 @@ def text_of(result: types.CallToolResult) -> str:
 
 
 @asynccontextmanager
-async def mcp_server(world: DaemonEnv, *args: str) -> AsyncIterator[Server]:
-    """`eukhe mcp ARGS` under the real client, initialized; stderr goes to a file of the world."""
+async def mcp_server(
+    world: DaemonEnv, *args: str, structured: bool = True, client_name: str | None = None
+) -> AsyncIterator[Server]:
+    """`eukhe mcp ARGS` under the real client, initialized; stderr goes to a file of the world. `structured`: with
+    `--structured`, so that a test can check the answer records (the default server sends text only);
+    `client_name`: the `clientInfo.name` the client gives (default: the SDK's)."""
     errlog = world.root / f"mcp-{len(list(world.root.glob('mcp-*.err')))}.err"
-    params = StdioServerParameters(command=sys.executable, args=["-m", "eukhe.cli.main", "mcp", *args], env=world.env)
+    argv = ["-m", "eukhe.cli.main", "mcp", *args, *(["--structured"] if structured else [])]
+    params = StdioServerParameters(command=sys.executable, args=argv, env=world.env)
+    info = None if client_name is None else types.Implementation(name=client_name, version="1.0")
     with errlog.open("w") as stderr:
-        async with stdio_client(params, errlog=stderr) as (read, write), ClientSession(read, write) as client:
+        async with (
+            stdio_client(params, errlog=stderr) as (read, write),
+            ClientSession(read, write, client_info=info) as client,
+        ):
             yield Server(client, await client.initialize(), errlog, write)
 
 

@@ -156,6 +156,12 @@ def test_progress_says_the_bytes_and_lines_so_far() -> None:
     assert message == "job job-1 running for 2.0 s: 1 byte, 1 line of output so far; last: step 3 of 9"
 
 
+def test_progress_of_a_wait_names_the_jobs_own_age_not_the_waits() -> None:
+    counts = row(bytes_kept=1, bytes_dropped=0, lines_kept=1, lines_dropped=0)
+    message = progress_message(0.2, CallLive(elapsed_ms=200, job=counts, job_elapsed_ms=700))
+    assert message == "job job-1 running for 0.7 s: 1 byte, 1 line of output so far"
+
+
 # --- the file tools ---------------------------------------------------------------------------------------------------
 
 
@@ -308,7 +314,7 @@ def test_a_huge_answer_shows_its_head_and_says_the_structured_result_holds_it() 
     assert whole.startswith(head)
     assert len(head.encode()) == ANSWER_CLIP.max_bytes
     dropped = f"{len(whole.encode()) - ANSWER_CLIP.max_bytes} bytes (0 lines)"
-    assert said == f"[answer cut: {dropped} dropped from the end; the structured result holds all of it]"
+    assert said == f"[answer cut: {dropped} dropped from the end; the call's record holds all of it]"
 
 
 def test_many_reports_are_clipped_to_the_default_limits() -> None:

@@ -95,7 +95,8 @@ def test_each_tool_is_its_daemon_op_without_session(name: str) -> None:
 
 @pytest.mark.parametrize("name", list(TOOLS))
 def test_each_schema_is_generated_from_the_records_with_an_object_at_its_root(name: str) -> None:
-    listing = TOOLS[name].listing()
+    listing = TOOLS[name].listing(structured=True)
+    assert TOOLS[name].listing().output_schema is None, "without --structured: no outputSchema"
     assert listing.name == name
     assert listing.input_schema == object_schema(TOOLS[name].args)
     assert listing.input_schema["type"] == "object"
@@ -112,12 +113,12 @@ def test_each_schema_is_generated_from_the_records_with_an_object_at_its_root(na
 
 @pytest.mark.parametrize("answer", ANSWERS)
 def test_the_output_schema_accepts_the_answer_record_and_nothing_else(answer: Any) -> None:
-    schema = TOOLS["bash"].listing().output_schema
+    schema = TOOLS["bash"].listing(structured=True).output_schema
     assert schema is not None
     jsonschema.validate(answer.to_json(), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**answer.to_json(), "status": "running"}, schema)
-    listing = TOOLS["jobs_list"].listing().output_schema
+    listing = TOOLS["jobs_list"].listing(structured=True).output_schema
     assert listing is not None
     row = JobRow(
         id="job-1",
@@ -173,7 +174,7 @@ NEW_ANSWERS: dict[str, Any] = {
 
 @pytest.mark.parametrize("name", list(NEW_ANSWERS))
 def test_the_output_schema_of_each_new_tool_accepts_its_answer_and_refuses_a_drift(name: str) -> None:
-    schema = TOOLS[name].listing().output_schema
+    schema = TOOLS[name].listing(structured=True).output_schema
     assert schema is not None
     answer = NEW_ANSWERS[name].to_json()
     jsonschema.validate(answer, schema)

@@ -161,6 +161,8 @@ def test_sandbox_bwrap_argv_mounts_every_layer_once_and_masks_read_only_last(fac
         ):
             assert layer.path in argv
     for layer in core.layers(facts):  # each cache copy-on-write: an overlay over the host's, or its private copy
+        if layer.path in ("/tmp", facts.tmp):
+            continue  # the sandbox's /tmp is the private one, whatever layer names that path
         if layer.kind is core.Kind.CACHE and layer.source is None:
             assert ("--overlay-src", layer.path, "--tmp-overlay", layer.path) in quads(argv)
         elif layer.kind is core.Kind.CACHE:

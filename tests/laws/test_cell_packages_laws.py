@@ -123,6 +123,14 @@ def test_no_error_but_a_module_not_found_gets_a_hint(
     assert missing_module_hint(ename, evalue, setting=setting, venv=facts, lib="python3.11") is None
 
 
+@given(st.text(max_size=30).filter(lambda name: name != "ModuleNotFoundError"), NAMES, SETTINGS, FACTS)
+def test_another_error_with_the_same_message_gets_no_hint(
+    ename: str, module: str, setting: VenvSetting, facts: VenvFacts
+) -> None:
+    message = f"No module named '{module}'"
+    assert missing_module_hint(ename, message, setting=setting, venv=facts, lib="python3.11") is None
+
+
 @given(NAMES, SETTINGS, FACTS)
 def test_a_missing_module_gets_one_line_that_says_how(module: str, setting: VenvSetting, facts: VenvFacts) -> None:
     hint = missing_module_hint(

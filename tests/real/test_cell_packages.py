@@ -109,6 +109,7 @@ def test_a_cell_imports_what_a_confined_uv_pip_install_put_into_the_workspace_ve
                 ("1 / 0", "ZeroDivisionError"),
                 ("from cellpkg_demo import nothing_here", "ImportError"),
                 ("raise ModuleNotFoundError('made up')", "ModuleNotFoundError"),
+                ("raise ImportError(\"No module named 'cellpkg_nope'\")", "ImportError"),
             ):
                 failed = settled(await session.ipython(code, BUDGET_MS))
                 assert failed.error is not None and failed.error.ename == ename, answer_text(failed)

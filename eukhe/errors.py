@@ -84,6 +84,7 @@ CATALOGUE: dict[str, str] = {
     "kernel_setup_failed": "a command that builds the kernel venv failed",
     "uv_not_found": "no uv was found, and this caller may not install one",
     "kernel_user_python_missing": "EUKHE_KERNEL_PYTHON names a file that is not an executable",
+    "kernel_added_packages": "packages cannot be added to the kernel venv this way: EUKHE_KERNEL_PYTHON is set",
     "kernel_bootstrap_lock_timeout": "another process held the kernel's bootstrap lock longer than this caller waits",
     # @remote: kernel functions the host offers as tools
     "remote_call_error": "a call of a kernel's `@rlm.remote` function failed: `kind` says how (not_running, "

@@ -232,6 +232,7 @@ class Kernel:
         self.host_counter = 0
         self.children: dict[int, subprocess.Popen[Any]] = {}
         self.shutting_down = False
+        self.pth_read: set[tuple[str, str]] = set()  # the `.pth` files of the host's site dirs read so far
         self.loop = asyncio.new_event_loop()
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.requests = RequestReader(self.in_fd, self.loop, self._serve_line, self._on_eof)
@@ -273,7 +274,7 @@ class Kernel:
             encode_frame(
                 "ready",
                 None,
-                {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "python": sys.version.split()[0]},
+                {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "python": sys.version.split()[0], "lib": venv_lib()},
             )
         )
         # After `ready` (a large snapshot must not look like a start that hangs), before the first cell runs: the
@@ -630,6 +631,13 @@ class Kernel:
                 cell = Cell(cell_id)
                 if not skip:
                     self.running = cell
+            site_dirs = message.get("site_dirs")
+            if site_dirs:  # before the cell, interrupted or not: the host counts them as added
+                token = CELL_ID.set(cell_id)  # what a `.pth` file prints is the cell's
+                try:
+                    self._add_site_dirs(site_dirs)
+                finally:
+                    CELL_ID.reset(token)
             if skip:
                 error = self._error_frame(cell_id, "KeyboardInterrupt", "interrupted before it started", [])
                 self.writer.frame(error + encode_frame("done", cell_id, {"status": "interrupted"}))
@@ -640,6 +648,28 @@ class Kernel:
                 await self._serve_cell(cell, code if isinstance(code, str) else "")
             finally:
                 self.requests.cell_ended()
+
+    def _add_site_dirs(self, dirs: Any) -> None:
+        """Put each directory the host names (a workspace venv's site-packages) at the end of `sys.path` and read its
+        `.pth` files as `site` reads a venv's, each file once (an editable install's finder is set up once); then
+        drop the import system's directory caches, so what was installed there since imports now."""
+        import importlib  # noqa: PLC0415 - lazy on purpose: most kernels are never told of a workspace venv
+        import site  # noqa: PLC0415
+
+        for path in dirs if isinstance(dirs, list) else []:
+            if not isinstance(path, str):
+                continue
+            if path not in sys.path:
+                sys.path.append(path)
+            try:
+                names = sorted(name for name in os.listdir(path) if name.endswith(".pth"))
+            except OSError:
+                continue
+            for name in names:
+                if (path, name) not in self.pth_read:
+                    self.pth_read.add((path, name))
+                    site.addpackage(path, name, None)
+        importlib.invalidate_caches()
 
     async def _serve_cell(self, cell: Cell, code: str) -> None:
         """Run one cell and answer it: its result or error and its `done`, after every byte it wrote."""
@@ -765,6 +795,13 @@ class Kernel:
 
     def _error_frame(self, cell_id: str, ename: str, evalue: str, trace: list[str]) -> bytes:
         return encode_frame("error", cell_id, {"ename": ename, "evalue": evalue[:TRACEBACK_CHARS], "traceback": trace})
+
+
+def venv_lib() -> str:
+    """The directory a venv of this Python has under `lib/`: `python3.11`, `python3.13t` when free-threaded."""
+    kind = "pypy" if sys.implementation.name == "pypy" else "python"
+    threaded = "t" if "t" in getattr(sys, "abiflags", "") else ""
+    return f"{kind}{sys.version_info[0]}.{sys.version_info[1]}{threaded}"
 
 
 def _safe_str(exc: BaseException) -> str:

@@ -188,9 +188,11 @@ class CellJobs:
                 displays=list(outcome.displays),
                 displays_notice=outcome.displays_notice,
                 displays_dropped=outcome.displays_dropped,
+                notices=list(run.notices),
             )
         job = detached[0] if detached else detach()
-        return Detached(job=job.id, kind="cell", command=title, budget_ms=span, output=waiter.snapshot().to_record())
+        output, notices = waiter.snapshot().to_record(), list(run.notices)
+        return Detached(job=job.id, kind="cell", command=title, budget_ms=span, output=output, notices=notices)
 
     def _detach(self, run: CellRun, record: _Recording, detached: list[Job], job_id: str, title: str) -> Job:
         """The cell becomes job `job_id` of the table, counting every byte it wrote before."""

@@ -117,6 +117,8 @@ class CellRun:
         self._end_listeners: list[Callable[[CellOutcome], None]] = []
         self._done: asyncio.Future[CellOutcome] = asyncio.get_running_loop().create_future()
         self._waiters: list[asyncio.Future[CellOutcome]] = []
+        self.notices: tuple[str, ...] = ()
+        """What the host said as the cell was sent (the workspace venv its kernel imports from now): its answer's."""
 
     @property
     def output(self) -> BoundedOutput:

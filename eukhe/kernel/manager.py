@@ -22,9 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from eukhe.clock import Clock, MonotonicClock, wait_within
 from eukhe.core import kernel_life as life_table
 from eukhe.core.bound import DEFAULT_TRUNCATION, Truncation
+from eukhe.core.cell_packages import kernel_lib
 from eukhe.core.gate import DEFAULT_LIMITS, Admission, Dropped, Event, FaultReason, GateLimits, ProtocolFault, Refusal
 from eukhe.core.kernel_life import CELL_STATUS, Effect, Life, Reason
 from eukhe.core.kernel_life import Event as LifeEvent
@@ -108,6 +111,13 @@ class KernelManager:
         self.on_child_group: Callable[[int, bool], None] | None = None
         """Hears each `bash()` process group of a Local kernel start (True) and end (False): a session keeps them
         in its journal, so a host that restarts still reaps them."""
+        self.before_cell: Callable[[int, str], tuple[tuple[str, ...], tuple[str, ...]]] | None = None
+        """Asked before each cell is sent, with the kernel's number (from 1) and the directory a venv of its Python
+        has under `lib/`: the directories the kernel adds to its `sys.path` first, and the notices of the cell's
+        answer (a session: its working directory's `.venv`, `eukhe.kernel.workspace_venv`)."""
+        self.error_hint: Callable[[str, str, str], str | None] | None = None
+        """Asked for each cell error (its type name, its message, the kernel's venv directory name): a line the
+        error's traceback ends with (a missing module: how to install it), or None."""
         self.lives: list[tuple[int, Life]] = []
         """The last DIAGNOSTICS_KEPT steps of its kernels' lives: (which kernel, counting from 1; its life)."""
         self._active_at = self.clock.now_ms()
@@ -335,6 +345,7 @@ class KernelManager:
         finally:
             self._cells_waiting -= 1
         self._touch()
+        site_dirs, notices = self._prepare(kernel)
         cell_id = f"c{next(self._ids)}"
         run = CellRun(
             cell_id,
@@ -344,8 +355,9 @@ class KernelManager:
         )
         if on_output is not None or on_end is not None:
             run.add_listener(on_output or (lambda _data: None), on_end or (lambda _outcome: None))
+        run.notices = notices
         kernel.work.cells[cell_id] = run
-        self._send(kernel, wire.ExecuteRequest(id=cell_id, code=code))
+        self._send(kernel, wire.ExecuteRequest(id=cell_id, code=code, site_dirs=list(site_dirs) or None))
         await kernel.process.drain()
         return run
 
@@ -458,4 +470,35 @@ class KernelManager:
         elif isinstance(frame, wire.DiagnosticFrame):
             self._diagnose(f"python kernel: {frame.message}")
         elif not isinstance(frame, wire.ReadyFrame):
+            if isinstance(frame, wire.ErrorFrame) and self.error_hint is not None:
+                frame = self._hinted(kernel, frame)
             kernel.work.act(frame)
+
+    def _prepare(self, kernel: _Kernel) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """What `before_cell` says for the next cell on `kernel` (one that fails is logged: the cell runs as it is)."""
+        if self.before_cell is None:
+            return (), ()
+        try:
+            return self.before_cell(kernel.number, _lib(kernel))
+        except Exception as exc:  # a cell is never lost to what is only added around it
+            self._diagnose(f"preparing a cell failed: {type(exc).__name__}: {exc}")
+            return (), ()
+
+    def _hinted(self, kernel: _Kernel, frame: wire.ErrorFrame) -> wire.ErrorFrame:
+        """The error with the hint's line at the end of its traceback, when there is one (a hint that fails is
+        logged, and the error goes on as it came)."""
+        assert self.error_hint is not None
+        try:
+            line = self.error_hint(frame.ename, frame.evalue, _lib(kernel))
+        except Exception as exc:  # the hint must never cost the cell its error
+            self._diagnose(f"the hint for a cell's {frame.ename} failed: {type(exc).__name__}: {exc}")
+            return frame
+        if line is None:
+            return frame
+        return msgspec.structs.replace(frame, traceback=[*frame.traceback, line + "\n"])
+
+
+def _lib(kernel: _Kernel) -> str:
+    """The directory a venv of the kernel's Python has under `lib/` (a started kernel's ready frame says it)."""
+    ready = kernel.ready.result()
+    return ready.lib or kernel_lib(ready.python)

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Unpack
 
+from eukhe.core.cell_packages import VenvSetting
 from eukhe.core.gate import Admission
 from eukhe.fs import REQUESTS as FS_REQUESTS
 from eukhe.kernel.cells import CellJobs
@@ -25,6 +26,7 @@ from eukhe.kernel.manager import HostHandler, KernelManager
 from eukhe.kernel.remote import REGISTER as REMOTE_REGISTER
 from eukhe.kernel.remote import SessionRemote
 from eukhe.kernel.transport import path_map_of, wrapped_launch
+from eukhe.kernel.workspace_venv import WorkspaceVenv
 from eukhe.procs import kill_group, start_ticks
 from eukhe.records.jobs import Detached, Settled
 from eukhe.records.journal import DocPut, DocRetire, JournalRecord
@@ -129,6 +131,10 @@ class SessionKernel:
                 clock=session.job_table.clock,
             )
             manager.on_child_group = self._kernel_group
+            if session.kernel_transport is None:  # a Local kernel sees the host's paths: it can import from .venv
+                venv = WorkspaceVenv(session.cwd, VenvSetting(session.settings.workspace_venv))
+                manager.before_cell = venv.before_cell
+                manager.error_hint = venv.hint
             self._cells = CellJobs(manager, session.job_table)
         return self._cells
 

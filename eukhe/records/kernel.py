@@ -14,12 +14,14 @@ from eukhe.records.base import Record
 
 
 class ReadyFrame(Record, tag="ready", tag_field="event"):
-    """The kernel's handshake: its protocol version, pid and Python version."""
+    """The kernel's handshake: its protocol version, pid and Python version, and the directory a venv of its Python
+    has under `lib/` (`python3.11`; a kernel that does not say is taken for CPython of its version)."""
 
     protocol: int
     pid: int
     python: str
     id: None = None
+    lib: str | None = None
 
 
 class StdoutFrame(Record, tag="stdout", tag_field="event"):
@@ -108,11 +110,13 @@ KERNEL_EVENT_RECORDS: dict[str, type[KernelEvent]] = {
 knows of a record, not of a union, which it would work out again on every frame)."""
 
 
-class ExecuteRequest(Record, tag="execute", tag_field="request"):
-    """Run a cell."""
+class ExecuteRequest(Record, tag="execute", tag_field="request", omit_defaults=True):
+    """Run a cell; first put the `site_dirs` at the end of `sys.path` (again: their new `.pth` files are read and
+    the import caches dropped), when the host names any."""
 
     id: str
     code: str
+    site_dirs: list[str] | None = None
 
 
 class InterruptRequest(Record, tag="interrupt", tag_field="request"):

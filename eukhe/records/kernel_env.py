@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+import msgspec
+
 from eukhe.records.base import Record
 
 
@@ -25,6 +27,17 @@ class KernelStamp(Record):
     python: PythonChoiceRecord
 
 
+class AddedPackagesRecord(Record):
+    """`kernel-venv.with.json`: the packages the user added (`eukhe kernel install --with`), their lock (every wheel
+    with its hashes; the kernel lock's own packages left out), the digest of the kernel lock it was resolved
+    against and the Python it was resolved for (a build on another Python leaves it out)."""
+
+    requirements: list[str]
+    lock: str
+    base: str
+    python: PythonChoiceRecord
+
+
 class KernelState(Record):
     """`eukhe kernel install --check --json`: the kernel environment's state, from local files only."""
 
@@ -40,6 +53,8 @@ class KernelState(Record):
     lock: str
     uv: str | None
     python_version_pin: str
+    added_packages: list[str] = msgspec.field(default_factory=list)
+    """What `eukhe kernel install --with` added (the record beside the venv)."""
 
 
 class KernelInstalled(Record):
@@ -49,3 +64,5 @@ class KernelInstalled(Record):
     built: bool
     user_python: bool
     commands: list[list[str]]
+    added_packages: list[str] = msgspec.field(default_factory=list)
+    """The packages added with `--with`, all of them (those of earlier installs too)."""

@@ -86,11 +86,18 @@ def setting_of(truncation: Truncation) -> TruncationSetting:
     raise TypeError(f"not a Truncation: {truncation!r}")
 
 
+WorkspaceVenv = Literal["auto", "off"]
+"""Whether cells import from `<cwd>/.venv` too (`eukhe.core.cell_packages.VenvSetting`): `auto` when it holds a
+site-packages for the kernel's Python, `off` never."""
+
+
 class SessionSettings(Record):
-    """A session's settings, recorded in its header: the output bound and the blocking budget."""
+    """A session's settings, recorded in its header: the output bound, the blocking budget, and whether its cells
+    import from the working directory's `.venv` (`workspace_venv`, docs/kernel-install.md)."""
 
     truncation: TruncationSetting = msgspec.field(default_factory=Limits)
     tool_blocking_budget_ms: NonNegative = DEFAULT_BLOCKING_BUDGET_MS
+    workspace_venv: WorkspaceVenv = "auto"
 
     def __post_init__(self) -> None:
         checked(self)
@@ -168,6 +175,7 @@ class UserSettings(Record):
     mcp_result_max_bytes: Annotated[int, msgspec.Meta(ge=MIN_ROOM_BYTES)] | None = None
     """How many bytes of one tool result `eukhe mcp` sends a client, whatever client it is (None: as
     `eukhe.core.clients` knows the client; docs/mcp.md, "Results")."""
+    workspace_venv: WorkspaceVenv | None = None
 
 
 DEFAULT_SESSION_IDLE_TIMEOUT_S = 600.0
@@ -209,3 +217,6 @@ class ProjectSettings(Record):
     tool_blocking_budget_ms: NonNegative | None = None
     kernel_transport: Any = None
     sandbox: ProjectSandbox | None = None
+    workspace_venv: WorkspaceVenv | None = None
+    """A project may set it: it only puts a directory of its own working directory, which the kernel may read
+    anyway, on the kernel's `sys.path`; it loosens no rule of the sandbox."""

@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from eukhe import paths
 from eukhe.beneath import NotRegularError, TooLargeError, read_regular
 from eukhe.core import sandbox as policy_rules
@@ -121,14 +123,13 @@ def load_settings(cwd: str | os.PathLike[str]) -> LoadedSettings:
     for scope in (user, project):
         if scope is None:
             continue
+        # Each key the scope sets replaces that key alone: the others keep what the scope before gave them.
         if scope.truncation is not None:
-            settings = SessionSettings(
-                truncation=scope.truncation, tool_blocking_budget_ms=settings.tool_blocking_budget_ms
-            )
+            settings = msgspec.structs.replace(settings, truncation=scope.truncation)
         if scope.tool_blocking_budget_ms is not None:
-            settings = SessionSettings(
-                truncation=settings.truncation, tool_blocking_budget_ms=scope.tool_blocking_budget_ms
-            )
+            settings = msgspec.structs.replace(settings, tool_blocking_budget_ms=scope.tool_blocking_budget_ms)
+        if scope.workspace_venv is not None:
+            settings = msgspec.structs.replace(settings, workspace_venv=scope.workspace_venv)
     if isinstance(project, ProjectSettings) and project.kernel_transport is not None:
         diagnostics.append(
             f"{project_path}: kernel_transport is a user setting (it would run code on other machines): it is "

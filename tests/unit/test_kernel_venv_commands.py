@@ -182,3 +182,24 @@ def test_a_skill_installs_from_its_directory_offline() -> None:
     python = str(VENV / "bin" / "python")
     argv = skill_install_args(UV, VENV / "bin" / "python", Path("/skills/plot"))
     assert argv == (str(UV), "pip", "install", "--offline", "--python", python, "--no-deps", "/skills/plot")
+
+
+def test_the_added_packages_lock_is_installed_with_the_kernel_lock_under_the_same_hash_check() -> None:
+    """`eukhe kernel install --with`: every build (a session's offline ones too) installs the added lock in the
+    same `--require-hashes` command as the kernel lock; without one, the argv and the build id are as before."""
+    added = SOURCE.parent / "added-lock.txt"
+    for _, plan in all_builds():
+        python = MANAGED_PYTHON if plan.python is PythonSource.MANAGED else GIVEN
+        plain = venv_build_commands(plan, uv=UV, python=python, venv=VENV, lock=KERNEL_LOCK, runtime_source=SOURCE)
+        with_added = venv_build_commands(
+            plan, uv=UV, python=python, venv=VENV, lock=KERNEL_LOCK, runtime_source=SOURCE, added_lock=added
+        )
+        for before, after in zip(plain, with_added, strict=True):
+            if after.action is Action.LOCK_INSTALL:
+                assert list(after.argv) == [*before.argv, "-r", str(added)]
+                assert "--require-hashes" in after.argv and ":all:" in after.argv
+            else:
+                assert after == before
+    assert build_id(added=None) == build_id()
+    assert build_id(added="a==1 \\\n    --hash=sha256:00\n") != build_id()
+    assert build_id(added="a==1\n") != build_id(added="a==2\n")

@@ -53,6 +53,12 @@ class UserPythonMissingError(KernelEnvError):
         self.path = path
 
 
+class AddedPackagesError(KernelEnvError):
+    """Packages cannot be added to the kernel venv this way (the kernel runs on a user's Python)."""
+
+    code = "kernel_added_packages"
+
+
 class BootstrapLockTimeoutError(KernelEnvError):
     """Another process held the bootstrap lock for longer than this caller waits."""
 
@@ -68,6 +74,9 @@ HINTS = {
     "runtime_install": "the kernel runtime could not be installed from its local directory",
     "check": "`uv pip check` found the venv inconsistent",
     "python": "--python must name a runnable Python 3.11 or newer",
+    "added_compile": "the packages named with --with could not be resolved into wheels for the kernel's Python, "
+    "each with its hashes (a name no index has, no wheel for this Python, or a conflict with the kernel lock's "
+    "pins); nothing was changed",
 }
 
 

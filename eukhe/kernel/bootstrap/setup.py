@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eukhe.core.kernel_added import AddedStep, applies, merged, plan_added
 from eukhe.core.kernel_local import (
     Build,
     KernelMissing,
@@ -27,8 +29,10 @@ from eukhe.core.kernel_local import (
     plan_setup,
 )
 from eukhe.errors import EukheError
+from eukhe.kernel.bootstrap.added import as_core, choice_text, keep_added, lock_digest, make_added, read_added
 from eukhe.kernel.bootstrap.dir_lock import bootstrap_lock
 from eukhe.kernel.bootstrap.errors import (
+    AddedPackagesError,
     KernelEnvError,
     KernelNotInstalledError,
     KernelSetupError,
@@ -49,7 +53,7 @@ from eukhe.kernel.bootstrap.venv import (
     venv_state,
 )
 from eukhe.private_fs import make_private_dirs
-from eukhe.records.kernel_env import KernelState
+from eukhe.records.kernel_env import AddedPackagesRecord, KernelState
 
 USER_PYTHON_VARIABLE = "EUKHE_KERNEL_PYTHON"
 _QUERY_PYTHON = (
@@ -66,6 +70,14 @@ class SetupView:
     step: SetupStep
     python: PythonChoice | None  # the Python a build would use (requested for install, recorded for a session)
     build: str
+    added: AddedPackagesRecord | None = None  # the added packages a build installs (their lock is for `python`)
+
+
+class FromRecord:
+    """Take the added packages from their record beside the venv (not from the caller)."""
+
+
+FROM_RECORD = FromRecord()
 
 
 def user_python() -> str | None:
@@ -80,18 +92,25 @@ def setup_step(
     requested: PythonChoice | None = None,
     lock: Path = KERNEL_LOCK,
     package_dir: Path | None = None,
+    added: AddedPackagesRecord | FromRecord | None = FROM_RECORD,
 ) -> SetupView:
-    """Read the facts (user Python, the venv's stamp, the last install's record) and ask the core for the step."""
-    current = build_id(lock, package_dir)
+    """Read the facts (user Python, the venv's stamp, the last install's record, the added packages' record unless
+    `added` is given) and ask the core for the step."""
     recorded = read_record(paths)
     if recorded is None and paths.venv.exists():
         stamp = read_stamp(paths.venv)
         recorded = stamp.python if stamp is not None else None
+    chosen = requested if purpose is Purpose.INSTALL else recorded
+    extra = read_added(paths) if isinstance(added, FromRecord) else added
+    if extra is not None and (
+        chosen is None or not applies(choice_text(PythonChoice.of(extra.python)), choice_text(chosen))
+    ):
+        extra = None  # a lock made for another Python is not installed on this one
+    current = build_id(lock, package_dir, None if extra is None else extra.lock)
     wanted = requested if purpose is Purpose.INSTALL else None
     state = venv_state(paths, current, wanted)
     if state is VenvState.READY and _holds_project_skills(paths):
         state = VenvState.STALE  # the venv is every session's: one that may hold a project's package is rebuilt
-    chosen = requested if purpose is Purpose.INSTALL else recorded
     facts = SetupFacts(
         purpose=purpose,
         user_python=user_python() is not None,
@@ -99,7 +118,7 @@ def setup_step(
         recorded=None if recorded is None else recorded.source,
         requested=(chosen or MANAGED_PYTHON).source,
     )
-    return SetupView(facts, plan_setup(facts), chosen, current)
+    return SetupView(facts, plan_setup(facts), chosen, current, extra)
 
 
 def _holds_project_skills(paths: KernelPaths) -> bool:
@@ -118,6 +137,7 @@ class InstallResult:
     user_python: bool = False
     waited: bool = False  # another process held the bootstrap lock first
     skill_failures: list[str] = field(default_factory=list)  # each Python skill that did not install, with uv's text
+    added_packages: list[str] = field(default_factory=list)  # what `--with` added, all of it
 
 
 def _user_python_path() -> Path:
@@ -137,22 +157,27 @@ async def _setup(
     lock: Path,
     package_dir: Path | None,
     lock_timeout: float | None,
+    added: AddedPackagesRecord | FromRecord | None = FROM_RECORD,
 ) -> InstallResult:
-    """Plan; if a build is due, take the bootstrap lock, plan again (someone may have built meanwhile) and build."""
-    view = setup_step(purpose, paths, requested=requested, lock=lock, package_dir=package_dir)
+    """Plan; if a build is due, take the bootstrap lock, plan again (someone may have built meanwhile) and build.
+    `added` given (the install command's new added packages, or None for none): the build installs them and their
+    record is written once the venv is in place, under the same lock."""
+    view = setup_step(purpose, paths, requested=requested, lock=lock, package_dir=package_dir, added=added)
     if isinstance(view.step, UseUserPython):
         return InstallResult(_user_python_path(), built=False, user_python=True)
-    if isinstance(view.step, UseInstalled):
+    if isinstance(view.step, UseInstalled) and isinstance(added, FromRecord):
         return InstallResult(paths.python, built=False)
     if isinstance(view.step, KernelMissing):
         raise KernelNotInstalledError("no install record and no checked venv")
-    if not isinstance(view.step, Build):  # pragma: no cover - CHECK never comes here
+    if not isinstance(view.step, Build | UseInstalled):  # pragma: no cover - CHECK never comes here
         raise TypeError(f"unexpected step {view.step!r}")
     uv = await ensure_uv(may_install=purpose is Purpose.INSTALL)
     make_private_dirs(paths.parent)
     async with bootstrap_lock(paths.parent, timeout=lock_timeout) as held:
-        view = setup_step(purpose, paths, requested=requested, lock=lock, package_dir=package_dir)
+        view = setup_step(purpose, paths, requested=requested, lock=lock, package_dir=package_dir, added=added)
         if isinstance(view.step, UseInstalled):
+            if not isinstance(added, FromRecord):
+                keep_added(paths, added)  # the venv is already what these added packages make
             return InstallResult(paths.python, built=False, waited=held.waited)  # built by another meanwhile
         if not isinstance(view.step, Build) or view.python is None:
             raise KernelNotInstalledError("the plan changed under the lock")
@@ -166,7 +191,10 @@ async def _setup(
             lock=lock,
             package_dir=package_dir,
             ran=ran,
+            added=None if view.added is None else view.added.lock,
         )
+        if not isinstance(added, FromRecord):
+            keep_added(paths, added)
         return InstallResult(paths.python, built=True, commands=ran, waited=held.waited)
 
 
@@ -226,16 +254,50 @@ async def install_kernel_python(
     lock: Path = KERNEL_LOCK,
     package_dir: Path | None = None,
     lock_timeout: float | None = 900.0,
+    add: Sequence[str] = (),
+    remove: Sequence[str] = (),
 ) -> InstallResult:
-    """`eukhe kernel install`: the only setup that downloads (a uv Python, the locked wheels); keeps a ready venv."""
+    """`eukhe kernel install`: the only setup that downloads (a uv Python, the locked wheels); keeps a ready venv.
+
+    `add` (`--with`) and `remove` (`--without`) change the packages the user added to the venv: the venv is
+    built first as it is recorded, then (when the core says the added lock must be made again) the lock is made on
+    its Python and the venv is built again with it; the record is written once that venv is in place."""
     paths = paths or kernel_paths()
+    recorded = read_added(paths)
+    wanted = merged([] if recorded is None else recorded.requirements, add, remove)  # a bad name fails first
+    if (add or remove) and user_python():
+        raise AddedPackagesError(
+            "EUKHE_KERNEL_PYTHON is set: the kernel runs on that Python and eukhe installs nothing into it; install "
+            "the packages into it yourself, or unset it to use the kernel venv"
+        )
     # Without --python, a second run keeps the Python of the last install (so it keeps a ready venv).
     requested = await resolve_given_python(python) if python else (read_record(paths) or MANAGED_PYTHON)
     result = await _setup(
         Purpose.INSTALL, paths, requested, lock=lock, package_dir=package_dir, lock_timeout=lock_timeout
     )
-    if not result.user_python:
-        result.skill_failures = await _install_skills(paths, lock_timeout)
+    if result.user_python:
+        return result
+    stamp = read_stamp(paths.venv)
+    assert stamp is not None  # a venv was just kept or built
+    step = plan_added(wanted, as_core(recorded), base=lock_digest(lock), python=choice_text(stamp.python))
+    if step in (AddedStep.MAKE, AddedStep.DROP):
+        uv = await ensure_uv(may_install=True)
+        added = None
+        if step is AddedStep.MAKE:
+            added = await make_added(uv, paths, wanted, lock, stamp.python, lock_timeout=lock_timeout)
+        again = await _setup(
+            Purpose.INSTALL,
+            paths,
+            requested,
+            lock=lock,
+            package_dir=package_dir,
+            lock_timeout=lock_timeout,
+            added=added,
+        )
+        result.built = result.built or again.built
+        result.commands += again.commands
+    result.added_packages = list(wanted)
+    result.skill_failures = await _install_skills(paths, lock_timeout)
     return result
 
 
@@ -274,4 +336,5 @@ def check_state(paths: KernelPaths | None = None, *, lock: Path = KERNEL_LOCK) -
         lock=str(lock),
         uv=str(uv) if uv else None,
         python_version_pin=MANAGED_PYTHON.value,
+        added_packages=[] if view.added is None else list(view.added.requirements),
     )

@@ -5,7 +5,8 @@
 passed, then renames it into place: a half-built venv is never at the venv path, and never stamped.
 
 The build id hashes what the venv is made of: the lock file, the runtime's local sources (the build backend,
-its pyproject and every file of the `eukhe_kernel` package) and the pinned Python version. A venv stamped with
+its pyproject and every file of the `eukhe_kernel` package), the pinned Python version, and the lock of the packages
+the user added (`eukhe kernel install --with`), when there is one for the venv's Python. A venv stamped with
 another id is STALE (after an update) and a session rebuilds it offline.
 """
 
@@ -38,6 +39,8 @@ KERNEL_LOCK = RUNTIME_DIR / "requirements-kernel.txt"
 RUNTIME_PACKAGING = ("pyproject.toml", "eukhe_runtime_build.py")
 KERNEL_PYTHON_VERSION = "3.11.18"
 """The Python uv installs for the kernel (uv checks the download against the sha256 it pins for this version)."""
+ADDED_LOCK_NAME = "added-lock.txt"
+"""In a staging directory: the added packages' lock, as uv reads it."""
 STAMP_NAME = "eukhe-kernel-stamp.json"
 """In the venv: written last, after `uv pip check` passed. No stamp: not checked."""
 
@@ -89,6 +92,11 @@ class KernelPaths:
         return self.parent / f"{self.venv.name}.install.json"
 
     @property
+    def added(self) -> Path:
+        """The packages the user added (`--with`) and their lock: kept beside the venv, so a rebuild has them."""
+        return self.parent / f"{self.venv.name}.with.json"
+
+    @property
     def stamp(self) -> Path:
         """The venv's stamp."""
         return self.venv / STAMP_NAME
@@ -133,11 +141,14 @@ def runtime_sources(package_dir: Path | None = None) -> list[tuple[str, Path]]:
     return files
 
 
-def build_id(lock: Path = KERNEL_LOCK, package_dir: Path | None = None) -> str:
-    """The id of what a venv built now is made of: lock, runtime sources, pinned Python version."""
+def build_id(lock: Path = KERNEL_LOCK, package_dir: Path | None = None, added: str | None = None) -> str:
+    """The id of what a venv built now is made of: lock, runtime sources, pinned Python version, and the added
+    packages' lock when a build installs one (without one, the id is what it always was)."""
     digest = hashlib.sha256()
     digest.update(f"python {KERNEL_PYTHON_VERSION}\n".encode())
     digest.update(b"lock\n" + lock.read_bytes())
+    if added is not None:
+        digest.update(b"\nadded\n" + added.encode())
     for name, path in runtime_sources(package_dir):
         data = path.read_bytes()
         digest.update(f"\n{name} {len(data)}\n".encode() + data)
@@ -221,8 +232,10 @@ def venv_build_commands(
     venv: Path,
     lock: Path,
     runtime_source: Path,
+    added_lock: Path | None = None,
 ) -> list[BuildCommand]:
-    """The uv argv of each command of the plan, `--offline` exactly where the plan says."""
+    """The uv argv of each command of the plan, `--offline` exactly where the plan says; the added packages' lock
+    (hash-pinned too) is installed with the kernel lock, in one resolution."""
     venv_python = str(venv / "bin" / "python")
     commands: list[BuildCommand] = []
     for command in plan.commands:
@@ -236,6 +249,7 @@ def venv_build_commands(
         elif command.action is Action.LOCK_INSTALL:
             argv = [str(uv), "pip", "install", *offline, "--python", venv_python]
             argv += ["--require-hashes", "--only-binary", ":all:", "-r", str(lock)]
+            argv += ["-r", str(added_lock)] if added_lock is not None else []
         elif command.action is Action.RUNTIME_INSTALL:
             argv = [str(uv), "pip", "install", *offline, "--python", venv_python, "--no-deps", str(runtime_source)]
         else:
@@ -287,8 +301,10 @@ async def build_venv(
     lock: Path = KERNEL_LOCK,
     package_dir: Path | None = None,
     ran: list[BuildCommand] | None = None,
+    added: str | None = None,
 ) -> None:
-    """Run the plan in a staging dir, stamp it after the check, rename it into place. Hold the bootstrap lock."""
+    """Run the plan in a staging dir, stamp it after the check, rename it into place. Hold the bootstrap lock.
+    `added`: the added packages' lock text, installed with the kernel lock."""
     remove_leftovers(paths)
     staging = paths.staging()
     os.mkdir(staging, PRIVATE_DIR_MODE)
@@ -297,7 +313,13 @@ async def build_venv(
         assemble_runtime(source, package_dir)
         venv = staging / "venv"
         env = uv_environment(paths)
-        commands = venv_build_commands(plan, uv=uv, python=python, venv=venv, lock=lock, runtime_source=source)
+        added_lock = None
+        if added is not None:
+            added_lock = staging / ADDED_LOCK_NAME
+            added_lock.write_text(added)
+        commands = venv_build_commands(
+            plan, uv=uv, python=python, venv=venv, lock=lock, runtime_source=source, added_lock=added_lock
+        )
         for command in commands:
             if ran is not None:
                 ran.append(command)

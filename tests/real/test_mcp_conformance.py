@@ -13,30 +13,38 @@ bare sleeps.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
 import mcp_types as types
 import pytest
 import uvicorn
 import yaml
+from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp.client.client import Client as SdkClient
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.inbound import NAME_BEARING_METHODS
 from starlette.types import Receive, Scope, Send
 
+from eukhe.procs import group_alive
 from tests.npm_tools import need_npm_tool
 from tests.real.conftest import DaemonEnv
-from tests.real.test_mcp_http import HttpServer, http_server
-from tests.real.test_mcp_server import eventually, only_diagnostics, run, workdir
+from tests.real.test_mcp_http import HttpServer, http_client, http_server
+from tests.real.test_mcp_server import eventually, only_diagnostics, run, text_of, workdir
 
 pytestmark = pytest.mark.real
 
@@ -101,22 +109,27 @@ async def http_peer(server: HttpServer) -> AsyncIterator[Peer]:
         yield Peer(session, await session.initialize(), logs)
 
 
+async def cancelled(call: Callable[[], Awaitable[Any]], running: Callable[[], Any], what: str) -> Any:
+    """Start `call`, and cancel it once `running` holds (its value): the client cancels the request it sent."""
+    async with anyio.create_task_group() as group:
+        scope = anyio.CancelScope()
+
+        async def cancellable() -> None:
+            with scope:
+                await call()
+
+        group.start_soon(cancellable)
+        found = await eventually(running, what)
+        scope.cancel()
+    return found
+
+
 async def cancel_a_call(peer: Peer, world: DaemonEnv, stderr: Path, name: str) -> None:
     """Start a bash call, cancel it once its command runs, and wait for the server's diagnostic of that cancel."""
     started, go = world.root / f"{name}.started", world.root / f"{name}.go"
     before = stderr.read_text().count(CANCELLED)
-    async with anyio.create_task_group() as group:
-        scope = anyio.CancelScope()
-
-        async def call() -> None:
-            with scope:
-                await peer.session.call_tool(
-                    "bash", {"command": f"touch {started}; while [ ! -e {go} ]; do sleep 0.01; done"}
-                )
-
-        group.start_soon(call)
-        await eventually(started.exists, f"{name}'s command to run")
-        scope.cancel()  # the client sends notifications/cancelled
+    command = f"touch {started}; while [ ! -e {go} ]; do sleep 0.01; done"
+    await cancelled(lambda: peer.session.call_tool("bash", {"command": command}), started.exists, f"{name} to run")
     await eventually(lambda: stderr.read_text().count(CANCELLED) > before, f"{name}'s cancel on stderr")
 
 
@@ -213,12 +226,13 @@ def test_the_mcp_conformance_runners_server_scenarios_pass_over_http_but_the_exp
     with http_server(world, "--cwd", str(workdir(world))) as server:
         done = anyio.run(through_proxy, server, [*command, "--expected-failures", str(EXPECTED), "-o", str(results)])
         output = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
-        ran = {path.name.removeprefix("server-").rsplit("-20", 1)[0] for path in results.iterdir()}
+        ran = {re.sub(r"^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$", r"\1", path.name) for path in results.iterdir()}
         assert ran == set(scenarios), f"every scenario ran: {sorted(set(scenarios) ^ ran)}\n{output}"
         assert done.returncode == 0, f"a scenario outside the baseline failed, or one in it passed:\n{output}"
         assert "Baseline check passed" in output, output
         assert "Traceback" not in server.stderr, server.stderr
         assert server.stop() == 0, server.stderr
+        assert "Traceback" not in server.stderr, server.stderr
         only_diagnostics(server.stderr)
 
 
@@ -250,10 +264,12 @@ def test_mcp_logging_a_stdio_client_gets_the_servers_diagnostics_from_the_level_
 def test_mcp_logging_over_http_a_calls_diagnostic_goes_to_its_connection_and_the_servers_to_every_one(
     world: DaemonEnv,
 ) -> None:
-    async def reopened(server: HttpServer) -> None:
-        """A connection opened and deleted: the server logs both, outside every connection's requests."""
-        async with http_peer(server):
-            pass
+    refused = "refused POST /mcp: wrong_token"
+
+    async def a_refused_request(server: HttpServer) -> None:
+        """A request with a wrong token: the server logs its refusal, outside every connection's requests."""
+        async with server.http(Authorization="Bearer wrong") as http:
+            assert (await http.post(server.url, json={}, headers={"Accept": ACCEPT})).status_code == 401
 
     async def scenario(server: HttpServer) -> None:
         async with http_peer(server) as first, http_peer(server) as second:
@@ -262,18 +278,285 @@ def test_mcp_logging_over_http_a_calls_diagnostic_goes_to_its_connection_and_the
             await second.set_level("info")
 
             async def everyone_hears() -> bool:  # their GET streams are open once the server's lines reach them
-                await reopened(server)
-                return bool(first.said("ended: deleted by its client") and second.said("ended: deleted by its client"))
+                await a_refused_request(server)
+                return bool(first.said(refused) and second.said(refused))
 
             await eventually(everyone_hears, "the server's own diagnostics on both connections")
             await cancel_a_call(first, world, server.errlog, "first")
             await eventually(lambda: first.said(CANCELLED), "the cancel's diagnostic on its connection")
-            ended = len(second.said("ended: deleted by its client"))
-            await reopened(server)  # a line logged after the cancel's: had that one reached `second`, it came first
-            await eventually(lambda: len(second.said("ended: deleted by its client")) > ended, "a later line")
+            heard = len(second.said(refused))
+            await a_refused_request(server)  # a line after the cancel's: had that one reached `second`, it came first
+            await eventually(lambda: len(second.said(refused)) > heard, "a later line")
             assert not second.said(CANCELLED), "another connection's call is not this one's business"
 
     with http_server(world, "--sandbox", "off", "--cwd", str(workdir(world))) as server:
         run(lambda: scenario(server))
         assert server.stop() == 0, server.stderr
+        assert "Traceback" not in server.stderr, server.stderr
         only_diagnostics(server.stderr)
+
+
+# ---- the two eras ---------------------------------------------------------------------------------------------------
+
+MODERN = "2026-07-28"
+HANDSHAKE = "2025-11-25"
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+}
+"""What every request of the 2026-07-28 era carries in its `_meta`."""
+ACCEPT = "application/json, text/event-stream"
+
+
+def request(request_id: int, method: str, params: dict[str, Any] | None = None, *, era: str) -> dict[str, Any]:
+    """A JSON-RPC request of `era` (one of 2026-07-28 carries its envelope)."""
+    params = dict(params or {})
+    if era == MODERN:
+        params["_meta"] = {**ENVELOPE, **params.get("_meta", {})}
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params else {})}
+
+
+def modern_headers(server: HttpServer, message: dict[str, Any]) -> dict[str, str]:
+    """The headers of a 2026-07-28 request: the token, the version, the method, and the name it acts on."""
+    headers = {
+        "Authorization": f"Bearer {server.token}",
+        "Accept": ACCEPT,
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": message["method"],
+    }
+    name = (message.get("params") or {}).get(NAME_BEARING_METHODS.get(message["method"], ""))
+    return headers | ({"Mcp-Name": name} if isinstance(name, str) else {})
+
+
+async def post(http: httpx2.AsyncClient, url: str, headers: dict[str, str], message: dict[str, Any]) -> tuple[int, Any]:
+    """POST one JSON-RPC message; the status and its answer (read from JSON, or from the SSE stream's events)."""
+    answer = await http.post(url, json=message, headers=headers)
+    if not answer.content:
+        return answer.status_code, None
+    if answer.headers["content-type"].startswith("text/event-stream"):
+        events = [
+            json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:") and line[5:].strip()
+        ]
+        (found,) = [event for event in events if event.get("id") == message.get("id")]
+        return answer.status_code, found
+    return answer.status_code, answer.json()
+
+
+@asynccontextmanager
+async def modern_client(server: HttpServer) -> AsyncIterator[SdkClient]:
+    """The SDK's `Client` over streamable HTTP: it asks `server/discover` first, and speaks 2026-07-28 when served."""
+    async with (
+        server.http(Authorization=f"Bearer {server.token}") as http,
+        SdkClient(streamable_http_client(server.url, http_client=http)) as client,
+    ):
+        assert client.session.protocol_version == MODERN
+        yield client
+
+
+async def text(client: SdkClient, tool: str, args: dict[str, Any]) -> str:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content
+    return text_of(result)
+
+
+def test_mcp_http_serves_the_2026_07_28_era_beside_the_initialize_one(world: DaemonEnv) -> None:
+    pids = world.root / "pids"
+    reports: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reports.append(message or "")
+
+    async def scenario(server: HttpServer) -> str:
+        discover = request(1, "server/discover", era=MODERN)
+        async with server.http() as http:
+            status, discovered = await post(http, server.url, modern_headers(server, discover), discover)
+        assert status == 200, discovered
+        result = discovered["result"]
+        assert MODERN in result["supportedVersions"] and "tools" in result["capabilities"], result
+        assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "eukhe"
+        session = re.search(r"session ([0-9a-f]+)", result["instructions"]).group(1)  # type: ignore[union-attr]
+
+        async with modern_client(server) as modern, modern_client(server) as other, http_client(server) as legacy:
+            assert legacy.init.protocol_version == HANDSHAKE, "the initialize era as before"
+            assert legacy.eukhe_session != session
+            assert await text(modern, "bash", {"command": "echo modern"}) == "modern\n[exit 0]"
+            await text(modern, "ipython", {"code": "x = 41"})
+            assert await text(other, "ipython", {"code": "x + 1"}) == "Out: 42", "one session for every request"
+            assert "NameError" in text_of(await legacy.call("ipython", {"code": "x"})), "a connection's own session"
+
+            ticks = "for i in 1 2 3; do echo tick $i; sleep 0.5; done"
+            done = await modern.call_tool("bash", {"command": ticks}, progress_callback=on_progress)
+            assert text_of(done) == "tick 1\ntick 2\ntick 3\n[exit 0]"
+            assert any("last: tick" in message for message in reports), reports
+
+            command = f"echo $$ > {pids}; sleep 300 & echo $! >> {pids}; wait"
+
+            def job_group() -> int | None:  # read while the job runs: its process group
+                found = pids.read_text().split() if pids.exists() else []
+                return os.getpgid(int(found[0])) if len(found) == 2 else None
+
+            group_id = await cancelled(  # the client closes the call's stream: that era's cancel
+                lambda: modern.call_tool("bash", {"command": command}), job_group, "the job to run"
+            )
+            await eventually(lambda: not group_alive(group_id), "the cancelled job's group to end")
+            await eventually(lambda: CANCELLED in server.stderr, "the server's diagnostic")
+            assert await legacy.text("bash", {"command": "echo legacy"}) == "legacy\n[exit 0]"
+        return session
+
+    with http_server(world, "--sandbox", "off", "--cwd", str(workdir(world))) as server:
+        session = anyio.run(scenario, server)
+        assert f"the 2026-07-28 requests (session {session})" in server.stderr
+        assert server.stop() == 0, server.stderr
+        assert "Traceback" not in server.stderr, server.stderr
+        only_diagnostics(server.stderr)
+
+    async def attached(server: HttpServer) -> None:
+        async with modern_client(server) as modern:
+            assert await text(modern, "ipython", {"code": "x"}) == "Out: 41", "the named session's kernel"
+
+    with http_server(world, "--session", session) as server:
+        run(lambda: attached(server))
+
+
+# ---- bad input ------------------------------------------------------------------------------------------------------
+
+COMPLETE = {
+    "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+    "argument": {"name": "a", "value": "b"},
+}
+BAD_REQUESTS: list[tuple[str, dict[str, Any], dict[str, int]]] = [
+    ("eukhe/no-such-method", {}, {HANDSHAKE: types.METHOD_NOT_FOUND, MODERN: types.METHOD_NOT_FOUND}),
+    ("prompts/list", {}, {HANDSHAKE: types.METHOD_NOT_FOUND, MODERN: types.METHOD_NOT_FOUND}),
+    (
+        "prompts/get",
+        {"name": "test_simple_prompt"},
+        {HANDSHAKE: types.METHOD_NOT_FOUND, MODERN: types.METHOD_NOT_FOUND},
+    ),
+    ("completion/complete", COMPLETE, {HANDSHAKE: types.METHOD_NOT_FOUND, MODERN: types.METHOD_NOT_FOUND}),
+    ("resources/templates/list", {}, {HANDSHAKE: types.METHOD_NOT_FOUND, MODERN: types.METHOD_NOT_FOUND}),
+    (
+        "resources/subscribe",
+        {"uri": "eukhe://session/calls"},
+        {HANDSHAKE: types.METHOD_NOT_FOUND, MODERN: types.METHOD_NOT_FOUND},
+    ),
+    ("tools/call", {"name": "rm_rf", "arguments": {}}, {HANDSHAKE: types.INVALID_PARAMS, MODERN: types.INVALID_PARAMS}),
+    ("resources/read", {"uri": "test://static-text"}, {HANDSHAKE: types.INVALID_PARAMS, MODERN: types.INVALID_PARAMS}),
+    ("logging/setLevel", {"level": "loud"}, {HANDSHAKE: types.INVALID_PARAMS, MODERN: types.METHOD_NOT_FOUND}),
+]
+"""What eukhe does not serve, and the JSON-RPC error each era's client gets: a method it has no handler for (a
+capability it does not declare: prompts, completions, resource templates and subscriptions) is -32601; an unknown
+tool or resource, or a bad parameter, -32602. The 2026-07-28 era has no `logging/setLevel` at all."""
+UNKNOWN_NOTIFICATION = {"jsonrpc": "2.0", "method": "notifications/eukhe-no-such-thing", "params": {}}
+"""A notification eukhe does not know: dropped, with no answer (JSON-RPC answers no notification)."""
+STILL_SERVING = ("tools/call", {"name": "bash", "arguments": {"command": "echo still serving"}})
+
+
+def still_serving(answer: dict[str, Any]) -> None:
+    """The answer to STILL_SERVING: the call ran."""
+    assert answer["result"]["content"][0]["text"] == "still serving\n[exit 0]", answer
+
+
+@pytest.mark.parametrize("era", [HANDSHAKE, MODERN])
+def test_mcp_http_a_request_eukhe_does_not_serve_gets_its_json_rpc_error_and_the_session_goes_on(
+    world: DaemonEnv, era: str
+) -> None:
+    async def scenario(server: HttpServer) -> None:
+        async with server.http() as http:
+            if era == HANDSHAKE:
+                headers = {"Authorization": f"Bearer {server.token}", "Accept": ACCEPT}
+                opening = {
+                    "protocolVersion": HANDSHAKE,
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                }
+                opened = await http.post(server.url, json=request(0, "initialize", opening, era=era), headers=headers)
+                assert opened.status_code == 200, opened.text
+                headers |= {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": HANDSHAKE}
+                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                assert (await http.post(server.url, json=initialized, headers=headers)).status_code == 202
+
+            def headers_of(message: dict[str, Any]) -> dict[str, str]:
+                return headers if era == HANDSHAKE else modern_headers(server, message)
+
+            for number, (method, params, codes) in enumerate(BAD_REQUESTS, start=1):
+                message = request(number, method, params, era=era)
+                status, answer = await post(http, server.url, headers_of(message), message)
+                assert answer["id"] == number and answer["error"]["code"] == codes[era], (method, status, answer)
+                if era == MODERN:  # that era's transport says it in the HTTP status too
+                    assert status == (404 if codes[era] == types.METHOD_NOT_FOUND else 400), (method, status)
+            status, nothing = await post(http, server.url, headers_of(UNKNOWN_NOTIFICATION), UNKNOWN_NOTIFICATION)
+            assert (status, nothing) == (202, None)
+            method, params = STILL_SERVING
+            message = request(len(BAD_REQUESTS) + 1, method, params, era=era)
+            status, answer = await post(http, server.url, headers_of(message), message)
+            assert status == 200
+            still_serving(answer)
+
+    with http_server(world, "--cwd", str(workdir(world))) as server:
+        run(lambda: scenario(server))
+        assert "Traceback" not in server.stderr, server.stderr
+        assert server.stop() == 0, server.stderr
+        assert "Traceback" not in server.stderr, server.stderr
+        only_diagnostics(server.stderr)
+
+
+class Wire:
+    """`eukhe mcp` as a subprocess, spoken to in JSON lines on its stdin and stdout."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.stdin = process.stdin
+        self.stdout = BufferedByteReceiveStream(process.stdout)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.stdin.send(json.dumps(message).encode() + b"\n")
+
+    async def answer(self, request_id: int) -> dict[str, Any]:
+        """The answer to request `request_id` (the notifications before it passed over)."""
+        with anyio.fail_after(60):
+            while True:
+                line = json.loads(await self.stdout.receive_until(b"\n", 64 << 20))
+                if "id" in line and "method" not in line:
+                    assert line["id"] == request_id, line
+                    return line
+
+    async def ask(self, request_id: int, method: str, params: dict[str, Any], era: str) -> dict[str, Any]:
+        await self.send(request(request_id, method, params, era=era))
+        return await self.answer(request_id)
+
+
+@pytest.mark.parametrize("era", [HANDSHAKE, MODERN])
+def test_mcp_stdio_a_request_eukhe_does_not_serve_gets_its_json_rpc_error_and_the_session_goes_on(
+    world: DaemonEnv, era: str
+) -> None:
+    errlog = world.root / "mcp.err"
+
+    async def scenario() -> None:
+        command = [sys.executable, "-m", "eukhe.cli.main", "mcp", "--cwd", str(workdir(world))]
+        with errlog.open("w") as stderr:
+            async with await anyio.open_process(command, env=world.env, stderr=stderr) as process:
+                wire = Wire(process)
+                if era == HANDSHAKE:
+                    opening = {
+                        "protocolVersion": HANDSHAKE,
+                        "capabilities": {},
+                        "clientInfo": {"name": "raw", "version": "0"},
+                    }
+                    opened = await wire.ask(0, "initialize", opening, era)
+                    assert opened["result"]["protocolVersion"] == HANDSHAKE
+                    await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                else:
+                    discovered = await wire.ask(0, "server/discover", {}, era)
+                    assert MODERN in discovered["result"]["supportedVersions"], discovered
+                for number, (method, params, codes) in enumerate(BAD_REQUESTS, start=1):
+                    answer = await wire.ask(number, method, params, era)
+                    assert answer["error"]["code"] == codes[era], (method, answer)
+                await wire.send(UNKNOWN_NOTIFICATION)
+                method, params = STILL_SERVING
+                still_serving(await wire.ask(len(BAD_REQUESTS) + 1, method, params, era))
+                await wire.stdin.aclose()  # the client leaves: the server ends
+                assert await process.wait() == 0
+
+    run(scenario)
+    only_diagnostics(errlog.read_text())

@@ -10,7 +10,9 @@ session, exactly as stdio serves one. Each connection has its own `StreamableHTT
 transport, progress and cancellation included), which then holds that one MCP session; its requests are routed to it
 by their `Mcp-Session-Id`. A connection ends when its client deletes it (DELETE), when the SDK expires it (30 minutes
 with no request in flight and no stream open), or when the server stops; as on stdio its eukhe session stays in the
-daemon, and the calls in flight run on there.
+daemon, and the calls in flight run on there. Each connection keeps the SSE events it sent (`ConnectionEvents`,
+bounded by the core's `EventLog`), so a client that lost a stream resumes it with `Last-Event-ID`; with them the SDK
+opens each stream of a 2025-11-25 client with a priming event and its `retry`.
 
 Beside that era, the 2026-07-28 one (each request carrying its protocol version, no `initialize`, no session id, one
 request and its answer per POST; a client starts with `server/discover`): a request whose `MCP-Protocol-Version`
@@ -53,6 +55,7 @@ import mcp_types as types
 import pydantic_core
 import uvicorn
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
@@ -60,6 +63,7 @@ from starlette.types import Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from eukhe.calls.texts import error_text
+from eukhe.core.mcp_events import EventLog
 from eukhe.core.mcp_http import (
     ERROR_CODES,
     INVALID_REQUEST,
@@ -105,6 +109,12 @@ REQUEST_ARRIVAL_S = 15.0
 for its first request); past it the connection is closed."""
 GRACE_S = 5.0
 """At a stop, how long the open HTTP connections may take to end once their MCP sessions are closed."""
+MAX_EVENTS = 4096
+"""Most SSE events a connection keeps for a client that resumes a stream; the oldest go first."""
+MAX_EVENT_BYTES = 16 << 20
+"""Most bytes of messages a connection keeps for a client that resumes a stream (the newest event is always kept)."""
+RETRY_MS = 1000
+"""The `retry` of each stream's priming event: how long a client that lost the stream waits to resume it."""
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
 
@@ -262,6 +272,33 @@ def bind_unix(path: Path) -> socket.socket:
 
 
 # ---- the endpoint -------------------------------------------------------------------------------------------
+
+
+class ConnectionEvents(EventStore):
+    """A connection's SSE events, kept so a client that lost a stream resumes it (`Last-Event-ID`); the core's
+    bounded log decides what is kept and replayed (`eukhe.core.mcp_events`). With it the SDK opens each stream of a
+    2025-11-25 client with a priming event (an id, no data) and the `retry` to wait before reconnecting."""
+
+    def __init__(self) -> None:
+        self.log: EventLog[str] = EventLog(MAX_EVENTS, MAX_EVENT_BYTES)
+        self.prefix = secrets.token_hex(4)  # another connection's event ids are not this one's
+
+    async def store_event(self, stream_id: str, message: types.JSONRPCMessage | None) -> str:
+        text = None if message is None else message.model_dump_json(by_alias=True, exclude_unset=True)
+        return self.event_id(self.log.append(stream_id, text, len(text or "")))
+
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+        prefix, _, number = last_event_id.rpartition("-")
+        replay = self.log.after(int(number)) if prefix == self.prefix and number.isdigit() else None
+        if replay is None:
+            return None
+        for event in replay.events:  # the core replays messages only, never a priming event
+            message = types.jsonrpc_message_adapter.validate_json(event.message or "", by_name=False)
+            await send_callback(EventMessage(message, self.event_id(event.number)))
+        return replay.stream
+
+    def event_id(self, number: int) -> str:
+        return f"{self.prefix}-{number}"
 
 
 class Connection:
@@ -432,7 +469,9 @@ class Endpoint:
         # The server's instructions read the skills on disk: off the event loop, as the session was opened.
         server = await anyio.to_thread.run_sync(lambda: EukheServer(self.link, target).sdk_server())
         server.middleware.extend(middleware)
-        manager = StreamableHTTPSessionManager(server, max_request_body_size=MAX_BODY_BYTES)
+        manager = StreamableHTTPSessionManager(
+            server, ConnectionEvents(), retry_interval=RETRY_MS, max_request_body_size=MAX_BODY_BYTES
+        )
         connection = Connection(name, target, manager)
         await self.group.start(self.run_connection, connection)
         return connection

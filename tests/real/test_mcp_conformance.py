@@ -40,11 +40,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.inbound import NAME_BEARING_METHODS
 from starlette.types import Receive, Scope, Send
 
+from eukhe.mcp.http import RETRY_MS
 from eukhe.procs import group_alive
 from tests.npm_tools import need_npm_tool
 from tests.real.conftest import DaemonEnv
 from tests.real.test_mcp_http import HttpServer, http_client, http_server
-from tests.real.test_mcp_server import eventually, only_diagnostics, run, text_of, workdir
+from tests.real.test_mcp_server import DEADLINE_S, eventually, only_diagnostics, run, text_of, workdir
 
 pytestmark = pytest.mark.real
 
@@ -560,3 +561,75 @@ def test_mcp_stdio_a_request_eukhe_does_not_serve_gets_its_json_rpc_error_and_th
 
     run(scenario)
     only_diagnostics(errlog.read_text())
+
+
+# ---- resumability ---------------------------------------------------------------------------------------------------
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, str]]:
+    """The SSE events of a stream's lines, each as its fields (`id`, `retry`, `data`, ...), as they come."""
+    fields: dict[str, str] = {}
+    async for line in lines:
+        if line:
+            name, _, value = line.partition(":")
+            fields[name] = fields.get(name, "") + value.removeprefix(" ")
+        elif fields:
+            yield fields
+            fields = {}
+
+
+def test_mcp_http_a_calls_stream_is_primed_and_a_client_that_lost_it_resumes_it(world: DaemonEnv) -> None:
+    go = workdir(world) / "go"  # in the session's directory: the sandboxed command sees it
+
+    async def scenario(server: HttpServer) -> None:
+        headers = {"Authorization": f"Bearer {server.token}", "Accept": ACCEPT}
+        async with server.http() as http:
+            opening = {"protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+            opened = await http.post(server.url, json=request(0, "initialize", opening, era=HANDSHAKE), headers=headers)
+            headers |= {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": HANDSHAKE}
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await http.post(server.url, json=initialized, headers=headers)).status_code == 202
+            resume = {**headers, "Accept": "text/event-stream"}
+
+            async def answer_on(events: AsyncIterator[dict[str, str]], request_id: int) -> tuple[str, Any]:
+                async for event in events:
+                    message = json.loads(event["data"]) if event.get("data") else {}
+                    if message.get("id") == request_id:
+                        return event["id"], message
+                raise AssertionError(f"the stream ended before the answer to {request_id}")
+
+            # A stream that came whole is kept: resumed after its priming event, it gives the answer again.
+            call = request(1, "tools/call", {"name": "bash", "arguments": {"command": "echo one"}}, era=HANDSHAKE)
+            async with http.stream("POST", server.url, json=call, headers=headers) as answer:
+                assert answer.headers["content-type"].startswith("text/event-stream")
+                events = sse_events(answer.aiter_lines())
+                priming = await anext(events)
+                answered, first = await answer_on(events, 1)
+            assert priming.get("data", "") == "" and priming["id"] and priming["retry"] == str(RETRY_MS), priming
+            async with http.stream("GET", server.url, headers={**resume, "Last-Event-ID": priming["id"]}) as again:
+                assert again.status_code == 200
+                assert await answer_on(sse_events(again.aiter_lines()), 1) == (answered, first)
+            assert first["result"]["content"][0]["text"] == "one\n[exit 0]", first
+
+            # A stream lost mid-call: resumed after its priming event, the answer comes on the new stream.
+            command = f"echo before; while [ ! -e {go} ]; do sleep 0.01; done; echo after"
+            call = request(2, "tools/call", {"name": "bash", "arguments": {"command": command}}, era=HANDSHAKE)
+            async with http.stream("POST", server.url, json=call, headers=headers) as answer:
+                priming = await anext(sse_events(answer.aiter_lines()))
+            async with http.stream("GET", server.url, headers={**resume, "Last-Event-ID": priming["id"]}) as resumed:
+                events = sse_events(resumed.aiter_lines())
+                primed_again = await anext(events)  # the stream is the call's again: what it sends comes here
+                assert primed_again.get("data", "") == "" and primed_again["id"] != priming["id"], primed_again
+                go.touch()
+                _, last = await answer_on(events, 2)
+            assert last["result"]["content"][0]["text"] == "before\nafter\n[exit 0]", last
+
+    async def bounded(server: HttpServer) -> None:
+        with anyio.fail_after(4 * DEADLINE_S):  # a stream that never gives what it should fails the test, not hangs
+            await scenario(server)
+
+    with http_server(world, "--cwd", str(workdir(world))) as server:
+        run(lambda: bounded(server))
+        assert server.stop() == 0, server.stderr
+        assert "Traceback" not in server.stderr, server.stderr
+        only_diagnostics(server.stderr)

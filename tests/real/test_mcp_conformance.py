@@ -1,5 +1,6 @@
 """`eukhe mcp` against the MCP specification, end to end: the official conformance runner's server scenarios over
-HTTP, MCP logging, and what a client that sends what eukhe does not serve gets, over stdio and HTTP, each test with a
+HTTP; MCP logging; the 2026-07-28 era over HTTP beside the initialize one; what a client that sends what eukhe does
+not serve gets, in both eras, over stdio and HTTP; a stream's priming event and its resumption. Each test has a
 private daemon (the `world` fixture's env).
 
 The conformance runner (npm, pinned in tests/npm, run by the pinned Node) sends no headers of its own, and eukhe
@@ -41,6 +42,7 @@ from mcp.shared.inbound import NAME_BEARING_METHODS
 from starlette.types import Receive, Scope, Send
 
 from eukhe.mcp.http import RETRY_MS
+from eukhe.mcp.stdio import MAX_LINE_BYTES
 from eukhe.procs import group_alive
 from tests.npm_tools import need_npm_tool
 from tests.real.conftest import DaemonEnv
@@ -513,8 +515,8 @@ class Wire:
     async def send(self, message: dict[str, Any]) -> None:
         await self.stdin.send(json.dumps(message).encode() + b"\n")
 
-    async def answer(self, request_id: int) -> dict[str, Any]:
-        """The answer to request `request_id` (the notifications before it passed over)."""
+    async def answer(self, request_id: int | None) -> dict[str, Any]:
+        """The next answer, which must be to request `request_id` (the notifications before it passed over)."""
         with anyio.fail_after(60):
             while True:
                 line = json.loads(await self.stdout.receive_until(b"\n", 64 << 20))
@@ -528,7 +530,7 @@ class Wire:
 
 
 @pytest.mark.parametrize("era", [HANDSHAKE, MODERN])
-def test_mcp_stdio_a_request_eukhe_does_not_serve_gets_its_json_rpc_error_and_the_session_goes_on(
+def test_mcp_stdio_a_request_or_a_line_eukhe_does_not_serve_gets_its_json_rpc_error_and_the_session_goes_on(
     world: DaemonEnv, era: str
 ) -> None:
     errlog = world.root / "mcp.err"
@@ -554,6 +556,11 @@ def test_mcp_stdio_a_request_eukhe_does_not_serve_gets_its_json_rpc_error_and_th
                     answer = await wire.ask(number, method, params, era)
                     assert answer["error"]["code"] == codes[era], (method, answer)
                 await wire.send(UNKNOWN_NOTIFICATION)
+                for line, code, request_id in UNREADABLE_LINES if era == HANDSHAKE else UNREADABLE_LINES[:-1]:
+                    await wire.stdin.send(line)
+                    answer = await wire.answer(request_id)
+                    assert answer["error"]["code"] == code, (line[:80], answer)
+                await wire.stdin.send(b"\n \n")  # blank lines: no messages, no answers
                 method, params = STILL_SERVING
                 still_serving(await wire.ask(len(BAD_REQUESTS) + 1, method, params, era))
                 await wire.stdin.aclose()  # the client leaves: the server ends
@@ -561,6 +568,19 @@ def test_mcp_stdio_a_request_eukhe_does_not_serve_gets_its_json_rpc_error_and_th
 
     run(scenario)
     only_diagnostics(errlog.read_text())
+
+
+UNREADABLE_LINES = [
+    (b"not json\n", types.PARSE_ERROR, None),
+    (b'{"jsonrpc": "2.0", "id": 41, "method": "tools/list"\n', types.PARSE_ERROR, None),  # cut short
+    (b'{"jsonrpc": "2.0", "id": 42}\n', types.INVALID_REQUEST, 42),  # no method: the id is read
+    (b'[{"jsonrpc": "2.0", "id": 43, "method": "tools/list"}]\n', types.INVALID_REQUEST, None),  # a batch
+    (b"[" * 100_000 + b"]" * 100_000 + b"\n", types.PARSE_ERROR, None),  # nested past the parser's bound
+    (b"x" * (MAX_LINE_BYTES + 1) + b"\n", types.INVALID_REQUEST, None),  # past the bound: dropped whole
+]
+"""Lines that are no message, on stdio, and the JSON-RPC error each gets (with the id it names, when one can be read);
+each is answered in turn, and the next line is the next message. (The 64 MiB one is sent in one era only: what it
+checks is the transport's, before any era.)"""
 
 
 # ---- resumability ---------------------------------------------------------------------------------------------------

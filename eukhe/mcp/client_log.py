@@ -126,22 +126,24 @@ class ClientLog:
                 params = types.LoggingMessageNotificationParams(level=entry.level, logger=entry.logger, data=entry.data)
                 try:
                     await session.send_notification(types.LoggingMessageNotification(params=params))
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                    continue
+                except Exception as error:  # a diagnostic that cannot be sent never ends the connection
+                    logging.getLogger("eukhe.mcp").debug("a diagnostic was not sent: %r", error)
 
 
 class Diagnostics(logging.Handler):
     """The root logger's handler that hands each diagnostic to the connections it belongs to."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        if SENDING.get():
+        scoped = SCOPE.get()
+        level = level_of(record.levelno)
+        wanting = [log for log in ([scoped] if scoped is not None else list(LIVE)) if wanted(level, log.threshold)]
+        if not wanting or SENDING.get():
             return
         try:
-            entry = Entry(level_of(record.levelno), record.name, record.getMessage())
+            entry = Entry(level, record.name, record.getMessage())
         except Exception:  # a record whose message cannot be made: stderr's handler says so
             return
-        scoped = SCOPE.get()
-        for log in [scoped] if scoped is not None else list(LIVE):
+        for log in wanting:
             log.offer(entry)
 
 

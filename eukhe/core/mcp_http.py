@@ -10,12 +10,16 @@ Rules, all in this file:
      transport, "Security Warning"). No `Origin` is what a non-browser client sends, and is admitted;
   2. every request carries `Authorization: Bearer TOKEN` with the server's token, compared in constant time; no
      header, another scheme or another token is refused with 401.
-- Routing (`route`), the table ROUTES: a request with a session id this server gave goes to that connection; an
-  `initialize` without one opens a new connection (its own eukhe session, or the one `--session` names); a body
-  without one that is not JSON at all is a JSON-RPC parse error (-32700, HTTP 400), any other request without one a
-  400, an unknown session id a 404 (the client starts over), another method a 405. Every answer the server gives
-  itself is a JSON-RPC error: -32700 for a body that does not parse, -32600 (Invalid Request) for the rest
-  (`ERROR_CODES`; JSON-RPC 2.0, section 5.1).
+- Routing (`route`): another path than the endpoint's is a 404. Then the era: a request whose `MCP-Protocol-Version`
+  header names no revision of the `initialize` handshake (`era_of`: 2026-07-28, or a value no revision has) is of
+  the per-request era, and goes to the server's one MCP server of that era whatever its method or session id (that
+  era has no sessions; the SDK's entry for it answers a method other than POST, or a version it does not serve, as
+  the specification says). Then the table ROUTES: a request with a session id this server gave goes to that
+  connection; an `initialize` without one opens a new connection (its own eukhe session, or the one `--session`
+  names); a body without one that is not JSON at all is a JSON-RPC parse error (-32700, HTTP 400), any other request
+  without one a 400, an unknown session id a 404 (the client starts over), another method a 405. Every answer the
+  server gives itself is a JSON-RPC error: -32700 for a body that does not parse, -32600 (Invalid Request) for the
+  rest (`ERROR_CODES`; JSON-RPC 2.0, section 5.1).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import enum
 import hmac
 import ipaddress
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 ENDPOINT = "/mcp"
@@ -225,9 +230,23 @@ class Body(enum.Enum):
     OTHER = "other"  # JSON, and anything but an initialize request
 
 
+class Era(enum.Enum):
+    """Which protocol era a request is of, by its `MCP-Protocol-Version` header (`era_of`)."""
+
+    HANDSHAKE = "handshake"  # no header, or a revision of the initialize handshake (2025-11-25 and before)
+    PER_REQUEST = "per_request"  # any other value: 2026-07-28, each request carrying its own version
+
+
+def era_of(version: str | None, handshake_versions: Collection[str]) -> Era:
+    """The era of a request whose `MCP-Protocol-Version` header is `version` (None: no header), given the
+    revisions of the handshake era (the SDK's own list, so both route alike)."""
+    return Era.HANDSHAKE if version is None or version in handshake_versions else Era.PER_REQUEST
+
+
 class Route(enum.Enum):
     """Where an admitted request goes."""
 
+    PER_REQUEST = "per_request"  # to the server's one MCP server of the per-request era (the SDK's entry for it)
     FORWARD = "forward"  # to its connection's session manager (the SDK's streamable HTTP transport)
     OPEN = "open"  # an initialize: a new connection, with its session, then as FORWARD
     PARSE_ERROR = "parse_error"  # 400, JSON-RPC -32700: the body without a session id is not JSON
@@ -282,24 +301,30 @@ ERROR_CODES: dict[Route, int] = {
 
 MESSAGES: dict[Route, str] = {
     Route.PARSE_ERROR: "Parse error: the request body is not JSON",
-    Route.NEED_SESSION: "no Mcp-Session-Id: send initialize first (this server speaks the initialize handshake)",
+    Route.NEED_SESSION: (
+        "no Mcp-Session-Id: send initialize first, or speak the 2026-07-28 protocol (its MCP-Protocol-Version "
+        "header on every request)"
+    ),
     Route.UNKNOWN_SESSION: "Session not found: it ended or expired; initialize again",
     Route.NOT_ALLOWED: "streamable HTTP takes POST, GET and DELETE",
     Route.NOT_FOUND: f"the MCP endpoint is {ENDPOINT}",
 }
 
 
-def route(*, path: str, method: str, session: SessionFact, body: Body) -> Route:
-    """Where an admitted request goes (`body`: what its body is; only read for a POST without a session id)."""
+def route(*, path: str, method: str, session: SessionFact, body: Body, era: Era) -> Route:
+    """Where an admitted request goes (`body`: what its body is; only read for a POST without a session id of the
+    handshake era)."""
     if path.rstrip("/") != ENDPOINT:
         return Route.NOT_FOUND
-    return ROUTES.get((method, session, body if needs_body(method, session) else Body.NOT_READ), Route.NOT_ALLOWED)
+    if era is Era.PER_REQUEST:
+        return Route.PER_REQUEST
+    return ROUTES.get((method, session, body if needs_body(method, session, era) else Body.NOT_READ), Route.NOT_ALLOWED)
 
 
-def needs_body(method: str, session: SessionFact) -> bool:
-    """Whether routing must read the body first: a POST without a session id opens a connection only when it is
-    an initialize."""
-    return method == "POST" and session is SessionFact.NONE
+def needs_body(method: str, session: SessionFact, era: Era) -> bool:
+    """Whether routing must read the body first: a POST without a session id of the handshake era opens a connection
+    only when it is an initialize."""
+    return method == "POST" and session is SessionFact.NONE and era is Era.HANDSHAKE
 
 
 def body_of(message: object) -> Body:

@@ -10,7 +10,17 @@ session, exactly as stdio serves one. Each connection has its own `StreamableHTT
 transport, progress and cancellation included), which then holds that one MCP session; its requests are routed to it
 by their `Mcp-Session-Id`. A connection ends when its client deletes it (DELETE), when the SDK expires it (30 minutes
 with no request in flight and no stream open), or when the server stops; as on stdio its eukhe session stays in the
-daemon, and the calls in flight run on there.
+daemon, and the calls in flight run on there. Each connection keeps the SSE events it sent (`ConnectionEvents`,
+bounded by the core's `EventLog`), so a client that lost a stream resumes it with `Last-Event-ID`; with them the SDK
+opens each stream of a 2025-11-25 client with a priming event and its `retry`.
+
+Beside that era, the 2026-07-28 one (each request carrying its protocol version, no `initialize`, no session id, one
+request and its answer per POST; a client starts with `server/discover`): a request whose `MCP-Protocol-Version`
+header is not a revision of the handshake goes to one more `StreamableHTTPSessionManager`, whose SDK entry for that
+era serves it, over one eukhe session for all of them (the `--session` one, or one created in `--cwd` at the first
+such request). In that era a client cancels a call by closing its stream: the door sees it leave and marks the
+call's cancel as the client's (`cancel_on_leave`), so its job is cancelled in the daemon, as on
+`notifications/cancelled`; a stop leaves it to the daemon.
 
 Bounds on what a client sends: every request must arrive whole (its headers and body) within REQUEST_ARRIVAL_S of
 its first byte (of the connection, for its first request), else the connection is closed (uvicorn has a keep-alive
@@ -44,11 +54,16 @@ import h11
 import mcp_types as types
 import pydantic_core
 import uvicorn
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from eukhe.calls.texts import error_text
+from eukhe.core.mcp_events import EventLog
 from eukhe.core.mcp_http import (
     ERROR_CODES,
     INVALID_REQUEST,
@@ -66,6 +81,7 @@ from eukhe.core.mcp_http import (
     Verdict,
     admit,
     body_of,
+    era_of,
     plan_listen,
     route,
 )
@@ -93,7 +109,14 @@ REQUEST_ARRIVAL_S = 15.0
 for its first request); past it the connection is closed."""
 GRACE_S = 5.0
 """At a stop, how long the open HTTP connections may take to end once their MCP sessions are closed."""
+MAX_EVENTS = 4096
+"""Most SSE events a connection keeps for a client that resumes a stream; the oldest go first."""
+MAX_EVENT_BYTES = 16 << 20
+"""Most bytes of messages a connection keeps for a client that resumes a stream (the newest event is always kept)."""
+RETRY_MS = 1000
+"""The `retry` of each stream's priming event: how long a client that lost the stream waits to resume it."""
 SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
 
 
 class McpTokenError(EukheError):
@@ -251,18 +274,64 @@ def bind_unix(path: Path) -> socket.socket:
 # ---- the endpoint -------------------------------------------------------------------------------------------
 
 
-class Connection:
-    """One client connection: its session, and the SDK's session manager that holds its one MCP session."""
+class ConnectionEvents(EventStore):
+    """A connection's SSE events, kept so a client that lost a stream resumes it (`Last-Event-ID`); the core's
+    bounded log decides what is kept and replayed (`eukhe.core.mcp_events`). With it the SDK opens each stream of a
+    2025-11-25 client with a priming event (an id, no data) and the `retry` to wait before reconnecting."""
 
-    def __init__(self, number: int, target: Target, manager: StreamableHTTPSessionManager) -> None:
-        self.number = number
+    def __init__(self) -> None:
+        self.log: EventLog[str] = EventLog(MAX_EVENTS, MAX_EVENT_BYTES)
+        self.prefix = secrets.token_hex(4)  # another connection's event ids are not this one's
+
+    async def store_event(self, stream_id: str, message: types.JSONRPCMessage | None) -> str:
+        text = None if message is None else message.model_dump_json(by_alias=True, exclude_unset=True)
+        return self.event_id(self.log.append(stream_id, text, len(text or "")))
+
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+        prefix, _, number = last_event_id.rpartition("-")
+        replay = self.log.after(int(number)) if prefix == self.prefix and number.isdigit() else None
+        if replay is None:
+            return None
+        for event in replay.events:  # the core replays messages only, never a priming event
+            message = types.jsonrpc_message_adapter.validate_json(event.message or "", by_name=False)
+            await send_callback(EventMessage(message, self.event_id(event.number)))
+        return replay.stream
+
+    def event_id(self, number: int) -> str:
+        return f"{self.prefix}-{number}"
+
+
+class Connection:
+    """One client connection: its session, and the SDK's session manager that holds its one MCP session. (The
+    per-request era's requests are served as one such connection that has no session id.)"""
+
+    def __init__(self, name: str, target: Target, manager: StreamableHTTPSessionManager) -> None:
+        self.name = name
         self.target = target
         self.manager = manager
         self.session_id: str | None = None
         self.done = anyio.Event()
 
     def __str__(self) -> str:
-        return f"connection {self.number} (session {self.target.session})"
+        return f"{self.name} (session {self.target.session})"
+
+
+CLIENT_LEFT = "eukhe.client_left"
+"""In the ASGI scope of a per-request era request: the cancel flags of the calls it runs, set when its client
+leaves (`cancel_on_leave`)."""
+
+
+async def cancel_on_leave(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """In the per-request era a client cancels a request by closing its stream (2026-07-28, "Cancellation"), where
+    the handshake era sends `notifications/cancelled`: the request's own cancel flag (`cancel_requested`, what
+    `peer_cancelled` reads) is handed to the door, which sets it when the client leaves, before the SDK cancels
+    the handler. A stop is not a cancel: then the door leaves it unset and the call runs on in the daemon."""
+    request = ctx.request
+    flags = request.scope.get(CLIENT_LEFT) if isinstance(request, Request) else None
+    flag = getattr(getattr(ctx.session, "_request_outbound", None), "cancel_requested", None)
+    if isinstance(flags, list) and isinstance(flag, anyio.Event):
+        flags.append(flag)
+    return await call_next(ctx)
 
 
 Opener = Callable[[], Awaitable[Target]]
@@ -283,6 +352,8 @@ class Endpoint:
         self.live: set[Connection] = set()
         self.opened = 0
         self.closing = False
+        self.per_request: Connection | None = None  # made at the first request of that era
+        self.per_request_made = anyio.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -312,12 +383,15 @@ class Endpoint:
             body = read
             receive = replayed(body, receive)
         kind, unparsable = body_kind(body)
-        where = route(path=scope["path"], method=scope["method"], session=fact, body=kind)
+        era = era_of(headers.get(VERSION_HEADER), HANDSHAKE_PROTOCOL_VERSIONS)
+        where = route(path=scope["path"], method=scope["method"], session=fact, body=kind, era=era)
         if where is Route.FORWARD:
             assert session_id is not None
             await self.forward(self.connections[session_id], scope, receive, send)
         elif where is Route.OPEN:
             await self.open(scope, body, receive, send)
+        elif where is Route.PER_REQUEST:
+            await self.serve_per_request(scope, body, receive, send)
         else:
             allow = [(b"allow", ", ".join(MCP_METHODS).encode())] if where is Route.NOT_ALLOWED else []
             message = f"{MESSAGES[where]} ({unparsable})" if where is Route.PARSE_ERROR else MESSAGES[where]
@@ -342,19 +416,11 @@ class Endpoint:
 
     async def open(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
         """An initialize: a new connection with its session; it lives once the SDK gave it a session id."""
-        try:
-            target = await self.opener()
-        except (EukheError, OSError) as error:
-            code = error_code(error) if isinstance(error, EukheError) else "daemon_unavailable"
-            log.warning("a new connection has no session: %s", error)
-            await respond(send, 503, error_text(code, str(error)), request_id=request_id_of(body))
-            return
-        # The server's instructions read the skills on disk: off the event loop, as the session was opened.
-        server = await anyio.to_thread.run_sync(lambda: EukheServer(self.link, target, self.serving).sdk_server())
         self.opened += 1
-        manager = StreamableHTTPSessionManager(server, max_request_body_size=MAX_BODY_BYTES)
-        connection = Connection(self.opened, target, manager)
-        await self.group.start(self.run_connection, connection)
+        connection = await self.connect(f"connection {self.opened}", body, send)
+        if connection is None:
+            return
+        target = connection.target
 
         async def registered(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] < 400:
@@ -370,6 +436,48 @@ class Endpoint:
         finally:
             if connection.session_id is None:
                 self.end(connection, "its initialize was refused")
+
+    async def serve_per_request(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        """A request of the per-request era, to the server's one MCP server of that era, on its one session (made at
+        the first such request); its client leaving cancels the calls it runs (`cancel_on_leave`)."""
+        async with self.per_request_made:
+            if self.per_request is None:
+                self.per_request = await self.connect("the 2026-07-28 requests", body, send, cancel_on_leave)
+                if self.per_request is None:
+                    return
+                log.info("%s: working directory %s", self.per_request, self.per_request.target.cwd)
+        flags: list[anyio.Event] = []
+
+        async def watched() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not self.closing:
+                for flag in flags:
+                    flag.set()
+            return message
+
+        await self.per_request.manager.handle_request({**scope, CLIENT_LEFT: flags}, watched, send)
+
+    async def connect(
+        self, name: str, body: bytes, send: Send, *middleware: ServerMiddleware[Any]
+    ) -> Connection | None:
+        """A new connection named `name`, its session opened and its session manager running; None when the
+        daemon gave no session (a 503 answers the request, whose `body` names its id)."""
+        try:
+            target = await self.opener()
+        except (EukheError, OSError) as error:
+            code = error_code(error) if isinstance(error, EukheError) else "daemon_unavailable"
+            log.warning("%s has no session: %s", name, error)
+            await respond(send, 503, error_text(code, str(error)), request_id=request_id_of(body))
+            return None
+        # The server's instructions read the skills on disk: off the event loop, as the session was opened.
+        server = await anyio.to_thread.run_sync(lambda: EukheServer(self.link, target, self.serving).sdk_server())
+        server.middleware.extend(middleware)
+        manager = StreamableHTTPSessionManager(
+            server, ConnectionEvents(), retry_interval=RETRY_MS, max_request_body_size=MAX_BODY_BYTES
+        )
+        connection = Connection(name, target, manager)
+        await self.group.start(self.run_connection, connection)
+        return connection
 
     async def run_connection(self, connection: Connection, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """Run a connection's session manager until the connection ends (its MCP session is then closed)."""
@@ -428,9 +536,13 @@ def body_kind(body: bytes) -> tuple[Body, str | None]:
 
 
 def request_id_of(body: bytes) -> Any:
-    """The JSON-RPC id of an initialize body (the core checked it is one)."""
-    message = parse_json(body)
-    return message.get("id") if isinstance(message, dict) else None
+    """The JSON-RPC id of a request body (None when it has none, or is not JSON)."""
+    try:
+        message = parse_json(body)
+    except ValueError:
+        return None
+    request_id = message.get("id") if isinstance(message, dict) else None
+    return request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
 
 
 async def respond(
@@ -626,7 +738,11 @@ def run_http(
         return await anyio.to_thread.run_sync(open_target)
 
     sock, where = bind(plan)
-    serves = f"session {named.session}" if named is not None else "a new session for each connection"
+    serves = (
+        f"session {named.session}"
+        if named is not None
+        else "a new session for each connection, and one for every 2026-07-28 request"
+    )
     if isinstance(plan, TcpListen) and not plan.loopback:
         log.warning("listening beyond this machine (--allow-remote): anyone who has the token runs commands as you")
     log.info("listening on %s (%s); bearer token %s", where, serves, token_source)

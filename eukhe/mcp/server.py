@@ -41,6 +41,7 @@ from eukhe.core.skills import CATALOG_MAX_BYTES, catalog_text, offered
 from eukhe.daemon.client import DaemonClient, connect
 from eukhe.errors import EukheError, InputError, error_code, error_details
 from eukhe.mcp.artifacts import ArtifactRefusedError, check_artifact, page_text, parse_artifact_uri, read_page
+from eukhe.mcp.client_log import ClientLog
 from eukhe.mcp.content import extra_content, has_extra_content
 from eukhe.mcp.link import DaemonLink
 from eukhe.mcp.progress import CallProgress
@@ -185,7 +186,8 @@ class EukheServer:
 
     def sdk_server(self) -> Server[Any]:
         """The SDK's low-level server, with this server's handlers."""
-        return Server(
+        client_log = ClientLog()  # logging/setLevel: the server's diagnostics, to a client that asks for them
+        server = Server(
             "eukhe",
             version=__version__,
             title="eukhe",
@@ -195,7 +197,10 @@ class EukheServer:
             on_call_tool=self.call_tool,
             on_list_resources=self.list_resources,
             on_read_resource=self.read_resource,
+            lifespan=client_log.lifespan,
         )
+        client_log.serve(server)
+        return server
 
     async def list_resources(
         self, ctx: Context, params: types.PaginatedRequestParams | None

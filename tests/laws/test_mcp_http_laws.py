@@ -13,6 +13,7 @@ import json
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from eukhe.core.mcp_http import (
     ENDPOINT,
@@ -23,6 +24,7 @@ from eukhe.core.mcp_http import (
     STATUS,
     STATUS_OF_ROUTE,
     Body,
+    Era,
     ListenReason,
     ListenRefusal,
     Route,
@@ -32,6 +34,7 @@ from eukhe.core.mcp_http import (
     Verdict,
     admit,
     body_of,
+    era_of,
     is_initialize,
     is_loopback_host,
     needs_body,
@@ -217,10 +220,12 @@ PATHS = [ENDPOINT, ENDPOINT + "/", "/", "/mcpx", "/sse", "/mcp/x", ""]
 METHODS = [*MCP_METHODS, "PUT", "PATCH", "OPTIONS", "HEAD", "post"]
 
 
-def reference_route(path: str, method: str, session: SessionFact, body: Body) -> Route:
+def reference_route(path: str, method: str, session: SessionFact, body: Body, era: Era) -> Route:
     """The rules of the module's docstring, written out."""
     if path not in (ENDPOINT, ENDPOINT + "/"):
         return Route.NOT_FOUND
+    if era is Era.PER_REQUEST:
+        return Route.PER_REQUEST
     if method not in MCP_METHODS:
         return Route.NOT_ALLOWED
     if session is SessionFact.KNOWN:
@@ -233,14 +238,30 @@ def reference_route(path: str, method: str, session: SessionFact, body: Body) ->
 
 
 def test_route_table_over_every_request() -> None:
-    for path, method, session, body in itertools.product(PATHS, METHODS, SessionFact, Body):
-        where = route(path=path, method=method, session=session, body=body)
-        assert where is reference_route(path, method, session, body), (path, method, session, body)
-        read = needs_body(method, session)
+    for path, method, session, body, era in itertools.product(PATHS, METHODS, SessionFact, Body, Era):
+        where = route(path=path, method=method, session=session, body=body, era=era)
+        assert where is reference_route(path, method, session, body, era), (path, method, session, body, era)
+        read = needs_body(method, session, era)
         assert (where in (Route.OPEN, Route.PARSE_ERROR)) <= read, "only a body read can open or be unparsable"
-        if where not in (Route.FORWARD, Route.OPEN):
+        if where not in (Route.FORWARD, Route.OPEN, Route.PER_REQUEST):
             assert STATUS_OF_ROUTE[where] in (400, 404, 405)
             assert ERROR_CODES[where] == (PARSE_ERROR if where is Route.PARSE_ERROR else INVALID_REQUEST)
+
+
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+
+@given(st.none() | st.sampled_from([*HANDSHAKE_VERSIONS, "2026-07-28", ""]) | st.text())
+def test_era_of_is_the_handshake_for_no_header_or_one_of_its_revisions_and_per_request_else(
+    version: str | None,
+) -> None:
+    expected = Era.HANDSHAKE if version is None or version in HANDSHAKE_VERSIONS else Era.PER_REQUEST
+    assert era_of(version, HANDSHAKE_VERSIONS) is expected
+
+
+def test_era_of_uses_the_sdks_revisions() -> None:
+    assert all(era_of(version, HANDSHAKE_PROTOCOL_VERSIONS) is Era.HANDSHAKE for version in HANDSHAKE_VERSIONS)
+    assert all(era_of(version, HANDSHAKE_PROTOCOL_VERSIONS) is Era.PER_REQUEST for version in MODERN_PROTOCOL_VERSIONS)
 
 
 def initialize(request_id: object = 1) -> dict[str, object]:

@@ -374,7 +374,7 @@ def test_mcp_http_a_missing_or_wrong_token_is_401_a_bad_origin_403_and_the_token
             async with (
                 chosen.http(Authorization="Bearer from-the-environment") as http,
                 SdkClient(streamable_http_client(chosen.url, http_client=http)) as auto,
-            ):  # the SDK's Client probes the 2026 era first, then falls back to initialize
+            ):  # the SDK's Client speaks the 2026-07-28 era (server/discover first)
                 assert text_of(await auto.call_tool("bash", {"command": "echo auto"})) == "auto\n[exit 0]"
 
         run(env_token)

@@ -105,6 +105,7 @@ def run_claude(server: McpServer, env: Mapping[str, str], cwd: Path, model_url: 
     README's permission entry in the user's settings file."""
     claude = need_npm_tool("claude")
     full = claude_env(env, model_url)
+    run([*claude, "mcp", "remove", server.name], full, cwd)  # a run made again adds it afresh
     added = run([*claude, "mcp", "add", *claude_mcp_add(server)], full, cwd)
     assert added.returncode == 0, added
     if settings:

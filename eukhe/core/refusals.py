@@ -330,9 +330,8 @@ def _denied(facts: Facts, path: str, want: Want, named: str, own: frozenset[str]
 
 def _masked(facts: Facts, path: str, named: str, own: frozenset[str]) -> Refusal | None:
     """A missing path under a mask: the mask is empty, so the policy is why (whatever the host has under it: a
-    line that said whether it has something there would tell what the mask hides)."""
-    refusal = _denied(facts, path, Want.READ, named, own)
-    return refusal if refusal is not None and refusal.rule in (Rule.DENY_READ, Rule.EUKHE_DIRS) else None
+    line that said whether it has something there would tell what the mask hides). A read is refused only there."""
+    return _denied(facts, path, Want.READ, named, own)
 
 
 MOUNT_RULES = {Kind.PIN: Rule.PINNED, Kind.PROTECT: Rule.PROTECTED, Kind.DENY: Rule.DENY_READ}

@@ -110,9 +110,14 @@ def test_refusals_clues_are_bounded_to_the_end_of_the_output(after: int, message
     assert core.clues(head + long_line) == ()
 
 
+WRITE_RULES = {"outside_writable_roots", "read_only", "protected", "deny_read"}
+"""The file tools' refusals of a write that a confined process meets as a read-only file system (a cache is
+copy-on-write: its writes succeed)."""
+
+
 def refused_write(facts: sandbox.Facts, path: str) -> bool:
     verdict = sandbox.access(facts, path, sandbox.Want.WRITE)
-    return isinstance(verdict, sandbox.Denied) and verdict.rule in core.RULES_OF_ACCESS
+    return isinstance(verdict, sandbox.Denied) and verdict.rule in WRITE_RULES
 
 
 @given(facts_strategy, named, st.booleans())
@@ -204,6 +209,52 @@ def test_refusals_the_first_clue_the_policy_explains_decides(
     found = [core.Clue(s, None if s is core.Symptom.OFFLINE else p) for s, p in pairs]
     alone = [core.decide(facts, [clue], {}) for clue in found]
     assert core.decide(facts, found, {}) == next((got for got in alone if got is not None), None)
+
+
+def test_refusals_the_first_clue_decides_small_scope() -> None:
+    facts = sandbox.Facts(
+        sandbox.Mode.WORKSPACE_WRITE, sandbox.Network.OFF, cwd="/w", tmp="/t/tmp", denied=(("/h/.ssh", True),)
+    )
+    key = core.Clue(core.Symptom.MISSING, "/h/.ssh/k")
+    offline = core.Clue(core.Symptom.OFFLINE)
+    outside = core.Clue(core.Symptom.READ_ONLY, "/usr/x")
+    own = core.Clue(core.Symptom.MISSING, "nothere")
+    rules = {
+        (key, offline, outside): core.Rule.DENY_READ,
+        (own, offline, key): core.Rule.NETWORK_OFF,
+        (own, outside, offline): core.Rule.OUTSIDE_WRITABLE_ROOTS,
+    }
+    for found, rule in rules.items():
+        got = core.decide(facts, found, {})
+        assert got is not None and got.rule is rule
+
+
+def test_refusals_a_symlinks_target_decides_first_small_scope() -> None:
+    """The write met what a link points to: its real path decides before the path the message named."""
+    facts = sandbox.Facts(
+        sandbox.Mode.WORKSPACE_WRITE, sandbox.Network.ON, cwd="/w", tmp="/t/tmp", denied=(("/h/.ssh", True),)
+    )
+    through = {"/w/link": core.Seen("/usr/x", True), "/h/.ssh/link": core.Seen("/usr/y", True)}
+    got = core.decide(facts, [core.Clue(core.Symptom.READ_ONLY, "link")], through)
+    assert got == core.Refusal(core.Rule.OUTSIDE_WRITABLE_ROOTS, "link", "/usr/x")
+    got = core.decide(facts, [core.Clue(core.Symptom.READ_ONLY, "/h/.ssh/link")], through)
+    assert got == core.Refusal(core.Rule.OUTSIDE_WRITABLE_ROOTS, "/h/.ssh/link", "/usr/y")
+
+
+def test_refusals_writes_the_sandbox_allows_are_never_refusals_small_scope() -> None:
+    """A write into the working directory, a writable root, the private /tmp or a copy-on-write cache succeeds in
+    the sandbox: a read-only file system there is the host's own doing."""
+    facts = sandbox.Facts(
+        sandbox.Mode.WORKSPACE_WRITE,
+        sandbox.Network.ON,
+        cwd="/w",
+        tmp="/t/tmp",
+        writable=("/r",),
+        caches=(sandbox.Cache("/h/.cache"),),
+    )
+    for path in ("/w/x", "x", "/r/x", "/tmp/x", "/h/.cache/pip/x"):
+        assert core.decide(facts, [core.Clue(core.Symptom.READ_ONLY, path)], {}) is None, path
+    assert core.decide(facts, [core.Clue(core.Symptom.READ_ONLY, "/h/x")], {}) is not None
 
 
 def test_refusals_eukhe_own_directories_are_named_as_such_small_scope() -> None:

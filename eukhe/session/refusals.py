@@ -57,24 +57,30 @@ def own_dirs(sandbox: Confinement) -> frozenset[str]:
     return frozenset(os.path.realpath(path) for path in (*eukhe_dirs(), *sandbox.hidden))
 
 
-def refusal_of(sandbox: Confinement, answer: Settled) -> SandboxRefusal | None:
-    """The sandbox's refusal that made this run fail, if the policy was the cause."""
-    if not sandbox.confined or not failed(answer):
+def refusal_of(sandbox: Confinement, answer: Settled, *, cells: bool = True) -> SandboxRefusal | None:
+    """The sandbox's refusal that made this run fail, if the policy was the cause. `cells`: whether cells run in
+    this sandbox (a user's `kernel_transport` is its own confinement: its errors are not this policy's). What
+    cannot be read off the disk now gives no line, never a failed answer."""
+    if not sandbox.confined or not failed(answer) or (answer.kind == "cell" and not cells):
         return None
     found = core.clues(failure_text(answer))
     if not found:
         return None
-    facts = sandbox.facts(sockets=False)
-    seen = {path: look(path) for path in core.probes(facts, found)}
-    refusal = core.decide(facts, found, seen, own_dirs(sandbox))
+    try:
+        facts = sandbox.facts(sockets=False)
+        seen = {path: look(path) for path in core.probes(facts, found)}
+        own = own_dirs(sandbox)
+    except (OSError, ValueError):
+        return None
+    refusal = core.decide(facts, found, seen, own)
     if refusal is None:
         return None
     return SandboxRefusal(rule=str(refusal.rule), path=refusal.path, hint=refusal.line())
 
 
-def with_refusal(sandbox: Confinement, answer: Settled | Detached) -> Settled | Detached:
+def with_refusal(sandbox: Confinement, answer: Settled | Detached, *, cells: bool = True) -> Settled | Detached:
     """A settled answer with the sandbox's refusal that made it fail; any other answer as it is."""
     if not isinstance(answer, Settled):
         return answer
-    refusal = refusal_of(sandbox, answer)
+    refusal = refusal_of(sandbox, answer, cells=cells)
     return answer if refusal is None else msgspec.structs.replace(answer, refusal=refusal)

@@ -743,7 +743,7 @@ class Session:
         for a failed run, the sandbox's refusal that made it fail (`eukhe.session.refusals`)."""
         notices = self.sandbox.notices()
         answer = msgspec.structs.replace(answer, notices=[*answer.notices, *notices]) if notices else answer
-        return with_refusal(self.sandbox, answer)
+        return with_refusal(self.sandbox, answer, cells=self.kernel_transport is None)
 
     async def recorded(self, answer: Settled | Detached) -> Settled | Detached:
         """A detached answer goes back once its job's node is committed: a caller who holds the job id finds the job

@@ -5,6 +5,7 @@ daemon, real files."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import anyio
 import pytest
 
 from tests.real.conftest import DaemonEnv
+from tests.real.sandboxes import SANDBOX_PYTHON, wrapper
 from tests.real.test_mcp_server import mcp_server, text_of
 from tests.real.test_sandbox_escapes import git
 
@@ -239,3 +241,25 @@ def test_mcp_bash_and_ipython_end_with_the_line(place: Place) -> None:
             assert REFUSED not in text_of(result)
 
     anyio.run(scenario)
+
+
+def test_a_cell_under_the_users_own_kernel_transport_gets_no_line(place: Place) -> None:
+    """A user's `kernel_transport` is that user's confinement, not the policy's: its read-only root says nothing
+    of the sandbox, while a bash run of the same session, which the policy confines, gets its line."""
+    world = place.world
+    with wrapper("bwrap", place.project.parent, place.project) as (setting, _):
+        world.agent_dir.mkdir(parents=True, exist_ok=True)
+        settings = {"kernel_transport": {**setting, "python": SANDBOX_PYTHON}}
+        (world.agent_dir / "settings.json").write_text(json.dumps(settings))
+        session = place.session()
+        try:
+            write = f"open('/usr/eukhe-transport-{world.root.name}', 'w')"
+            args = ("ipython", "--session", session, "--budget-ms", "60000", "-c", write)
+            _, answer = world.json_any(*args, timeout=120)
+            assert answer["outcome"] == "error", answer
+            assert "Read-only file system" in answer["error"]["evalue"], answer
+            assert answer["refusal"] is None, answer
+            found = refusal(place.bash(session, f'python3 -c "{write}"'))
+            assert found is not None and found["rule"] == "outside_writable_roots"
+        finally:
+            world.json("session", "close", session, "--force")

@@ -103,9 +103,10 @@ def job_line(job: str, budget_ms: int) -> str:
 
 def answer_text(answer: Settled | Detached) -> str:
     """The text of a `bash`, `ipython`, `jobs_wait` or `jobs_cancel` answer (a tty job's: what its screen shows),
-    with the session's notices on lines of their own at its end."""
+    with the session's notices on lines of their own at its end, then the sandbox's refusal that made it fail."""
     text = _run_text(answer)
-    return "\n".join([text, *(f"[{notice}]" for notice in answer.notices)])
+    refused = [f"[{answer.refusal.hint}]"] if isinstance(answer, Settled) and answer.refusal is not None else []
+    return "\n".join([text, *(f"[{notice}]" for notice in answer.notices), *refused])
 
 
 def _run_text(answer: Settled | Detached) -> str:

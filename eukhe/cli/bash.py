@@ -19,6 +19,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (CLI star
 if TYPE_CHECKING:
     from typing import Any
 
+    from eukhe.records.jobs import CallAnswer
+
 
 def command_text(words: list[str]) -> str:
     """The command after `--`, as one shell string (words joined by spaces, as ssh does)."""
@@ -53,12 +55,25 @@ def print_output(result: dict[str, Any]) -> None:
     screen = result.get("screen")
     print_window(output.get("text") or "" if screen is None else screen, output.get("notice"))
     print_notices(result.get("notices") or [])
+    print_refusal((result.get("refusal") or {}).get("hint"))
 
 
 def print_notices(notices: list[str]) -> None:
     """The session's notices on an answer (what the sandbox undid), one line each on stderr."""
     for notice in notices:
         emit_text(f"eukhe: {notice}\n", sys.stderr)
+
+
+def print_refusal(hint: str | None) -> None:
+    """The line of the sandbox's refusal that made a run fail (if any), last on stderr."""
+    if hint:
+        emit_text(f"eukhe: {hint}\n", sys.stderr)
+
+
+def refusal_hint(answer: CallAnswer) -> str | None:
+    """The line of the sandbox's refusal that made a settled run fail, if any (a detached answer has none)."""
+    refusal = getattr(answer, "refusal", None)
+    return None if refusal is None else str(refusal.hint)
 
 
 def print_window(text: str, notice: str | None) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eukhe.cli.bash import blocking_call, print_notices, print_window, say_detached
+from eukhe.cli.bash import blocking_call, print_notices, print_refusal, print_window, refusal_hint, say_detached
 from eukhe.cli.common import emit_json, emit_text, non_negative_int
 from eukhe.cli.daemon import add_daemon_options
 from eukhe.errors import UsageError
@@ -71,6 +71,7 @@ def cmd_ipython(args: argparse.Namespace) -> int:
     if error:
         trace = "".join(error.traceback) or f"{error.ename}: {error.evalue}\n"
         emit_text(trace if trace.endswith("\n") else trace + "\n", sys.stderr)
+    print_refusal(refusal_hint(result))
     return EXIT_BY_OUTCOME.get(str(result.outcome), 1)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eukhe.cli.bash import print_notices, print_window
+from eukhe.cli.bash import print_notices, print_refusal, print_window, refusal_hint
 from eukhe.cli.common import emit_json, emit_text, non_negative_int
 from eukhe.cli.daemon import add_daemon_options, call
 
@@ -74,6 +74,7 @@ def _report(args: argparse.Namespace, result: CallAnswer) -> int:
         emit_text(f"eukhe: job {result.job} was killed{why}\n", sys.stderr)
     else:
         emit_text(f"eukhe: job {result.job} exited with {result.exit_code}\n", sys.stderr)
+    print_refusal(refusal_hint(result))
     return 0
 
 

@@ -28,6 +28,17 @@ class CellError(Record):
     traceback: list[str]
 
 
+class SandboxRefusal(Record):
+    """Why a confined run failed, when the sandbox's policy was the cause (`eukhe.core.refusals`): the rule
+    (`outside_writable_roots`, `read_only`, `protected`, `pinned`, `deny_read`, `eukhe_dirs`, `private_tmp`,
+    `network_off`), the path its error named (null for the network), and `hint`, the one line that names the rule,
+    what to do instead and the user's way on."""
+
+    rule: str
+    path: str | None
+    hint: str
+
+
 class Settled(Record, tag="settled", tag_field="status"):
     """The run ended within the call's budget: exit code (null when killed), output, and for a cell its outcome.
     `reason` says why a killed job ended with its host (`worker_died`, `daemon_stopped`, `host_restart`,
@@ -54,6 +65,9 @@ class Settled(Record, tag="settled", tag_field="status"):
     notices: list[str] = msgspec.field(default_factory=list)
     """What the session did or says beside the run, one sentence each: git state a confined command left that
     would have run code on the user's next git command, and how it was undone."""
+    refusal: SandboxRefusal | None = None
+    """The sandbox's refusal that made a failed confined run fail (a non-zero exit, a cell that raised); null when
+    the policy was not the cause, or was not read (an unconfined session, a run that did not fail)."""
 
 
 class Detached(Record, tag="detached", tag_field="status"):

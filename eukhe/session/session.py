@@ -70,6 +70,7 @@ from eukhe.session.history import (
     past_row,
     reopened_row,
 )
+from eukhe.session.refusals import with_refusal
 from eukhe.session.settings import load_artifact_max_bytes, load_settings
 from eukhe.session.writer import JobWriter
 from eukhe.store import dirs
@@ -738,9 +739,11 @@ class Session:
         return await self.recorded(answer)
 
     def with_notices(self, answer: Settled | Detached) -> Settled | Detached:
-        """The answer with what the sandbox undid since the last answer (git state a confined command left)."""
+        """The answer with what the sandbox undid since the last answer (git state a confined command left), and
+        for a failed run, the sandbox's refusal that made it fail (`eukhe.session.refusals`)."""
         notices = self.sandbox.notices()
-        return msgspec.structs.replace(answer, notices=[*answer.notices, *notices]) if notices else answer
+        answer = msgspec.structs.replace(answer, notices=[*answer.notices, *notices]) if notices else answer
+        return with_refusal(self.sandbox, answer, cells=self.kernel_transport is None)
 
     async def recorded(self, answer: Settled | Detached) -> Settled | Detached:
         """A detached answer goes back once its job's node is committed: a caller who holds the job id finds the job

@@ -64,6 +64,7 @@ SETTLED = {
     "displays_notice": None,
     "displays_dropped": 0,
     "notices": [],
+    "refusal": None,
 }
 
 MISTYPED = [

@@ -168,6 +168,9 @@ def test_over_stdio_the_model_reads_eukhes_text(client: Client, world: DaemonEnv
     need_npm_tool(client.name)
     cwd = workspace(world)
     world.cli("daemon", "start")  # the daemon has the suite's environment; Codex passes the server only HOME, ...
+    # The suite's environment is synced already: a `uv run` that syncs again reinstalls eukhe under a server that
+    # another test's `uv run` is starting at the same moment, which then fails to import it.
+    world.env["UV_NO_SYNC"] = "1"
     readme = readme_stdio(str(REPO))
     read = run_batch(client, Stdio(uv(), readme.args), world, cwd)
     check_target(client, read, cwd)

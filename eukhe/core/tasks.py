@@ -20,8 +20,9 @@ call. Rules, all in this file:
   `Again` when a collect's children still run, else `Done`.
 - Cancelling (`cancel_plan`, `cancel_verdict`): a task that knows the job it runs or waits on cancels that job (its
   whole process group ends; a cell is interrupted); one that does not yet (a cell before it detached, a collect)
-  cancels its call in flight in the daemon. Cancelling an ended task is refused under the utility (`-32602`) and
-  acknowledged under the extension (its cancel is advisory there).
+  cancels its call in flight in the daemon. A second cancel while one is under way waits for the task's end.
+  Cancelling an ended task is refused under the utility (`-32602`) and acknowledged under the extension (its
+  cancel is advisory there).
 - Time (`ttl_for`, `expired`, `reported_ttl`): a task is kept while it works and for its TTL after its end (TTL_MS
   by default; a utility client's requested TTL is held within MIN_TTL_MS and MAX_TTL_MS). Its reported TTL counts
   from its creation to that moment, so it grows while the task works. Clients poll every POLL_INTERVAL_MS.
@@ -240,10 +241,15 @@ class Proceed:
     """Cancel the task."""
 
 
-def cancel_verdict(task: Task) -> Refuse | Acknowledge | Proceed:
+@dataclass(frozen=True, slots=True)
+class Join:
+    """A cancel is already under way: wait for the task's end (the cancel is not done twice)."""
+
+
+def cancel_verdict(task: Task) -> Refuse | Acknowledge | Proceed | Join:
     """What a `tasks/cancel` of `task` gets."""
     if not task.ended:
-        return Proceed()
+        return Join() if task.cancel_asked else Proceed()
     if task.revision is Revision.UTILITY:
         return Refuse(f"Cannot cancel task: already in terminal status '{task.status.value}'")
     return Acknowledge()

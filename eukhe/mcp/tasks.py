@@ -428,6 +428,8 @@ class Tasks:
             raise MCPError(code=types.INVALID_PARAMS, message=verdict.message)
         if isinstance(verdict, core.Proceed):
             await self.stop(running)
+        elif isinstance(verdict, core.Join):
+            await running.ended.wait()
         return self.wire(running) if running.facts.revision is core.Revision.UTILITY else {}
 
     async def task_update(self, ctx: Context, params: UpdateTaskRequestParams) -> dict[str, Any]:

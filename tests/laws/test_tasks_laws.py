@@ -34,6 +34,7 @@ from eukhe.core.tasks import (
     Done,
     Event,
     Full,
+    Join,
     Proceed,
     Progressed,
     Refuse,
@@ -168,8 +169,9 @@ def test_tasks_cancel_plan_ends_the_known_job_else_the_call() -> None:
 def test_tasks_cancel_verdict(revision: Revision, status: Status) -> None:
     task = replace(fresh(revision), status=status, ended_ms=None if status is Status.WORKING else 1)
     verdict = cancel_verdict(task)
+    asked = cancel_verdict(step(task, CancelAsked(), 1))
     if status is Status.WORKING:
-        assert verdict == Proceed()
+        assert (verdict, asked) == (Proceed(), Join()), "a second cancel joins the first"
     elif revision is Revision.UTILITY:
         assert verdict == Refuse(f"Cannot cancel task: already in terminal status '{status.value}'")
     else:

@@ -70,6 +70,8 @@ class Rpc:
         """HTTP headers every request carries (the protocol version, once negotiated)."""
         self.meta: dict[str, Any] | None = None
         """The `_meta` every request carries (the 2026-07-28 envelope)."""
+        self.session = ""
+        """The eukhe session the server drives (from its instructions)."""
 
     async def pump(self) -> None:
         async for message in self._read:
@@ -110,6 +112,9 @@ class Rpc:
         result = await self.call("initialize", {"protocolVersion": version, "capabilities": {}, "clientInfo": info})
         await self.notify("notifications/initialized")
         self.headers = {"mcp-protocol-version": result["protocolVersion"]}
+        found = re.search(r"session ([0-9a-f]+)", result["instructions"])
+        assert found is not None, result
+        self.session = found.group(1)
         return result
 
     async def discover(self, capabilities: dict[str, Any]) -> dict[str, Any]:
@@ -273,8 +278,16 @@ def test_mcp_tasks_a_cancelled_task_ends_its_jobs_whole_process_group(world: Dae
         )
         group_id = os.getpgid(int(members[0]))
         assert all(os.getpgid(int(pid)) == group_id for pid in members)
-        cancelled = await rpc.call("tasks/cancel", {"taskId": task})
-        assert cancelled["status"] == "cancelled", cancelled
+        answers: list[dict[str, Any]] = []
+
+        async def cancel() -> None:
+            answers.append(await rpc.call("tasks/cancel", {"taskId": task}))
+
+        async with anyio.create_task_group() as group:  # two cancels at once: the second joins the first
+            group.start_soon(cancel)
+            group.start_soon(cancel)
+        cancelled, joined = answers
+        assert cancelled == joined and cancelled["status"] == "cancelled", answers
         assert cancelled["statusMessage"] == "cancelled: [killed (its process group was ended)]"
         assert not group_alive(group_id), "tasks/cancel answers once the job's group is gone"
         assert not any(alive(int(pid)) for pid in members)
@@ -284,6 +297,8 @@ def test_mcp_tasks_a_cancelled_task_ends_its_jobs_whole_process_group(world: Dae
         assert again.message == "Cannot cancel task: already in terminal status 'cancelled'"
         assert (await rpc.call("tasks/get", {"taskId": task}))["status"] == "cancelled", "cancelled for good"
         assert "killed" in await rpc.text("jobs_list", {})
+        tools = [row["tool"] for row in world.json("session", "calls", rpc.session)["calls"]]
+        assert tools == ["bash", "jobs_cancel", "jobs_list"], "the task's call, its one cancel, the listing"
         assert await rpc.text("bash", {"command": "echo after"}) == "after\n[exit 0]"
 
         # a cell cancelled before it outlived its budget (no job yet): interrupted, the kernel's state kept

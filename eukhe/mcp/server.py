@@ -11,7 +11,8 @@ Arguments are decoded strictly as the tool's record: an unknown or mistyped argu
 naming the field, and so is any refusal of the daemon (an unknown job...). A result carries the model-facing text
 (`eukhe.calls.texts`), cut to what the client shows its model whole (`eukhe.core.clients`, by its `clientInfo`):
 clients hand a model `structuredContent` rather than the text when both are there, so the answer record goes as
-`structuredContent` (with each tool's `outputSchema`) only with `--structured`, for programs that want it.
+`structuredContent` (with each tool's `outputSchema`) only with `--structured`, for programs that want it. A long
+call can run as an MCP task, over the same call path (`prepare`, `settle`): `eukhe.mcp.tasks`.
 
 Cancellation: the SDK cancels a handler both when the client sends `notifications/cancelled` and when the server
 shuts down (its input closed). Only the first cancels the call's job in the daemon (the `cancel` op: the group ends,

@@ -43,6 +43,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from eukhe.calls.texts import error_text
+from eukhe.clock import Clock as ShellClock
+from eukhe.clock import MonotonicClock
 from eukhe.core import tasks as core
 from eukhe.mcp.link import CALL_OP, DaemonLink
 from eukhe.mcp.progress import call_with_progress
@@ -128,18 +130,18 @@ def task_listing(tool: types.Tool) -> types.Tool:
 
 
 class Clock:
-    """The tasks' clock: monotonic milliseconds, shown as ISO 8601 UTC times."""
+    """The tasks' times: milliseconds of the shell's clock (`eukhe.clock`), shown as ISO 8601 UTC times."""
 
-    def __init__(self) -> None:
-        self._wall_ns = time.time_ns()
-        self._mono_ns = time.monotonic_ns()
+    def __init__(self, clock: ShellClock | None = None) -> None:
+        self._clock = clock or MonotonicClock()
+        self._wall_ms = time.time_ns() // 1_000_000
+        self._start_ms = self._clock.now_ms()
 
     def now_ms(self) -> int:
-        return time.monotonic_ns() // 1_000_000
+        return self._clock.now_ms()
 
     def iso(self, ms: int) -> str:
-        wall_ms = self._wall_ns // 1_000_000 + ms - self._mono_ns // 1_000_000
-        moment = datetime.datetime.fromtimestamp(wall_ms / 1000, tz=datetime.UTC)
+        moment = datetime.datetime.fromtimestamp((self._wall_ms + ms - self._start_ms) / 1000, tz=datetime.UTC)
         return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

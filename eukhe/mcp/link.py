@@ -49,7 +49,9 @@ cancel still goes on in the daemon."""
 
 EventHandler = Callable[[Any], None]
 
-DIRECT_OPS = frozenset({"tool.call"})
+CALL_OP = "tool.call"
+"""Every tool call is this one daemon op: the session journals it (start, settle) and runs the tool."""
+DIRECT_OPS = frozenset({CALL_OP})
 """The requests sent to the session's worker itself."""
 NOT_TAKEN = frozenset({"worker_retiring", "wrong_session"})
 """A worker's refusals of a request it did not start: sent through the supervisor instead."""

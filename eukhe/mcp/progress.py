@@ -20,7 +20,7 @@ import anyio
 
 from eukhe.calls.texts import progress_message
 from eukhe.errors import EukheError
-from eukhe.mcp.link import DaemonLink
+from eukhe.mcp.link import DaemonLink, EventHandler
 from eukhe.records.base import convert
 from eukhe.records.daemon import CallLive
 
@@ -85,3 +85,39 @@ class CallProgress:
             await link.call("watch", {"session": session}, on_event=self.on_watch_event)
         except (EukheError, OSError) as error:
             log.warning("progress: the watch stream ended: %s", error)
+
+
+async def call_with_progress(
+    link: DaemonLink,
+    op: str,
+    payload: dict[str, Any],
+    report: Report,
+    *,
+    cancel_in_daemon: Callable[[], bool],
+    what: str,
+    on_event: EventHandler | None = None,
+) -> Any:
+    """One call (`op`, its payload naming the session) with reports of its progress from the session's board while
+    it runs; the call's events go to `on_event` too. The reports live exactly as long as the call."""
+
+    def heard(event: Any) -> None:
+        progress.on_call_event(event)
+        if on_event is not None:
+            on_event(event)
+
+    failure: Exception | None = None
+    answer: Any = None
+    progress = CallProgress(report)
+    payload = {**payload, "events": True}  # `call_started` names the call whose progress the board shows
+    async with anyio.create_task_group() as group:
+        group.start_soon(progress.follow, link, str(payload["session"]))
+        group.start_soon(progress.run)
+        try:
+            answer = await link.call(op, payload, on_event=heard, cancel_in_daemon=cancel_in_daemon, what=what)
+        except Exception as error:  # raised from here, not as a task group's ExceptionGroup
+            failure = error
+        finally:
+            group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return answer

@@ -11,7 +11,8 @@ Arguments are decoded strictly as the tool's record: an unknown or mistyped argu
 naming the field, and so is any refusal of the daemon (an unknown job...). A result carries the model-facing text
 (`eukhe.calls.texts`), cut to what the client shows its model whole (`eukhe.core.clients`, by its `clientInfo`):
 clients hand a model `structuredContent` rather than the text when both are there, so the answer record goes as
-`structuredContent` (with each tool's `outputSchema`) only with `--structured`, for programs that want it.
+`structuredContent` (with each tool's `outputSchema`) only with `--structured`, for programs that want it. A long
+call can run as an MCP task, over the same call path (`prepare`, `settle`): `eukhe.mcp.tasks`.
 
 Cancellation: the SDK cancels a handler both when the client sends `notifications/cancelled` and when the server
 shuts down (its input closed). Only the first cancels the call's job in the daemon (the `cancel` op: the group ends,
@@ -43,8 +44,8 @@ from eukhe.errors import EukheError, InputError, error_code, error_details
 from eukhe.mcp.artifacts import ArtifactRefusedError, check_artifact, page_text, parse_artifact_uri, read_page
 from eukhe.mcp.client_log import ClientLog
 from eukhe.mcp.content import extra_content, has_extra_content
-from eukhe.mcp.link import DaemonLink
-from eukhe.mcp.progress import CallProgress
+from eukhe.mcp.link import CALL_OP, DaemonLink
+from eukhe.mcp.progress import call_with_progress
 from eukhe.mcp.resources import (
     ENDED_JOB_WAIT_MS,
     RESOURCES,
@@ -60,13 +61,11 @@ from eukhe.mcp.resources import (
     skill_resources,
 )
 from eukhe.mcp.stdio import stdio_streams
+from eukhe.mcp.tasks import Ask, Outcome, Prepared, Tasks, task_listing
 from eukhe.mcp.tools import TOOLS, Tool
 from eukhe.records.base import convert
 from eukhe.records.daemon import ToolCallAnswer
 from eukhe.session.settings import load_mcp_result_max_bytes, model_key_here
-
-CALL_OP = "tool.call"
-"""Every tool call is this one daemon op: the session journals it (start, settle) and runs the tool."""
 
 log = logging.getLogger("eukhe.mcp")
 
@@ -181,8 +180,9 @@ class EukheServer:
         self.target = target
         self.serving = serving
         self.listing = types.ListToolsResult(
-            tools=[tool.listing(structured=serving.structured) for tool in TOOLS.values()]
+            tools=[task_listing(tool.listing(structured=serving.structured)) for tool in TOOLS.values()]
         )
+        self.tasks = Tasks(self)
 
     def sdk_server(self) -> Server[Any]:
         """The SDK's low-level server, with this server's handlers."""
@@ -200,6 +200,7 @@ class EukheServer:
             lifespan=client_log.lifespan,
         )
         client_log.serve(server)
+        self.tasks.serve(server)  # long calls as MCP tasks (eukhe.mcp.tasks)
         return server
 
     async def list_resources(
@@ -297,6 +298,13 @@ class EukheServer:
     async def call_tool(self, ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         """Run one tool call: decode its arguments, ask the session to run it as a journaled call (`tool.call`),
         show the text it settled with (or why it was refused)."""
+        prepared = self.prepare(ctx, params)
+        if isinstance(prepared, Outcome):
+            return prepared.result
+        return (await self.settle(prepared, self.asker(ctx, prepared.tool))).result
+
+    def prepare(self, ctx: Context, params: types.CallToolRequestParams) -> Prepared | Outcome:
+        """The call's daemon request, or the refusal of its arguments; an unknown tool is invalid params."""
         tool = TOOLS.get(params.name)
         if tool is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}; known: {', '.join(TOOLS)}")
@@ -311,21 +319,32 @@ class EukheServer:
             }
             if getattr(args, "prompt", None) is not None:  # a prompt child: the key as this server's environment has it
                 payload["api_key"] = model_key_here()
-            settled = convert(
-                await self._ask(ctx, tool, payload), ToolCallAnswer, code="daemon_protocol", what="a call"
-            )
+        except (EukheError, OSError) as error:
+            return Outcome(refusal(error))
+        return Prepared(tool, payload)
+
+    async def settle(self, prepared: Prepared, ask: Ask) -> Outcome:
+        """The call asked (`ask`) and its answer as a result: the text it settled with, or why it was refused."""
+        tool = prepared.tool
+        try:
+            settled = convert(await ask(prepared.payload), ToolCallAnswer, code="daemon_protocol", what="a call")
             answer = tool.read_answer(settled.answer)
-        except InputError as error:
-            return refused(error.code, str(error))
-        except EukheError as error:
-            return refused(error_code(error), str(error), error_details(error))
-        except OSError as error:
-            return refused("daemon_unavailable", f"the daemon connection failed: {error}")
+        except (EukheError, OSError) as error:
+            return Outcome(refusal(error))
         extra = await anyio.to_thread.run_sync(lambda: extra_content(answer)) if has_extra_content(answer) else []
-        return types.CallToolResult(
+        result = types.CallToolResult(
             content=[types.TextContent(text=settled.text), *extra],
             structured_content=answer.to_json() if self.serving.structured else None,
         )
+        return Outcome(result, answer)
+
+    def asker(self, ctx: Context, tool: Tool) -> Ask:
+        """How a call of `tool` for the request `ctx` is asked of the daemon (`_ask`)."""
+
+        async def ask(payload: dict[str, Any]) -> Any:
+            return await self._ask(ctx, tool, payload)
+
+        return ask
 
     async def _ask(self, ctx: Context, tool: Tool, payload: dict[str, Any]) -> Any:
         """The session's settled call; with progress reports from its board while it runs, when the client asked."""
@@ -339,24 +358,18 @@ class EukheServer:
         async def report(progress: float, message: str) -> None:
             await ctx.session.report_progress(progress, None, message)
 
-        failure: Exception | None = None
-        answer: Any = None
-        progress = CallProgress(report)
-        payload = {**payload, "events": True}  # `call_started` names the call whose progress the board shows
-        async with anyio.create_task_group() as group:  # the reports live exactly as long as the call
-            group.start_soon(progress.follow, self.link, self.target.session)
-            group.start_soon(progress.run)
-            try:
-                answer = await self.link.call(
-                    CALL_OP, payload, on_event=progress.on_call_event, cancel_in_daemon=cancel_in_daemon, what=tool.name
-                )
-            except Exception as error:  # raised from here, not as a task group's ExceptionGroup
-                failure = error
-            finally:
-                group.cancel_scope.cancel()
-        if failure is not None:
-            raise failure
-        return answer
+        return await call_with_progress(
+            self.link, CALL_OP, payload, report, cancel_in_daemon=cancel_in_daemon, what=tool.name
+        )
+
+
+def refusal(error: EukheError | OSError) -> types.CallToolResult:
+    """A call refused (its arguments, the daemon's refusal) or that could not reach the daemon, as a tool error."""
+    if isinstance(error, InputError):
+        return refused(error.code, str(error))
+    if isinstance(error, EukheError):
+        return refused(error_code(error), str(error), error_details(error))
+    return refused("daemon_unavailable", f"the daemon connection failed: {error}")
 
 
 def refused(code: str, message: str, details: dict[str, object] | None = None) -> types.CallToolResult:

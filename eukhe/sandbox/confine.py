@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from eukhe.core import sandbox as core
-from eukhe.core.pathmap import is_within
 from eukhe.errors import EukheError
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport
@@ -153,14 +152,15 @@ class Confinement:
         self.git.close()
 
     def _make_mount_points(self, facts: core.Facts) -> None:
-        """The paths under /tmp that a launch mounts need a mount point in the private /tmp: made here, private
-        (bwrap would make them with its own modes), before bwrap runs; and so do the private caches."""
+        """The paths under /tmp that a launch mounts where the private /tmp holds them need a mount point there:
+        made here, private (bwrap would make them with its own modes), before bwrap runs; and so do the private
+        caches."""
         for cache in facts.caches:
             if cache.private is not None:
                 with contextlib.suppress(OSError):  # bwrap then says what is wrong
                     make_private_dirs(Path(cache.private))
-        for layer in core.layers(facts):
-            if layer.path == facts.tmp or not is_within(layer.path, core.SANDBOX_TMP) or layer.path == "/tmp":
+        for layer in core.tmp_mount_points(core.layers(facts)):
+            if layer.path == facts.tmp:
                 continue
             point = self.tmp / os.path.relpath(layer.path, core.SANDBOX_TMP)
             with contextlib.suppress(OSError):  # bwrap then says what is wrong

@@ -18,7 +18,7 @@ Theory of operation.
   namespaces: a pid namespace, `--unshare-net` when the network is off, a new session, no capabilities, and
   `--die-with-parent`.
 - `access(facts, path, want)` is the file tools' verdict on a resolved host path: the deciding layer, plus the
-  protected names (`.git/hooks`, `.git/config`, `.eukhe`, `.agents`) anywhere below a writable root.
+  protected names (`.git/hooks`, `.git/commondir`, `.eukhe`, `.agents`) anywhere below a writable root.
 
 Paths are text, absolute and symlink-free (the shell resolves them first, as the `outside` check does).
 """
@@ -52,7 +52,6 @@ STRICTNESS = {Mode.OFF: 0, Mode.WORKSPACE_WRITE: 1, Mode.READ_ONLY: 2}
 
 PROTECTED_NAMES: tuple[tuple[str, ...], ...] = (
     (".git", "hooks"),
-    (".git", "config"),
     (".git", "config.worktree"),
     (".git", "commondir"),
     (".eukhe",),
@@ -60,17 +59,22 @@ PROTECTED_NAMES: tuple[tuple[str, ...], ...] = (
     (".claude",),
 )
 """Inside a writable root, read-only even under `workspace_write`: what could loosen the next session, offer the
-next model a planted skill, or run code on the user's next git command (git reads its config and hooks there, and
-`commondir` sends it to another directory for both). The rest of `.git` stays writable, so `git add` and
-`git commit` work. A mount plan protects them directly below each writable root (`.eukhe`, `.agents` and `.claude`
-made first where they are missing, so that a job cannot make them); the file tools refuse them at any depth."""
+next model a planted skill, or run code on the user's next git command (git runs its hooks from there, and
+`commondir` sends it to another directory for config and hooks). The rest of `.git` stays writable, so `git add`,
+`git commit` and `git config` work: `.git/config` is writable, and the shell's git guard undoes each entry a
+confined command adds there that would run a program or read another file (`eukhe.core.gitguard`). A mount plan
+protects them directly below each writable root (`.eukhe`, `.agents` and `.claude` made first where they are
+missing, so that a job cannot make them); the file tools refuse them at any depth."""
 
 PROTECTED_DIRS: tuple[str, ...] = (".eukhe", ".agents", ".claude")
 """The protected names a confined launch makes (empty) where they are missing, so that no job can create them."""
 
-GITDIR_PROTECTED: tuple[str, ...] = ("config", "config.worktree", "hooks", "commondir")
+GITDIR_PROTECTED: tuple[str, ...] = ("config.worktree", "hooks", "commondir")
 """In every git directory below a writable root (the repository's, each submodule's under `modules/`), what git
-reads its config and hooks from, or follows to another directory for them: read-only in a confined launch."""
+runs hooks from, reads a worktree's config from, or follows to another directory for them: read-only in a confined
+launch. Its `config` is not here: git writes it by renaming `config.lock` over it, which a mount point would refuse
+(`EBUSY`), so it stays writable and the git guard audits it instead. The git directory itself is pinned, so the
+file renamed over is the one the guard watches (inotify watches the directory, which cannot be swapped)."""
 
 WORKTREE_PROTECTED: tuple[str, ...] = ("commondir", "config.worktree", "gitdir")
 """In each linked worktree's directory (`<git dir>/worktrees/NAME`), what points git to the repository's config and

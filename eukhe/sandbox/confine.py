@@ -20,6 +20,9 @@ TMP_NAME = "tmp"
 """The session's private temp directory, in its own directory: a confined process sees it as /tmp."""
 CACHES_NAME = "caches"
 """The session's private toolchain caches, in its own directory, where bwrap cannot overlay the host's."""
+GIT_BASELINE_NAME = "git-baseline.json"
+"""The git config files as they were before the session's first confined launch, in its own directory: what the git
+guard keeps (a reopened session keeps the same)."""
 
 
 class SandboxConflictError(EukheError):
@@ -71,7 +74,7 @@ class Confinement:
         self.readable = [str(path) for path in readable]
         self.hidden = list(hidden)
         self.bwrap: Bubblewrap | None = None
-        self.git = GitGuard()
+        self.git = GitGuard(session_dir / GIT_BASELINE_NAME)
 
     @property
     def confined(self) -> bool:
@@ -87,7 +90,8 @@ class Confinement:
     def moved(self, session_dir: Path, *, readable: Sequence[Path]) -> Confinement:
         """The same confinement for the session's new directory (a fork continues in it)."""
         moved = Confinement(self.policy, cwd=self.cwd, session_dir=session_dir, readable=readable, hidden=self.hidden)
-        moved.git = self.git  # the same watch goes on
+        moved.git = self.git  # the same watch goes on, with the same baseline
+        moved.git.keep(session_dir / GIT_BASELINE_NAME)
         if self.bwrap is not None:
             moved.start()
         return moved
@@ -134,7 +138,7 @@ class Confinement:
             roots = [os.path.realpath(self.cwd), *self.facts(sockets=False).writable]
             prepare(roots)
             _, found = find_git(roots)
-            self.git.watch(roots, [gitdir.path for gitdir in found if "commondir" not in gitdir.present])
+            self.git.watch(roots, found)
             self.git.audit()
         facts = self.facts(readable=readable, writable=writable)
         self._make_mount_points(facts)

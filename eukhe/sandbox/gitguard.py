@@ -41,6 +41,7 @@ from pathlib import Path
 from eukhe.beneath import open_dir, read_regular
 from eukhe.core import gitguard as core
 from eukhe.core.sandbox import GitDirFound
+from eukhe.private_fs import create_private_file
 
 IN_MODIFY = 0x002
 IN_CLOSE_WRITE = 0x008
@@ -291,7 +292,7 @@ def load_before(path: Path) -> dict[str, core.Before] | None:
 
 
 def save_before(path: Path, before: dict[str, core.Before]) -> None:
-    """Keep a baseline in the session's directory (written whole, then renamed into place)."""
+    """Keep a baseline in the session's directory: written whole to a private file (0600), then renamed into place."""
     files = {
         name: {
             "was": item.was.value,
@@ -302,7 +303,10 @@ def save_before(path: Path, before: dict[str, core.Before]) -> None:
     }
     partial = path.with_name(path.name + ".partial")
     with contextlib.suppress(OSError):
-        partial.write_text(json.dumps({"files": files}))
+        partial.unlink(missing_ok=True)
+        fd = create_private_file(partial)  # 0600 whatever the umask: the user's config files are in it
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps({"files": files}))
         os.replace(partial, path)
 
 

@@ -9,16 +9,16 @@ Theory of operation.
   `deny_read` paths. `tighten(user, project)` is the one scope rule: a project may only make the user's policy
   stricter; every looser key is named, and then the user's policy holds whole.
 - `layers(facts)` turns a policy and what the shell found on disk (real paths that exist) into layers: the root is
-  readable, the host's /tmp hidden (the session's private one shows there), each writable root writable (under
-  `read_only`, the working directory readable instead), each protected path and each read carve-out readable only,
-  each denied path masked. The deepest layer holding a path
-  decides for it (at one path, the later kind in `Kind` wins: a denial beats a grant), exactly as the deepest mount
-  decides in the sandbox.
+  readable, the host's /tmp hidden (the session's private one shows there) except the user's home where it lies
+  there (readable, as anywhere else), each writable root writable (under `read_only`, the working directory
+  readable instead), each protected path and each read carve-out readable only, each denied path masked. The
+  deepest layer holding a path decides for it (at one path, the later kind in `Kind` wins: a denial beats a grant),
+  exactly as the deepest mount decides in the sandbox.
 - `bwrap_argv(facts)` mounts the layers in that order (shallow first, so deeper ones land on top), then adds the
   namespaces: a pid namespace, `--unshare-net` when the network is off, a new session, no capabilities, and
   `--die-with-parent`.
 - `access(facts, path, want)` is the file tools' verdict on a resolved host path: the deciding layer, plus the
-  protected names (`.git/hooks`, `.git/config`, `.eukhe`, `.agents`) anywhere below a writable root.
+  protected names (`.git/hooks`, `.git/commondir`, `.eukhe`, `.agents`) anywhere below a writable root.
 
 Paths are text, absolute and symlink-free (the shell resolves them first, as the `outside` check does).
 """
@@ -52,7 +52,6 @@ STRICTNESS = {Mode.OFF: 0, Mode.WORKSPACE_WRITE: 1, Mode.READ_ONLY: 2}
 
 PROTECTED_NAMES: tuple[tuple[str, ...], ...] = (
     (".git", "hooks"),
-    (".git", "config"),
     (".git", "config.worktree"),
     (".git", "commondir"),
     (".eukhe",),
@@ -60,17 +59,22 @@ PROTECTED_NAMES: tuple[tuple[str, ...], ...] = (
     (".claude",),
 )
 """Inside a writable root, read-only even under `workspace_write`: what could loosen the next session, offer the
-next model a planted skill, or run code on the user's next git command (git reads its config and hooks there, and
-`commondir` sends it to another directory for both). The rest of `.git` stays writable, so `git add` and
-`git commit` work. A mount plan protects them directly below each writable root (`.eukhe`, `.agents` and `.claude`
-made first where they are missing, so that a job cannot make them); the file tools refuse them at any depth."""
+next model a planted skill, or run code on the user's next git command (git runs its hooks from there, and
+`commondir` sends it to another directory for config and hooks). The rest of `.git` stays writable, so `git add`,
+`git commit` and `git config` work: `.git/config` is writable, and the shell's git guard undoes each entry a
+confined command adds there that would run a program or read another file (`eukhe.core.gitguard`). A mount plan
+protects them directly below each writable root (`.eukhe`, `.agents` and `.claude` made first where they are
+missing, so that a job cannot make them); the file tools refuse them at any depth."""
 
 PROTECTED_DIRS: tuple[str, ...] = (".eukhe", ".agents", ".claude")
 """The protected names a confined launch makes (empty) where they are missing, so that no job can create them."""
 
-GITDIR_PROTECTED: tuple[str, ...] = ("config", "config.worktree", "hooks", "commondir")
+GITDIR_PROTECTED: tuple[str, ...] = ("config.worktree", "hooks", "commondir")
 """In every git directory below a writable root (the repository's, each submodule's under `modules/`), what git
-reads its config and hooks from, or follows to another directory for them: read-only in a confined launch."""
+runs hooks from, reads a worktree's config from, or follows to another directory for them: read-only in a confined
+launch. Its `config` is not here: git writes it by renaming `config.lock` over it, which a mount point would refuse
+(`EBUSY`), so it stays writable and the git guard audits it instead. The git directory itself is pinned, so the
+file renamed over is the one the guard watches (inotify watches the directory, which cannot be swapped)."""
 
 WORKTREE_PROTECTED: tuple[str, ...] = ("commondir", "config.worktree", "gitdir")
 """In each linked worktree's directory (`<git dir>/worktrees/NAME`), what points git to the repository's config and
@@ -254,7 +258,8 @@ class Facts:
     kernel venv, its artifacts); `protected`: the protected paths found below the writable roots (the git ones
     included, see `git_mounts`); `pinned`: the git directories below the writable roots, kept in place; `sockets`:
     Unix sockets outside the writable roots; `own`: eukhe's own directories this launch writes (the kernel's
-    snapshot directory), writable in every confined mode."""
+    snapshot directory), writable in every confined mode; `home`: the user's home (None: it does not exist), which
+    stays readable where the host's /tmp holds it."""
 
     mode: Mode
     network: Network
@@ -268,6 +273,7 @@ class Facts:
     own: tuple[str, ...] = ()
     caches: tuple[Cache, ...] = ()
     pinned: tuple[str, ...] = ()
+    home: str | None = None
 
 
 SANDBOX_TMP = "/tmp"
@@ -347,12 +353,25 @@ def git_mounts(gitfiles: Sequence[str], found: Sequence[GitDirFound]) -> GitMoun
     return GitMounts(tuple(dict.fromkeys(pinned)), tuple(dict.fromkeys(protected)), to_make)
 
 
-def sockets_to_mask(bound: Sequence[str], open_roots: Sequence[str], denied: Sequence[str]) -> tuple[str, ...]:
+def sockets_to_mask(
+    bound: Sequence[str], open_roots: Sequence[str], denied: Sequence[str], home: str | None = None
+) -> tuple[str, ...]:
     """Of the Unix sockets bound on the machine (real paths), those a launch masks: every one but those the private
-    /tmp hides, those in a writable root (the user's own, or allowed there), and those a denied path covers."""
+    /tmp hides (not those in a `home` that lies there: it is shown), those in a writable root (the user's own, or
+    allowed there), and those a denied path covers."""
+
+    def hidden(path: str) -> bool:
+        return is_within(path, SANDBOX_TMP) and not (home is not None and home_shown(home) and is_within(path, home))
+
     return tuple(
-        path for path in bound if not any(is_within(path, root) for root in (SANDBOX_TMP, *open_roots, *denied))
+        path for path in bound if not (hidden(path) or any(is_within(path, root) for root in (*open_roots, *denied)))
     )
+
+
+def home_shown(home: str) -> bool:
+    """Whether a home lies in the host's /tmp (below it, not /tmp itself, where the private /tmp must be), so that a
+    launch shows it there: a home is readable wherever it is, as the root is."""
+    return home != SANDBOX_TMP and is_within(home, SANDBOX_TMP)
 
 
 def composition(policy: Policy, user_transport: bool) -> str | None:
@@ -371,7 +390,9 @@ def chosen(policy: Policy, mode: Mode | None, network: Network | None) -> Policy
 
 def layers(facts: Facts) -> tuple[Layer, ...]:
     """Every layer of a launch, shallow first; at one path, by kind (so a later layer always decides). A cache is
-    copy-on-write under `workspace_write` only; a pin is kept only where a writable layer holds it."""
+    copy-on-write under `workspace_write` only; a pin is kept only where a writable layer holds it. A home that
+    only the host's /tmp would hide is readable, as it would be anywhere else (its caches and denied paths, deeper,
+    still decide for themselves); one a writable root or a denied path holds stays as that decides."""
     found = [Layer("/", Kind.READ), Layer(SANDBOX_TMP, Kind.DENY)]  # the host's /tmp: the private one shows there
     found += [Layer(path, Kind.WRITE) for path in writable_roots(facts)]
     if facts.mode is Mode.READ_ONLY:  # the working directory shows wherever it lies (under /tmp, in a child's copy)
@@ -383,10 +404,21 @@ def layers(facts: Facts) -> tuple[Layer, ...]:
     found += [Layer(path, Kind.PROTECT, is_dir) for path, is_dir in facts.protected]
     found += [Layer(path, Kind.DENY, is_dir) for path, is_dir in facts.denied]
     found += [Layer(path, Kind.DENY, False) for path in facts.sockets]
+    plan = _plan(found)
+    hidden = Layer(SANDBOX_TMP, Kind.DENY)
+    if facts.home is not None and home_shown(facts.home) and deciding(plan, facts.home) == hidden:
+        plan = _plan([*found, Layer(facts.home, Kind.READ)])
+    return plan
+
+
+def _plan(found: Sequence[Layer]) -> tuple[Layer, ...]:
+    """The layers of `found` in mount order, without those that would change nothing."""
     unique = {(layer.path, layer.kind): layer for layer in found}
     ordered = sorted(unique.values(), key=lambda layer: (len(split(layer.path)), layer.path, layer.kind))
     kept: list[Layer] = []
     for layer in ordered:
+        if layer.path == SANDBOX_TMP and layer.kind is not Kind.DENY:
+            continue  # the private /tmp is mounted there: nothing of the host's can be
         holder = deciding(kept, layer.path) if kept else None
         if layer.kind is Kind.PIN and (holder is None or holder.kind not in (Kind.WRITE, Kind.PIN)):
             continue  # only what a confined process may write needs keeping in place
@@ -413,6 +445,20 @@ def deciding(all_layers: Sequence[Layer], path: str) -> Layer:
         if is_within(path, layer.path):
             best = layer  # layers are sorted: a later holder is deeper, or the same path with a larger kind
     return best
+
+
+def tmp_mount_points(all_layers: Sequence[Layer]) -> tuple[Layer, ...]:
+    """The layers mounted where the private /tmp holds them (the host's /tmp is not there): each needs its mount
+    point made in the private /tmp first. A layer inside another one (the cwd in a home shown under /tmp) has its
+    mount point on the host already."""
+    found = []
+    for index, layer in enumerate(all_layers):
+        if layer.path == SANDBOX_TMP or not is_within(layer.path, SANDBOX_TMP):
+            continue
+        holder = deciding(all_layers[:index], layer.path)
+        if holder.path == SANDBOX_TMP and holder.kind is Kind.DENY:
+            found.append(layer)
+    return tuple(found)
 
 
 class Want(enum.Enum):

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from eukhe.core import sandbox as core
-from eukhe.core.pathmap import is_within
 from eukhe.errors import EukheError
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport
@@ -21,6 +20,9 @@ TMP_NAME = "tmp"
 """The session's private temp directory, in its own directory: a confined process sees it as /tmp."""
 CACHES_NAME = "caches"
 """The session's private toolchain caches, in its own directory, where bwrap cannot overlay the host's."""
+GIT_BASELINE_NAME = "git-baseline.json"
+"""The git config files as they were before the session's first confined launch, in its own directory: what the git
+guard keeps (a reopened session keeps the same)."""
 
 
 class SandboxConflictError(EukheError):
@@ -72,7 +74,7 @@ class Confinement:
         self.readable = [str(path) for path in readable]
         self.hidden = list(hidden)
         self.bwrap: Bubblewrap | None = None
-        self.git = GitGuard()
+        self.git = GitGuard(session_dir / GIT_BASELINE_NAME)
 
     @property
     def confined(self) -> bool:
@@ -88,7 +90,8 @@ class Confinement:
     def moved(self, session_dir: Path, *, readable: Sequence[Path]) -> Confinement:
         """The same confinement for the session's new directory (a fork continues in it)."""
         moved = Confinement(self.policy, cwd=self.cwd, session_dir=session_dir, readable=readable, hidden=self.hidden)
-        moved.git = self.git  # the same watch goes on
+        moved.git = self.git  # the same watch goes on, with the same baseline
+        moved.git.keep(session_dir / GIT_BASELINE_NAME)
         if self.bwrap is not None:
             moved.start()
         return moved
@@ -135,7 +138,7 @@ class Confinement:
             roots = [os.path.realpath(self.cwd), *self.facts(sockets=False).writable]
             prepare(roots)
             _, found = find_git(roots)
-            self.git.watch(roots, [gitdir.path for gitdir in found if "commondir" not in gitdir.present])
+            self.git.watch(roots, found)
             self.git.audit()
         facts = self.facts(readable=readable, writable=writable)
         self._make_mount_points(facts)
@@ -153,14 +156,15 @@ class Confinement:
         self.git.close()
 
     def _make_mount_points(self, facts: core.Facts) -> None:
-        """The paths under /tmp that a launch mounts need a mount point in the private /tmp: made here, private
-        (bwrap would make them with its own modes), before bwrap runs; and so do the private caches."""
+        """The paths under /tmp that a launch mounts where the private /tmp holds them need a mount point there:
+        made here, private (bwrap would make them with its own modes), before bwrap runs; and so do the private
+        caches."""
         for cache in facts.caches:
             if cache.private is not None:
                 with contextlib.suppress(OSError):  # bwrap then says what is wrong
                     make_private_dirs(Path(cache.private))
-        for layer in core.layers(facts):
-            if layer.path == facts.tmp or not is_within(layer.path, core.SANDBOX_TMP) or layer.path == "/tmp":
+        for layer in core.tmp_mount_points(core.layers(facts)):
+            if layer.path == facts.tmp:
                 continue
             point = self.tmp / os.path.relpath(layer.path, core.SANDBOX_TMP)
             with contextlib.suppress(OSError):  # bwrap then says what is wrong

@@ -103,7 +103,9 @@ def gather(
     git = core.git_mounts(*find_git(open_roots))
     shown = tuple(p for p in (real(path) for path in readable) if p is not None)
     bound = [found for path in (unix_sockets() if sockets is None else sockets) if (found := real(path)) is not None]
-    masked = core.sockets_to_mask([path for path in dict.fromkeys(bound) if _is_socket(path)], open_roots, list(denied))
+    home_real = real(home)
+    sockets_found = [path for path in dict.fromkeys(bound) if _is_socket(path)]
+    masked = core.sockets_to_mask(sockets_found, open_roots, list(denied), home_real)
     return core.Facts(
         mode=mode,
         network=network,
@@ -117,6 +119,7 @@ def gather(
         own=tuple(dict.fromkeys(p for p in (real(path) for path in own) if p is not None)),
         caches=caches,
         pinned=git.pinned,
+        home=home_real,
     )
 
 

@@ -60,6 +60,7 @@ facts_strategy = st.builds(
     own=st.lists(paths, max_size=1).map(tuple),
     caches=st.lists(st.builds(core.Cache, paths, st.one_of(st.none(), st.just("/p/cache"))), max_size=2).map(tuple),
     pinned=st.lists(paths, max_size=2).map(tuple),
+    home=st.one_of(st.none(), paths, paths.map(lambda path: "/tmp" + path)),
 )
 
 
@@ -185,6 +186,57 @@ def test_sandbox_a_pin_holds_only_where_a_confined_process_may_write(facts: core
             assert core.deciding(all_layers[:index], layer.path).kind in (core.Kind.WRITE, core.Kind.PIN)
         if layer.kind is core.Kind.CACHE:
             assert facts.mode is core.Mode.WORKSPACE_WRITE
+
+
+HIDDEN = core.Layer("/tmp", core.Kind.DENY)
+
+
+@given(facts_strategy, st.one_of(st.just(""), paths))
+def test_sandbox_a_home_only_the_hosts_tmp_hides_is_readable_and_nothing_else_changes(
+    facts: core.Facts, below: str
+) -> None:
+    """Where a home lies in the host's /tmp and nothing but that /tmp holds it, it reads as the root does: readable,
+    not writable, its deeper layers (caches, denied stores, a working directory in it) deciding for themselves. A
+    path outside it, or a home anything else holds (a writable root, a denied directory), has the verdict it would
+    have with no home at all."""
+    if facts.home is None or facts.mode is core.Mode.OFF:
+        return
+    without = dataclasses.replace(facts, home=None)
+    path = normalize(facts.home + below)
+    plain = core.layers(without)
+    shown = core.home_shown(facts.home) and core.deciding(plain, facts.home) == HIDDEN
+    for want in core.Want:
+        for probe in (path, "/tmp/elsewhere" + below, "/a" + below):
+            verdict, bare = core.access(facts, probe, want), core.access(without, probe, want)
+            if shown and is_within(probe, facts.home) and core.deciding(plain, probe) == HIDDEN:
+                expected: core.Allowed | core.Denied = core.ALLOWED
+                if want is core.Want.WRITE:
+                    rule = "read_only" if facts.mode is core.Mode.READ_ONLY else "outside_writable_roots"
+                    expected = core.Denied(rule, "/" if rule == "read_only" else probe)
+                assert verdict == expected, (probe, want)
+            else:
+                assert verdict == bare, (probe, want)
+    assert (core.Layer(facts.home, core.Kind.READ) in core.layers(facts)) is shown
+
+
+@given(facts_strategy)
+def test_sandbox_tmp_mount_points_are_the_layers_the_private_tmp_holds(facts: core.Facts) -> None:
+    """A layer needs a mount point made in the private /tmp exactly when the private /tmp is what it is mounted
+    on: the host's /tmp mask is its holder."""
+    all_layers = core.layers(facts)
+    points = core.tmp_mount_points(all_layers)
+    for index, layer in enumerate(all_layers):
+        inside = layer.path != "/tmp" and is_within(layer.path, "/tmp")
+        on_private = inside and core.deciding(all_layers[:index], layer.path) == HIDDEN
+        assert (layer in points) is on_private
+
+
+def test_sandbox_a_socket_in_a_home_under_tmp_is_masked_unless_a_root_or_a_denial_covers_it_small_scope() -> None:
+    bound = ["/tmp/h/agent.sock", "/tmp/h/w/app.sock", "/tmp/h/.ssh/s", "/tmp/x.sock", "/run/d.sock"]
+    masked = core.sockets_to_mask(bound, ["/tmp/h/w"], ["/tmp/h/.ssh"], "/tmp/h")
+    assert masked == ("/tmp/h/agent.sock", "/run/d.sock")
+    assert core.sockets_to_mask(bound, [], [], "/tmp") == ("/run/d.sock",)  # a home at /tmp itself stays hidden
+    assert core.sockets_to_mask(bound, [], []) == ("/run/d.sock",)
 
 
 def test_sandbox_composition_refuses_only_network_off_with_a_user_transport_small_scope() -> None:

@@ -149,14 +149,18 @@ def test_a_deny_read_key_is_unreadable_from_bash_a_cell_and_every_file_tool(box:
     assert key.read_text() == (SECRET if box.confined else "x")
 
 
-def test_git_hooks_and_config_are_protected_while_git_add_and_commit_work(box: Box) -> None:
+def test_git_hooks_are_protected_and_a_config_key_that_runs_code_is_undone_while_git_works(box: Box) -> None:
+    """A hook cannot be planted; `git config core.hooksPath` works but is undone and named in the answer, and so is
+    a program key a file tool writes into the config (the config is writable, the guard audits it); `git add` and
+    `git commit` work."""
     hook = box.project / ".git" / "hooks" / "pre-commit"
-    config = box.project / ".git" / "config"
-    before = config.read_bytes()
     box.bash(f"echo 'touch {box.world.root}/hooked' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit")
-    box.bash("echo '[core]\n\thooksPath = /tmp' >> .git/config")
     assert hook.exists() is not box.confined
-    assert (config.read_bytes() == before) is box.confined
+    answer = box.bash("git config core.hooksPath /tmp && git config user.name Job")
+    assert answer["exit_code"] == 0, answer
+    assert ("core.hookspath" in configured_keys(box.project)) is not box.confined
+    assert ("core.hookspath" in " ".join(map(str, answer.get("notices", [])))) is box.confined, answer  # type: ignore[call-overload]
+    assert "user.name" in configured_keys(box.project)
     answer = box.bash(
         "echo more >> README && git add README && "
         "git -c user.name=t -c user.email=t@t.invalid -c core.hooksPath=.git/hooks commit -qm second && "
@@ -164,11 +168,31 @@ def test_git_hooks_and_config_are_protected_while_git_add_and_commit_work(box: B
     )
     assert answer["exit_code"] == 0, answer
     assert str(answer["output"]["text"]).strip().endswith("2")  # type: ignore[index]
-    for tool in (["write", str(hook), "--content", "x"], ["write", str(config), "--content", "x"]):
-        code, refusal = box.world.json_any("fs", *tool, "--session", box.session)
-        assert (code != 0) is box.confined
-        if box.confined:
-            assert refusal["details"]["reason"] == "sandbox" and "protected" in refusal["message"]
+    code, refusal = box.world.json_any("fs", "write", str(hook), "--session", box.session, "--content", "x")
+    assert (code != 0) is box.confined
+    if box.confined:
+        assert refusal["details"]["reason"] == "sandbox" and "protected" in refusal["message"]
+    marker = box.project.parent / "ran-fs-config"
+    config = box.project / ".git" / "config"
+    planted = config.read_text() + f"[core]\n\tfsmonitor = touch {marker}; false\n"
+    code, answer = box.world.json_any("fs", "write", str(config), "--session", box.session, "--content", planted)
+    assert code == 0, answer
+    later = box.bash("true")
+    assert ("core.fsmonitor" in " ".join(map(str, later.get("notices", [])))) is box.confined, later  # type: ignore[call-overload]
+    subprocess.run(["git", "status"], cwd=box.project, capture_output=True, check=False)
+    assert marker.exists() is not box.confined
+
+
+def configured_keys(repo: Path) -> list[str]:
+    """The keys of a repository's own config, as git reads them."""
+    listed = subprocess.run(
+        ["git", "config", "--file", ".git/config", "--list", "--name-only"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return listed.stdout.split()
 
 
 def test_a_git_init_in_a_new_directory_works_and_its_hooks_are_protected_from_the_next_job_on(box: Box) -> None:

@@ -88,7 +88,7 @@ def with_submodule(box: Box) -> Path:
     return box.project / ".git" / "modules" / "lib"
 
 
-def test_a_submodules_config_and_hooks_are_protected(world: DaemonEnv, box: Box) -> None:
+def test_a_submodules_config_is_audited_and_its_hooks_protected(world: DaemonEnv, box: Box) -> None:
     modules = with_submodule(box)
     session = world.json(
         "session", "create", "--cwd", str(box.project), "--sandbox", "workspace_write" if box.confined else "off"

@@ -1,11 +1,13 @@
 """docs/sandbox.md says what the sandbox does: its table of credential stores is the default `deny_read`, each
-path with whose it is, and its lists of caches and protected names are the ones a launch uses."""
+path with whose it is, its lists of caches and protected names are the ones a launch uses, and its table of the git
+keys the guard unsets is the guard's."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from eukhe.core import gitguard
 from eukhe.core.sandbox import CACHE_DIRS, CREDENTIAL_STORES, PROTECTED_DIRS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "sandbox.md"
@@ -23,3 +25,14 @@ def test_the_sandbox_doc_names_every_cache_and_protected_directory() -> None:
         assert f"`~/{cache}`" in text, cache
     for name in PROTECTED_DIRS:
         assert f"`{name}/`" in text, name
+
+
+def test_the_sandbox_doc_names_every_git_key_the_guard_unsets_and_no_other() -> None:
+    section = DOC.read_text().split("### git config", 1)[1].split("\n### ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| a ") or line.startswith("| another ")]
+    named = {key.lower() for row in rows for key in re.findall(r"`([^`]+)`", row.split("|")[2]) if key != "!"}
+    guard = set(gitguard.PROGRAM_KEYS)
+    guard |= {f"{section}.*.{name}" for section, names in gitguard.SUBSECTION_KEYS.items() for name in names}
+    guard |= {f"{section}.*" for section in gitguard.ANY_NAME_SECTIONS}
+    guard |= {"alias.*", "submodule.*.update"}  # the two whose value decides: a `!` runs a shell
+    assert named == guard

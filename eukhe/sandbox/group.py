@@ -52,6 +52,8 @@ class SandboxGroup:
         self._started: int | None = None  # pid 1's start time: its pid names it across reuse
         self._pending = 0  # a signal asked for before bwrap reported: sent as soon as the group is known
         self._outer_kill: Callable[[], None] | None = None
+        self.depth = 1  # how far below pid 1 the command runs (a keeper between them: 2)
+        self.command_began = False  # set once the command is known to have run: a SIGTERM then goes to the group
 
     def started(self) -> None:
         """bwrap holds its copy of the write end now: close ours and read the report."""
@@ -87,6 +89,11 @@ class SandboxGroup:
         elif self._pending:
             self._kill_now()
 
+    def init(self) -> int | None:
+        """The sandbox's pid 1, once bwrap named it (its report read now if the loop has not yet)."""
+        self._read_report()
+        return self.pgid
+
     def terminate(self) -> bool:
         """SIGTERM to the group inside, now or as soon as bwrap has named it (within ms of the start; the kill's
         SIGKILL after the grace does not wait for it). False once the report is over without naming it."""
@@ -109,7 +116,7 @@ class SandboxGroup:
         """SIGTERM to the group once pid 1 has forked the command into it; before that, SIGKILL to pid 1."""
         if self.pgid is None:
             return
-        if _has_child(self.pgid):
+        if self.command_began or _has_descendant(self.pgid, self.depth):
             signal_group(self.pgid, signal.SIGTERM)
         else:
             self._kill_now()
@@ -149,9 +156,12 @@ class SandboxGroup:
             os.close(fd)
 
 
-def _has_child(pid: int) -> bool:
-    """Whether process `pid` has a child now."""
-    return bool(main_thread_children(pid))
+def _has_descendant(pid: int, depth: int) -> bool:
+    """Whether process `pid` has a descendant `depth` generations below it now (1: a child)."""
+    pids = [pid]
+    for _ in range(depth):
+        pids = [child for parent in pids for child in main_thread_children(parent) or ()]
+    return bool(pids)
 
 
 NAMESPACE_END_MS = 10_000

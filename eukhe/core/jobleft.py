@@ -121,11 +121,12 @@ def is_root(proc: Proc, kin: Kin) -> bool:
 
 
 def _never(proc: Proc, kin: Kin) -> bool:
-    """Never a member: the host, the sandbox's pid 1, the keeper."""
+    """Never a member though found: the sandbox's pid 1 and the keeper (the host is never found: no root, and no
+    process of the job is its parent)."""
     if isinstance(kin, Confined):
         keeper = kin.keeper and proc.parent == kin.init and proc.inner_pid == KEEPER_INNER_PID
         return proc.pid == kin.init or keeper
-    return proc.pid == kin.host
+    return False
 
 
 def members(procs: Iterable[Proc], kin: Kin) -> frozenset[int]:

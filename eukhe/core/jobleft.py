@@ -7,14 +7,14 @@ Theory of operation:
   found from a snapshot of process facts (`Proc`) the shell reads. Unconfined (`Unconfined`), they are the job's
   process group and what descends from the host's children that are in it or carry the job's mark (a host that is
   a child subreaper, as a daemon worker is, inherits what a daemon's double fork orphans). Confined (`Confined`),
-  they are what lives in the sandbox's pid namespace below its pid 1, but for the keeper.
+  they are what lives in the sandbox's pid namespace below its pid 1, but for the shell, which is the keeper.
 - `after_shell` is the table of what the shell's exit does: nothing left, the job ends; processes left and no kill
   asked, it hands them over to a new job (the shell's job ends with the shell's code and output, the new one takes
   the rest of the output and ends with its last process); a kill asked (or a run that cannot hand over: a
   terminal's session), they are ended first.
-- The keeper runs a confined command: bwrap ends its whole pid namespace as soon as its command exits, so the
-  command is a shell below the keeper, which reports the shell's exit code at once on a descriptor of the host's and
-  stays while any other process of the namespace runs, until the host releases it (`KEEPER`).
+- The keeper holds a sandbox open: bwrap ends its whole pid namespace as soon as its command exits, so when other
+  processes are left, a confined shell's EXIT trap (`KEEPER_PREAMBLE`) reports the shell's exit code on a
+  descriptor of the host's and keeps the exiting shell until the host releases it.
 
 Invariants (tests/laws/test_jobleft_laws.py): members are live, closed under children, each below a root, never
 the host, pid 1 or the keeper; a kill asked never hands over; every exit ends the shell's job exactly once.
@@ -23,36 +23,66 @@ the host, pid 1 or the keeper; a kill asked never hands over; every exit ends th
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from eukhe.core.job import End, Exited, Killed, exited
 
 KEEPER_INNER_PID = 2
-"""The keeper's pid in the sandbox: bwrap's pid 1 forks it first."""
+"""The confined shell's pid in its sandbox (bwrap's pid 1 forks it first); at its exit it is the keeper."""
 
-KEEPER = r"""trap : HUP INT QUIT TERM USR1 USR2
-r=$2
-bash -c "$1" {r}<&-
-c=$?
-printf '%d\n' "$c" >&"$r"
-for p in /proc/[0-9]*; do
-  case ${p#/proc/} in 1|$$) ;; *)
-    until read -r -u "$r" _; do [ $? -gt 128 ] || break; done
-    break;;
-  esac
-done
-exit "$c"
+KEEPER_ENV = "EUKHE_KEEPER"
+"""Names the keeper's two descriptors for its preamble: the report's and the preamble's own (which it closes)."""
+USER_BASH_ENV = "EUKHE_USER_BASH_ENV"
+"""Holds the user's own BASH_ENV while the preamble runs: it is put back, and sourced, before the command."""
+
+KEEPER_PREAMBLE = r"""__eukhe_keep_fd=${EUKHE_KEEPER%% *}
+__eukhe_fd=${EUKHE_KEEPER##* }
+exec {__eukhe_fd}<&-
+unset EUKHE_KEEPER __eukhe_fd
+if [ -n "${EUKHE_USER_BASH_ENV+set}" ]; then
+  export BASH_ENV="$EUKHE_USER_BASH_ENV"
+  unset EUKHE_USER_BASH_ENV
+  . "$BASH_ENV"
+else
+  unset BASH_ENV
+fi
+__eukhe_keep() {
+  local code=$? p
+  trap - DEBUG RETURN ERR
+  set +euf
+  for p in /proc/[0-9]*; do
+    case ${p#/proc/} in 1|$$) ;; *)
+      trap : HUP INT QUIT TERM USR1 USR2
+      printf '%d\n' "$code" >&"$__eukhe_keep_fd" 2>/dev/null
+      until read -r -u "$__eukhe_keep_fd" _; do [ "$?" -gt 128 ] || break; done
+      break;;
+    esac
+  done
+  exit "$code"
+}
+trap __eukhe_keep EXIT
 """
-"""The keeper, as `bash -c KEEPER keeper COMMAND FD`: the command runs as `bash -c COMMAND` (the descriptor closed
-for it); its exit code goes to FD at once; if any process but pid 1 and the keeper is left in the namespace, the
-keeper waits until the host writes a line or closes its end (a signal does not end the wait), then exits with the
-code. Its traps are handlers, not ignores, so the command hears every signal as it would without the keeper."""
+"""What a confined shell reads first (its BASH_ENV, from a pipe): an EXIT trap that makes the exiting shell the
+keeper. bwrap ends its namespace when its command (this shell) exits; so if any process but pid 1 and the shell is
+left in the namespace, the trap reports the shell's exit code on the report descriptor and waits until the host
+writes a line or closes its end (a signal does not end the wait), then exits with the code. Nothing left: it exits
+at once and reports nothing (bwrap's code is the shell's). It costs no process and leaves the command as it would
+be without it (`bash -c COMMAND`: the same $0, $$, messages); the user's BASH_ENV is put back and sourced; children
+see neither, but inherit the report descriptor. A command that sets its own EXIT trap replaces this one: what it
+leaves then ends with it; and a shell that a signal ended while processes are left reports its last status."""
 
 
-def keeper_argv(command: str, fd: int) -> list[str]:
-    """The argv that runs `command` below the keeper, reporting on descriptor `fd` (passed to the sandbox)."""
-    return ["bash", "-c", KEEPER, "keeper", command, str(fd)]
+def keeper_env(env: Mapping[str, str], report_fd: int, preamble_fd: int) -> dict[str, str]:
+    """`env` for a confined shell with the keeper: BASH_ENV reads the preamble from `preamble_fd`, which also
+    learns `report_fd`; the user's BASH_ENV is kept aside for it."""
+    made = dict(env)
+    user = made.pop("BASH_ENV", None)
+    if user is not None:
+        made[USER_BASH_ENV] = user
+    made["BASH_ENV"] = f"/dev/fd/{preamble_fd}"
+    made[KEEPER_ENV] = f"{report_fd} {preamble_fd}"
+    return made
 
 
 MAX_REPORT_BYTES = 32
@@ -96,8 +126,8 @@ class Unconfined:
 
 @dataclass(frozen=True, slots=True)
 class Confined:
-    """A confined job: its sandbox's pid 1, as the host sees it, and whether a keeper runs below it (a job on a
-    terminal runs its command there instead)."""
+    """A confined job: its sandbox's pid 1, as the host sees it, and whether its shell is the keeper (a job on a
+    terminal has none: its command is pid 1's child there)."""
 
     init: int
     keeper: bool = True
@@ -131,7 +161,7 @@ def _never(proc: Proc, kin: Kin) -> bool:
 
 def members(procs: Iterable[Proc], kin: Kin) -> frozenset[int]:
     """The job's live processes in a snapshot: its roots and everything below them, but the host, pid 1 and the
-    keeper (whose children, the command's shell and what it started, are the job's)."""
+    keeper (whose children, what the shell started, are the job's)."""
     every = {proc.pid: proc for proc in procs}
     children: dict[int, list[int]] = {}
     for proc in every.values():

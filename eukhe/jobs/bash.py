@@ -12,15 +12,19 @@ pipes widened to PIPE_BYTES (fewer reads and loop wake-ups); without a terminal 
 since Linux's autogroup scheduler gives each session an equal share of the CPU: 50 jobs in 50 sessions left the one
 host reading them all a fiftieth of a busy machine.
 
-A kill goes to the whole group: SIGTERM, then SIGKILL after a grace if any member is still alive. It works when the
-command closed stdout and stderr, because it never relies on the pipe. The owner reports the end only once the leader
-has exited and no live member of the group remains, so a cancel that waits for the end finds no survivor.
+A kill goes to the whole group and to each process of the job outside it: SIGTERM, then SIGKILL after a grace. It
+works when the command closed stdout and stderr, because it never relies on the pipe. The owner reports the end only
+once the leader has exited and no live process of the job remains, so a cancel that waits for the end finds no
+survivor.
 
-The group ends with the job. When the leader exits, the pipe may drain for a moment (`drain_s`); then any process
-left in the group gets SIGTERM, and SIGKILL after the grace; then the pipe is closed and the job ends with the
-leader's exit code. So a command that leaves a background child holding its stdout returns at once, and the child is
-gone. Once the group is gone the rest of the pipe is read to its EOF (at most 1 s more: only a process that left the
-group with its own `setsid` can hold it open; it is not ours to kill, and we stop reading its output).
+What the shell leaves runs on as a job (docs/jobs.md; the decisions are `eukhe.core.jobleft`'s). When the shell
+exits, the processes it started and left get the drain (`drain_ms`) to end; those still running are handed over to a
+new job of the same table, which takes the rest of the pipe's output, and the shell's job ends with the shell's code
+and output, naming it. That job ends when its last process does (found and watched by `eukhe.jobs.left`), or at a
+kill. On a kill asked before (or for a terminal's job), what is left is ended instead: SIGTERM, SIGKILL after the
+grace. A confined shell is its own keeper: its EXIT trap holds the sandbox, which bwrap would end at its exit, while
+processes are left. Once they are gone the rest of the pipe is read to its EOF (at most 1 s more: only a process
+that left every way of finding it can hold it open, and we stop reading its output).
 """
 
 from __future__ import annotations
@@ -121,7 +125,7 @@ class BashOptions:
     """Timings of a bash job's end, on its table's clock."""
 
     kill_grace_ms: int = 2_000  # after SIGTERM to the group, SIGKILL to the group
-    drain_ms: int = 100  # after the leader exits, how long the pipe may stay open before the group is ended
+    drain_ms: int = 100  # after the leader exits, how long what it left may take to end before a job takes it
 
 
 class _Pipe(asyncio.SubprocessProtocol):
@@ -224,6 +228,8 @@ class BashRun:
         self.left_job: Job | None = None  # the job of what the shell left running, once it handed them over
         self.task: asyncio.Task[None] | None = None
         self._kill_timer: Cancellable | None = None
+        self._again_timer: Cancellable | None = None
+        self._shell_done = False  # the shell exited (or, confined, reported its exit)
         self._terminating = False
         self._give_up_ms: int | None = None  # once a kill began: when its wait for the end gives up
         self._kill_begun: asyncio.Future[None] = pipe.loop.create_future()
@@ -239,12 +245,14 @@ class BashRun:
         self._terminating = True
         if self.sandbox is None:
             self._signal_left(signal.SIGTERM, [self.pgid])
-        elif self.sandbox.terminate():
-            self._signal_left(signal.SIGTERM, [] if self.sandbox.pgid is None else [self.sandbox.pgid])
+        elif self.sandbox.terminate():  # it sent the SIGTERM to the group inside
+            self._signal_left(signal.SIGTERM, [], [] if self.sandbox.pgid is None else [self.sandbox.pgid])
         else:
             kill_group(self.pgid)  # bwrap ended its report without naming the group inside: end all of it now
         now = self.clock.now_ms()
         self._kill_timer = self.clock.call_at(now + self.options.kill_grace_ms, self._kill)
+        if self.keeper is not None:
+            self._again_timer = self.clock.call_at(now + self.options.drain_ms, self._terminate_shell_again)
         self._give_up_ms = now + self.options.kill_grace_ms + GIVE_UP_MS
         if not self._kill_begun.done():
             self._kill_begun.set_result(None)
@@ -256,19 +264,40 @@ class BashRun:
             kill_group(self.pgid)  # bwrap, whose --die-with-parent takes the namespace along
             self.sandbox.kill()
 
-    def _signal_left(self, signum: int, groups: list[int]) -> None:
+    def _signal_left(self, signum: int, groups: list[int], sent: list[int] | None = None) -> None:
         """Send `signum` to `groups` that still hold a process of the job, and to each process of it outside them
-        (one that left the group: a daemon's setsid). A group is signalled only while it holds one, so a number
-        that an emptied group freed never names another."""
+        and outside the groups it was `sent` to already (one that left the group: a daemon's setsid). A group is
+        signalled only while it holds one, so a number an emptied group freed never names another."""
         procs = self._left_procs()
         held = {proc.group for proc in procs}
         for group in groups:
             if group in held:
                 signal_group(group, signum)
+        covered = {*groups, *(sent or ())}
         for proc in procs:
-            if proc.group not in groups:
+            if proc.group not in covered:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(proc.pid, signum)
+
+    def _terminate_shell_again(self) -> None:
+        """A kill's SIGTERM once more to a confined shell if it still runs a moment later: its EXIT trap (the
+        keeper's) makes it catch SIGTERM, and one that comes as it starts a command is lost while it waits for it."""
+        if self._shell_done or self.sandbox is None:
+            return
+        init = self.sandbox.init()
+        if init is None:
+            return
+        for proc in snapshot(jobleft.Confined(init), mark=self.mark):
+            if proc.parent == init and proc.inner_pid == jobleft.KEEPER_INNER_PID and proc.alive:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(proc.pid, signal.SIGTERM)
+
+    def _terminate_again(self) -> None:
+        """The shell exited during a kill: each process of the job still there hears the SIGTERM once more, since one
+        the shell was forking when it was sent (between its fork and its exec) can have missed it."""
+        for pid in self.left():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
 
     def groups(self) -> list[int]:
         """The process groups a signal to the job goes to: its group (inside its sandbox when confined)."""
@@ -315,8 +344,8 @@ class BashRun:
         return await until_gone(self.left, self.clock, deadline, self._kill_begun)
 
     async def _shell_exit(self) -> int | None:
-        """Wait for the shell's exit; its code. Confined, the keeper reports it (bwrap lives on while processes are
-        left); bwrap's own end answers when the keeper could not report (the sandbox failed to start)."""
+        """Wait for the shell's exit; its code. Confined, the keeper reports it when processes are left (bwrap lives
+        on); else bwrap's own end answers, with the shell's code."""
         keeper = self.keeper
         if keeper is None:
             await self.pipe.exited
@@ -325,11 +354,9 @@ class BashRun:
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         keeper.read_now()  # bwrap ended: all the keeper wrote is there
         code = keeper.code.result() if keeper.code.done() else None
-        if code is None:
+        if code is None or self.pipe.exited.done():  # bwrap's code is the shell's own (a signal's too)
             await self.pipe.exited
             return self.transport.get_returncode()
-        if self.sandbox is not None:
-            self.sandbox.command_began = True
         return code
 
     def _hand_over(self, job: Job, code: int | None) -> Job | None:
@@ -367,6 +394,7 @@ class BashRun:
         code: int | None = None
         try:
             code = await self._shell_exit()
+            self._shell_done = True
             _LEADERS.pop(self.pgid, None)
             gone = await self._until_gone(clock.now_ms() + options.drain_ms)
             verdict = jobleft.after_shell(
@@ -377,6 +405,8 @@ class BashRun:
                 ended = taken
                 await self._until_gone(None)
             elif not gone:
+                if self._terminating:
+                    self._terminate_again()
                 self._terminate()
                 await self._until_gone(None)
             if self.keeper is not None:
@@ -393,11 +423,14 @@ class BashRun:
             if self.sandbox is not None:
                 self.sandbox.reap()
                 self.sandbox.close()
-            if self._kill_timer is not None:
-                self._kill_timer.cancel()
+            for timer in (self._kill_timer, self._again_timer):
+                if timer is not None:
+                    timer.cancel()
             self.transport.close()
             self.pipe.close_output()
         if ended is job:
+            if self.keeper is not None and self.pipe.exited.done():
+                code = self.transport.get_returncode()  # bwrap's: the shell's own, also when a signal ended it
             job.finish(jobleft.shell_end(code, job.kill_requested))
         else:
             ended.finish(jobleft.left_end(ended.kill_requested))
@@ -508,8 +541,7 @@ async def start_bash(
         try:
             if tty is None:  # bwrap ends its namespace with its command: the keeper holds it for what is left
                 keeper = Keeper(loop)
-                argv = jobleft.keeper_argv(command, keeper.fd)
-                info.depth = 2
+                job_env = keeper.env(job_env)
             argv = confine(argv, info.write_end)
         except BaseException:  # the sandbox could not be set up (sandbox_unavailable): its pipes do not leak
             _close_sandbox(info, keeper)
@@ -608,7 +640,7 @@ def _passed(info: SandboxGroup | None, keeper: Keeper | None, filter_fds: tuple[
     """The descriptors a launch passes on: the sandbox's report, the keeper's, the keyring filter's."""
     if info is None:
         return ()
-    return (info.write_end, *(() if keeper is None else (keeper.fd,)), *filter_fds)
+    return (info.write_end, *(() if keeper is None else keeper.fds), *filter_fds)
 
 
 def _close_sandbox(info: SandboxGroup | None, keeper: Keeper | None) -> None:

@@ -138,8 +138,9 @@ def reap(pids: Collection[int], procs: Collection[core.Proc]) -> None:
 
 
 class Keeper:
-    """The host's end of a confined job's keeper (`core.KEEPER`): `fd` goes to the sandbox; `code` is the shell's
-    exit code once the keeper reported it (None: it ended without a report); `release` lets it end."""
+    """The host's end of a confined shell's keeper (`core.KEEPER_PREAMBLE`): `fds` go to the sandbox and `env` makes
+    the shell read the preamble; `code` is the shell's exit code once the keeper reported it (None: it ended without
+    a report); `release` lets it end."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -147,15 +148,28 @@ class Keeper:
         self._sock: socket.socket | None = ours
         self._theirs: socket.socket | None = theirs
         ours.setblocking(False)
-        self.fd = theirs.fileno()
         self._data = b""
         self.code: asyncio.Future[int | None] = loop.create_future()
+        self._preamble: int | None = None
+        try:
+            read_end, write_end = os.pipe()
+        except BaseException:
+            self.release()
+            raise
+        self._preamble = read_end
+        try:
+            os.write(write_end, core.KEEPER_PREAMBLE.encode())  # far below a pipe's capacity: never blocks
+        finally:
+            os.close(write_end)
+        self.fds = (theirs.fileno(), read_end)
+
+    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The shell's environment: `env` with the keeper's preamble to read first."""
+        return core.keeper_env(env, *self.fds)
 
     def started(self) -> None:
-        """The sandbox holds its copy of the keeper's end now: close ours and read the report."""
-        if self._theirs is not None:
-            self._theirs.close()
-            self._theirs = None
+        """The sandbox holds its copies of the keeper's descriptors now: close ours and read the report."""
+        self._close_theirs()
         if self._sock is not None:
             self.loop.add_reader(self._sock.fileno(), self.read_now)
 
@@ -187,9 +201,15 @@ class Keeper:
                 self.loop.remove_reader(sock.fileno())
                 self.code.set_result(None)
             sock.close()
+        self._close_theirs()
+
+    def _close_theirs(self) -> None:
         if self._theirs is not None:
             self._theirs.close()
             self._theirs = None
+        preamble, self._preamble = self._preamble, None
+        if preamble is not None:
+            os.close(preamble)
 
 
 async def until_gone(

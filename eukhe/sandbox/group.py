@@ -52,8 +52,6 @@ class SandboxGroup:
         self._started: int | None = None  # pid 1's start time: its pid names it across reuse
         self._pending = 0  # a signal asked for before bwrap reported: sent as soon as the group is known
         self._outer_kill: Callable[[], None] | None = None
-        self.depth = 1  # how far below pid 1 the command runs (a keeper between them: 2)
-        self.command_began = False  # set once the command is known to have run: a SIGTERM then goes to the group
 
     def started(self) -> None:
         """bwrap holds its copy of the write end now: close ours and read the report."""
@@ -116,7 +114,7 @@ class SandboxGroup:
         """SIGTERM to the group once pid 1 has forked the command into it; before that, SIGKILL to pid 1."""
         if self.pgid is None:
             return
-        if self.command_began or _has_descendant(self.pgid, self.depth):
+        if _has_child(self.pgid):
             signal_group(self.pgid, signal.SIGTERM)
         else:
             self._kill_now()
@@ -156,12 +154,9 @@ class SandboxGroup:
             os.close(fd)
 
 
-def _has_descendant(pid: int, depth: int) -> bool:
-    """Whether process `pid` has a descendant `depth` generations below it now (1: a child)."""
-    pids = [pid]
-    for _ in range(depth):
-        pids = [child for parent in pids for child in main_thread_children(parent) or ()]
-    return bool(pids)
+def _has_child(pid: int) -> bool:
+    """Whether process `pid` has a child now."""
+    return bool(main_thread_children(pid))
 
 
 NAMESPACE_END_MS = 10_000

@@ -4,7 +4,7 @@ processes are the job's (free process forests with Hypothesis), and the keeper's
 The laws: a kill asked never hands processes over, nor does a run that cannot; nothing left ends the job; members are
 live, closed under children, each below a root of the job, and never the host, the sandbox's pid 1 or the keeper;
 the host reaps only ended children of its own that were the job's, never the shell; every exit code the keeper can
-report reads back as itself, and nothing else reads as a code.
+report reads back as itself, and nothing else reads as a code; the keeper's environment keeps the user's.
 """
 
 from __future__ import annotations
@@ -154,8 +154,17 @@ def test_left_a_report_that_is_no_code_reads_as_none(data: bytes) -> None:
         assert core.reported_code(data) is None
 
 
-@given(st.text(), st.integers(3, 1000))
-def test_left_the_keeper_runs_the_command_as_one_word(command: str, fd: int) -> None:
-    argv = core.keeper_argv(command, fd)
-    assert argv[:3] == ["bash", "-c", core.KEEPER]
-    assert argv[4:] == [command, str(fd)]
+env_names = st.sampled_from(("PATH", "HOME", "BASH_ENV", "LANG", "X"))
+
+
+@given(st.dictionaries(env_names, st.text(max_size=8)), st.integers(3, 1000), st.integers(3, 1000))
+def test_left_the_keeper_reads_its_preamble_first_and_keeps_the_users_bash_env(
+    env: dict[str, str], report_fd: int, preamble_fd: int
+) -> None:
+    made = core.keeper_env(env, report_fd, preamble_fd)
+    assert made["BASH_ENV"] == f"/dev/fd/{preamble_fd}"
+    assert made[core.KEEPER_ENV] == f"{report_fd} {preamble_fd}"
+    assert made.get(core.USER_BASH_ENV) == env.get("BASH_ENV")
+    assert {k: v for k, v in made.items() if k not in ("BASH_ENV", core.KEEPER_ENV, core.USER_BASH_ENV)} == {
+        k: v for k, v in env.items() if k != "BASH_ENV"
+    }

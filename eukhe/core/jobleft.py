@@ -177,20 +177,24 @@ def members(procs: Iterable[Proc], kin: Kin) -> frozenset[int]:
     return frozenset(pid for pid in found if every[pid].alive and not _never(every[pid], kin))
 
 
-def reapable(procs: Iterable[Proc], kin: Kin, leader: int) -> frozenset[int]:
+def reapable(procs: Iterable[Proc], kin: Kin, leader: int, known: Mapping[int, int] | None = None) -> frozenset[int]:
     """The ended children of an unconfined job's host that were the job's, which the host reaps (nothing else
-    waits for them): zombies in the job's group, or leaders of a group or session a member is in (a daemon's
-    intermediate process), never the shell itself (its own waiter reaps it). None for a confined job: its pid 1
-    reaps the namespace's."""
+    waits for them): zombies in the job's group, or in a group a member is in (a daemon's intermediate process), or
+    that were members themselves (`known`: pid to start, from earlier snapshots); never the shell itself (its own
+    waiter reaps it). None for a confined job: its pid 1 reaps the namespace's."""
     if not isinstance(kin, Unconfined):
         return frozenset()
     listed = list(procs)
     live = members(listed, kin)
     groups = {kin.group} | {proc.group for proc in listed if proc.pid in live}
+    seen = known or {}
     return frozenset(
         proc.pid
         for proc in listed
-        if not proc.alive and proc.parent == kin.host and proc.pid != leader and proc.group in groups
+        if not proc.alive
+        and proc.parent == kin.host
+        and proc.pid != leader
+        and (proc.group in groups or seen.get(proc.pid) == proc.start)
     )
 
 

@@ -230,6 +230,7 @@ class BashRun:
         self._kill_timer: Cancellable | None = None
         self._again_timer: Cancellable | None = None
         self._shell_done = False  # the shell exited (or, confined, reported its exit)
+        self._seen: dict[int, int] = {}  # the job's processes the last reading found (pid: start), to reap later
         self._terminating = False
         self._give_up_ms: int | None = None  # once a kill began: when its wait for the end gives up
         self._kill_begun: asyncio.Future[None] = pipe.loop.create_future()
@@ -325,9 +326,13 @@ class BashRun:
             return []
         procs = snapshot(kin, mark=self.mark, others=_LEADERS)
         if isinstance(kin, jobleft.Unconfined):
-            reap(jobleft.reapable(procs, kin, self.pgid), procs)
+            reap(jobleft.reapable(procs, kin, self.pgid, self._seen), procs)
         found = jobleft.members(procs, kin)
-        return [proc for proc in procs if proc.pid in found]
+        left = [proc for proc in procs if proc.pid in found]
+        present = {proc.pid for proc in procs}  # an ended child of the host stays listed until it is reaped
+        self._seen = {pid: start for pid, start in self._seen.items() if pid in present}
+        self._seen.update((proc.pid, proc.start) for proc in left)
+        return left
 
     def left(self) -> dict[int, int]:
         """The live processes of the job now, each with its start (pid: clock ticks)."""

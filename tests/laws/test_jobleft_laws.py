@@ -109,12 +109,12 @@ def test_left_unconfined_roots_are_the_group_and_the_hosts_marked_children(procs
         assert core.needs_mark(proc, kin) is (proc.alive and proc.parent == HOST and proc.group != group)
 
 
-@given(forests(), kins, st.integers(1, 16))
-def test_left_reaps_only_ended_children_of_the_host_in_the_jobs_groups_never_the_shell(
-    procs: list[Proc], kin: core.Kin, leader: int
+@given(forests(), kins, st.integers(1, 16), st.dictionaries(st.integers(1, 16), st.integers(1, 16)))
+def test_left_reaps_only_ended_children_of_the_host_that_were_the_jobs_never_the_shell(
+    procs: list[Proc], kin: core.Kin, leader: int, known: dict[int, int]
 ) -> None:
     every = {proc.pid: proc for proc in procs}
-    reaped = core.reapable(procs, kin, leader)
+    reaped = core.reapable(procs, kin, leader, known)
     if isinstance(kin, Confined):
         assert reaped == frozenset()  # the sandbox's pid 1 reaps its namespace
         return
@@ -122,7 +122,11 @@ def test_left_reaps_only_ended_children_of_the_host_in_the_jobs_groups_never_the
     groups = {kin.group} | {every[pid].group for pid in found}
     for pid in reaped:
         proc = every[pid]
-        assert not proc.alive and proc.parent == kin.host and pid != leader and proc.group in groups
+        assert not proc.alive and proc.parent == kin.host and pid != leader
+        assert proc.group in groups or known.get(pid) == proc.start
+    for proc in procs:  # and every such zombie is reaped
+        if not proc.alive and proc.parent == kin.host and proc.pid != leader and known.get(proc.pid) == proc.start:
+            assert proc.pid in reaped
 
 
 def test_left_after_shell_over_every_case() -> None:

@@ -28,6 +28,7 @@ from eukhe.records.sandbox import SandboxPolicy
 from eukhe.session.session import Session
 from tests.real.conftest import DaemonEnv
 from tests.real.sandboxes import SANDBOX_PYTHON
+from tests.real.test_confined_jobs_leave_no_zombie import zombies_of_worker
 from tests.real.test_mcp_server import eventually, mcp_server, workdir
 from tests.real.test_mcp_server import run as run_mcp
 from tests.real.test_sandbox_jobs import tagged, until
@@ -249,6 +250,7 @@ def test_a_server_that_daemonizes_out_of_the_group_is_tracked_by_the_worker_and_
     cancelled = world.json("jobs", "cancel", "--session", session, left)
     assert cancelled["killed"] is True
     assert tagged(tag) == []
+    assert zombies_of_worker(world, session) == []  # the worker reaped the server it inherited
 
 
 def test_the_mcp_dev_server_scenario(world: DaemonEnv) -> None:

@@ -43,7 +43,7 @@ unset EUKHE_KEEPER __eukhe_fd
 if [ -n "${EUKHE_USER_BASH_ENV+set}" ]; then
   export BASH_ENV="$EUKHE_USER_BASH_ENV"
   unset EUKHE_USER_BASH_ENV
-  . "$BASH_ENV"
+  if [ -e "$BASH_ENV" ]; then . "$BASH_ENV"; fi
 else
   unset BASH_ENV
 fi

@@ -199,6 +199,41 @@ def test_a_rewind_stops_the_left_job_started_after_its_target_and_keeps_the_one_
     asyncio.run(scenario())
 
 
+def test_a_confined_shell_runs_its_command_as_without_the_keeper(tmp_path: Path) -> None:
+    """The keeper is the shell's own EXIT trap: the command sees `bash -c` as ever (its $0, its exit code, a signal's
+    code, its own EXIT trap, the user's BASH_ENV sourced) and none of the keeper's environment."""
+
+    async def scenario() -> None:
+        session = await session_in(tmp_path, "workspace_write")
+        user_env = session.cwd / "user_env.sh"  # where the sandbox sees it (its /tmp is its own)
+        user_env.write_text("USER_ENV_READ=yes\n")
+        os.environ["BASH_ENV"] = str(user_env)
+        try:
+            seen = await session.execute_bash_and_wait(
+                'echo "$0 ${USER_ENV_READ-} ${BASH_ENV-} ${EUKHE_KEEPER-unset} ${EUKHE_USER_BASH_ENV-unset}"', 30_000
+            )
+            assert isinstance(seen, Settled)
+            assert seen.output.text == f"bash yes {user_env} unset unset\n"
+            os.environ["BASH_ENV"] = str(session.cwd / "missing.sh")  # bash says nothing of a missing one
+            quiet = await session.execute_bash_and_wait("echo ok", 30_000)
+            assert isinstance(quiet, Settled)
+            assert quiet.output.text == "ok\n"
+            for command, code, text in (
+                ("echo hi; exit 3", 3, "hi\n"),
+                ("kill -TERM $$", 143, ""),
+                ("trap 'echo mine' EXIT; echo start", 0, "start\nmine\n"),
+                ("echo )", 2, "bash: -c: line 1: syntax error near unexpected token `)'\nbash: -c: line 1: `echo )'\n"),
+            ):
+                answer = await session.execute_bash_and_wait(command, 30_000)
+                assert isinstance(answer, Settled), answer
+                assert (answer.exit_code, answer.output.text, answer.left_running) == (code, text, None), command
+        finally:
+            del os.environ["BASH_ENV"]
+            await session.close()
+
+    asyncio.run(scenario())
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Through the daemon: the CLI and MCP
 

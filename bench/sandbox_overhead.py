@@ -5,10 +5,14 @@
   bwrap's own cost is at most half of that cost, (confined - unconfined) <= 1.5 x (raw bwrap - raw bash).
 - A cell's round trip (`1 + 1`) on a confined kernel and an unconfined one. Target: confined <= 1.1 x unconfined.
 - The probe a session's start runs. Target: under 50 ms.
+- A backgrounding call (`sleep 300 >/dev/null 2>&1 & echo $EPOCHREALTIME`): the time from its shell's exit (the
+  time it echoes last, on the wall clock its host reads too) to its answer, which names the job that took the
+  sleep, confined and unconfined; and its ratio to the `bash true` round trip of the same run. Target: within the
+  drain that already follows every shell's exit, <= 150 ms. The left job is cancelled after each, untimed.
 
 Rounds are interleaved so drift hits each side alike; medians.
 
-    uv run python bench/sandbox_overhead.py [--runs N] [--cells N]
+    uv run python bench/sandbox_overhead.py [--runs N] [--cells N] [--background N]
 """
 
 from __future__ import annotations
@@ -62,14 +66,34 @@ async def cell_round_trips(session: KernelSession, runs: int) -> list[float]:
     return await round_trips(lambda: session.ipython("1 + 1", 60_000), runs, lambda a: a.result == "2")
 
 
-async def measure(runs: int, cells: int, root: Path) -> dict[str, list[float]]:
+BACKGROUNDING = "sleep 300 >/dev/null 2>&1 & echo $EPOCHREALTIME"
+"""Its shell echoes the wall clock (bash's own, no fork) as its last act, then exits, leaving the sleep running."""
+
+
+async def background_answers(session: KernelSession, runs: int) -> list[float]:
+    """`runs` backgrounding calls: each the time from its shell's exit to its answer (the left job cancelled)."""
+    times = []
+    for _ in range(runs):
+        answer = await session.execute_bash_and_wait(BACKGROUNDING, 60_000)
+        answered = time.time()
+        assert isinstance(answer, Settled), answer
+        assert answer.left_running is not None, answer
+        times.append(answered - float(answer.output.text))
+        ended = await session.jobs.cancel(answer.left_running)
+        assert isinstance(ended, Settled), ended
+        assert ended.killed, ended
+    return times
+
+
+async def measure(runs: int, cells: int, root: Path, background: int = 40) -> dict[str, list[float]]:
     cwd = root / "cwd"
     cwd.mkdir()
     confined = await KernelSession.create(cwd, root=root / "sessions", sandbox=SandboxPolicy())
     unconfined = await KernelSession.create(cwd, root=root / "sessions", sandbox=SandboxPolicy(mode="off"))
     try:
         bwrap_argv = confined.sandbox.wrap(["bash", "-c", "true"])
-        found: dict[str, list[float]] = {key: [] for key in ("raw", "bwrap", "off", "on", "cell_off", "cell_on")}
+        keys = ("raw", "bwrap", "off", "on", "cell_off", "cell_on", "left_off", "left_on")
+        found: dict[str, list[float]] = {key: [] for key in keys}
         await bash_round_trips(confined, 5)  # warm-up
         await bash_round_trips(unconfined, 5)
         await cell_round_trips(confined, 5)
@@ -82,6 +106,8 @@ async def measure(runs: int, cells: int, root: Path) -> dict[str, list[float]]:
             found["on"] += await bash_round_trips(confined, runs // rounds)
             found["cell_off"] += await cell_round_trips(unconfined, cells // rounds)
             found["cell_on"] += await cell_round_trips(confined, cells // rounds)
+            found["left_off"] += await background_answers(unconfined, background // rounds)
+            found["left_on"] += await background_answers(confined, background // rounds)
         return found
     finally:
         await confined.close()
@@ -104,12 +130,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=400)
     parser.add_argument("--cells", type=int, default=800)
+    parser.add_argument("--background", type=int, default=40)
     args = parser.parse_args()
     os.environ.setdefault("EUKHE_KERNEL_PYTHON", sys.executable)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["EUKHE_CODING_AGENT_DIR"] = str(Path(tmp) / "agent")
-        found = asyncio.run(measure(args.runs, args.cells, Path(tmp)))
-    ms = {key: statistics.median(values) * 1000 for key, values in found.items()}
+        found = asyncio.run(measure(args.runs, args.cells, Path(tmp), args.background))
+    ms = {key: statistics.median(values) * 1000 if values else float("nan") for key, values in found.items()}
     for key, label in (
         ("raw", "raw bash -c true"),
         ("bwrap", "raw bwrap <same flags> bash -c true"),
@@ -117,6 +144,8 @@ def main() -> None:
         ("on", "bash true through a session, confined"),
         ("cell_off", "cell 1 + 1, unconfined kernel"),
         ("cell_on", "cell 1 + 1, confined kernel"),
+        ("left_off", "backgrounding call, its shell's exit to its answer, unconfined"),
+        ("left_on", "backgrounding call, its shell's exit to its answer, confined"),
     ):
         print(f"{label}: median {ms[key]:.3f} ms over {len(found[key])} runs")
     bwrap_cost = ms["bwrap"] - ms["raw"]
@@ -125,6 +154,8 @@ def main() -> None:
     print(f"bwrap's own cost: {bwrap_cost:.3f} ms; confined - unconfined: {added:.3f} ms")
     print(f"(confined - unconfined) / (raw bwrap - raw): {ratio:.2f} (target <= 1.5)")
     print(f"confined cell / unconfined cell: {ms['cell_on'] / ms['cell_off']:.3f} (target <= 1.1)")
+    for mode, left, trip in (("unconfined", "left_off", "off"), ("confined", "left_on", "on")):
+        print(f"backgrounding call's exit to answer / bash true round trip, {mode}: {ms[left] / ms[trip]:.2f} x")
     probe = probe_ms()
     print(f"the start's probe: median {probe:.1f} ms (target < 50 ms)")
     report(
@@ -132,6 +163,8 @@ def main() -> None:
             Target("(confined - unconfined) / (raw bwrap - raw), bash true", ratio, "<=", 1.5, "x"),
             Target("confined cell / unconfined cell", ms["cell_on"] / ms["cell_off"], "<=", 1.1, "x"),
             Target("the start's probe, median", probe, "<", 50, "ms"),
+            Target("backgrounding call, shell's exit to answer, unconfined", ms["left_off"], "<=", 150, "ms"),
+            Target("backgrounding call, shell's exit to answer, confined", ms["left_on"], "<=", 150, "ms"),
         ]
     )
 

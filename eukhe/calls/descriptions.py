@@ -23,9 +23,9 @@ REFUSAL = (
 )
 CONFINED = (
     "It runs in the session's sandbox (unless the session was made with --sandbox off): it may write the working "
-    "directory, /tmp (private to the session) and copies of the toolchain caches; .git/hooks, .git/config, "
-    ".eukhe/, .agents/ and .claude/ stay read-only, the user's credentials (~/.ssh, ~/.aws, ...) are hidden, and "
-    "the network may be off. "
+    "directory, /tmp (private to the session) and copies of the toolchain caches; .git/hooks, .eukhe/, .agents/ "
+    "and .claude/ stay read-only, a git config entry that would run a program is undone, the user's credentials "
+    "(~/.ssh, ~/.aws, ...) are hidden, and the network may be off. "
 )
 BLOCKS = (
     f"It blocks at most its budget_ms (the session's budget, {DEFAULT_BLOCKING_BUDGET_MS // 1000} s by default, "
@@ -43,9 +43,14 @@ BOUNDED = (
 DESCRIPTIONS: dict[str, str] = {
     "bash": (
         "Run a shell command with bash in the session's working directory. " + CONFINED + BLOCKS + BOUNDED + " "
-        "Cancelling the call ends the command's whole process group. Its input is empty (/dev/null), unless "
+        "Cancelling the call ends the command's whole process group. Processes it leaves running (cmd &, nohup, a "
+        "server that daemonizes) are not killed: they go on, confined as the command was, as a job of their own "
+        "whose id the answer gives (jobs_wait, jobs_cancel; it ends with its last process, at a rewind to before it "
+        "or at the session's end), and what they write to the output goes to that job. Its input is empty "
+        "(/dev/null), unless "
         "tty is true: then it runs on a terminal (cols x rows, 120 x 40 by default), and you read what the "
-        "screen shows and type with jobs_write (give a small budget_ms to start a REPL or a server)."
+        "screen shows and type with jobs_write (give a small budget_ms to start a REPL or a server), and what it "
+        "leaves running ends with it, as a terminal's session does."
     ),
     "ipython": (
         "Run Python code as a cell on the session's persistent kernel: variables, imports and background tasks "

@@ -5,7 +5,8 @@ collapsed, invalid UTF-8 as U+FFFD); the counts are not touched, they stay those
 record itself (journaled; `structuredContent` with `eukhe mcp --structured`) carries them. The truncation notice
 stands where the output was cut: before
 the text when the start was dropped (a tail window), after it when the end was. A detached call ends with one line
-naming its job and how to wait for it or cancel it.
+naming its job and how to wait for it or cancel it; so does a run whose shell left processes running, naming the
+job that took them.
 
 The file tools' answers carry their own bounded window (the head of a file or a listing, the notice after it), shown
 the same way, then one line that says what was read or found. Texts that are not an output window (a patch's
@@ -123,7 +124,18 @@ def _run_text(answer: Settled | Detached) -> str:
         end = f"killed ({ENDED_WITH_HOST[answer.reason]})"
     else:
         end = "killed (its process group was ended)" if answer.killed else f"exit {answer.exit_code}"
-    return (body or NO_OUTPUT + "\n") + f"[{who}{end}]"
+    return (body or NO_OUTPUT + "\n") + f"[{who}{end}]" + left_line(answer.left_running)
+
+
+def left_line(job: str | None) -> str:
+    """The line that says the processes a shell left running go on as a job, and how to wait for it or cancel it
+    (nothing when none was left)."""
+    if job is None:
+        return ""
+    return (
+        f'\n[processes it left running go on as job {job}: jobs_wait {{"job": "{job}"}} waits for their end, '
+        f'jobs_cancel {{"job": "{job}"}} ends them]'
+    )
 
 
 def _cell_text(answer: Settled, body: str) -> str:

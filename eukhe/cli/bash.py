@@ -39,6 +39,18 @@ def report_detached(session: str, result: dict[str, Any]) -> bool:
     return True
 
 
+def report_left(session: str, result: dict[str, Any]) -> None:
+    """Say on stderr that the processes a run's shell left running go on as a job, and how to wait for it or end
+    it (nothing when none was left)."""
+    job = result.get("left_running")
+    if job:
+        emit_text(
+            f"eukhe: processes it left running go on as job {job}: `eukhe jobs wait --session {session} {job}` "
+            f"waits for their end, `eukhe jobs cancel --session {session} {job}` ends them\n",
+            sys.stderr,
+        )
+
+
 def say_detached(session: str, job: str, budget_ms: int) -> None:
     """Say on stderr that a run passed its budget and how to wait for its job."""
     emit_text(
@@ -158,6 +170,7 @@ def cmd_bash(args: argparse.Namespace) -> int:
         emit_text(f"eukhe: `eukhe jobs attach --session {args.session} {result['job']}` attaches to it\n", sys.stderr)
     if report_detached(args.session, result):
         return 0
+    report_left(args.session, result)
     if result.get("killed"):
         return 137
     return int(result.get("exit_code") or 0)

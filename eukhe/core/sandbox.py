@@ -291,7 +291,7 @@ def writable_roots(facts: Facts) -> tuple[str, ...]:
 
 def protected_paths(roots: Sequence[str], present: frozenset[str]) -> tuple[str, ...]:
     """The protected paths directly below each writable root that the shell found (`present`: the real paths that
-    exist), for a mount plan: `ROOT/.git/hooks`, `ROOT/.git/config`, ..., `ROOT/.eukhe`, `ROOT/.agents`,
+    exist), for a mount plan: `ROOT/.git/hooks`, `ROOT/.git/config.worktree`, ..., `ROOT/.eukhe`, `ROOT/.agents`,
     `ROOT/.claude`."""
     found = []
     for root in roots:

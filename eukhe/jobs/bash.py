@@ -12,15 +12,19 @@ pipes widened to PIPE_BYTES (fewer reads and loop wake-ups); without a terminal 
 since Linux's autogroup scheduler gives each session an equal share of the CPU: 50 jobs in 50 sessions left the one
 host reading them all a fiftieth of a busy machine.
 
-A kill goes to the whole group: SIGTERM, then SIGKILL after a grace if any member is still alive. It works when the
-command closed stdout and stderr, because it never relies on the pipe. The owner reports the end only once the leader
-has exited and no live member of the group remains, so a cancel that waits for the end finds no survivor.
+A kill goes to the whole group and to each process of the job outside it: SIGTERM, then SIGKILL after a grace. It
+works when the command closed stdout and stderr, because it never relies on the pipe. The owner reports the end only
+once the leader has exited and no live process of the job remains, so a cancel that waits for the end finds no
+survivor.
 
-The group ends with the job. When the leader exits, the pipe may drain for a moment (`drain_s`); then any process
-left in the group gets SIGTERM, and SIGKILL after the grace; then the pipe is closed and the job ends with the
-leader's exit code. So a command that leaves a background child holding its stdout returns at once, and the child is
-gone. Once the group is gone the rest of the pipe is read to its EOF (at most 1 s more: only a process that left the
-group with its own `setsid` can hold it open; it is not ours to kill, and we stop reading its output).
+What the shell leaves runs on as a job (docs/jobs.md; the decisions are `eukhe.core.jobleft`'s). When the shell
+exits, the processes it started and left get the drain (`drain_ms`) to end; those still running are handed over to a
+new job of the same table, which takes the rest of the pipe's output, and the shell's job ends with the shell's code
+and output, naming it. That job ends when its last process does (found and watched by `eukhe.jobs.left`), or at a
+kill. On a kill asked before (or for a terminal's job), what is left is ended instead: SIGTERM, SIGKILL after the
+grace. A confined shell is its own keeper: its EXIT trap holds the sandbox, which bwrap would end at its exit, while
+processes are left. Once they are gone the rest of the pipe is read to its EOF (at most 1 s more: only a process
+that left every way of finding it can hold it open, and we stop reading its output).
 """
 
 from __future__ import annotations
@@ -36,21 +40,23 @@ import sys
 import termios
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from eukhe.clock import Cancellable, Clock, poll_until, wait_within
+from eukhe.clock import Cancellable, wait_within
 from eukhe.core import job as core
+from eukhe.core import jobleft
 from eukhe.core.bound import Truncation
 from eukhe.core.jobends import GroupMark, group_is_the_jobs
 from eukhe.core.own_secrets import without_own_secrets
 from eukhe.errors import EukheError
 from eukhe.jobs.job import Job, JobSpec
-from eukhe.jobs.table import JobTable
+from eukhe.jobs.left import Keeper, reap, snapshot, until_gone
+from eukhe.jobs.table import JobTable, JobTableClosedError
 from eukhe.jobs.terminal import Terminal, set_size
 from eukhe.jobs.wait import settle_or_detach
 from eukhe.procs import (
-    group_alive,
     has_controlling_terminal,
     job_signals_reset,
     kill_group,
@@ -119,7 +125,7 @@ class BashOptions:
     """Timings of a bash job's end, on its table's clock."""
 
     kill_grace_ms: int = 2_000  # after SIGTERM to the group, SIGKILL to the group
-    drain_ms: int = 100  # after the leader exits, how long the pipe may stay open before the group is ended
+    drain_ms: int = 100  # after the leader exits, how long what it left may take to end before a job takes it
 
 
 class _Pipe(asyncio.SubprocessProtocol):
@@ -199,24 +205,39 @@ class _Pipe(asyncio.SubprocessProtocol):
 
 
 class BashRun:
-    """The owner of one bash job: kills its group, watches its leader, reports its end (every wait on `clock`)."""
+    """The owner of one bash job, and of the job of what its shell leaves running: kills them, watches the shell and
+    what it left, reports each end (every wait on `clock`)."""
 
-    def __init__(self, transport: asyncio.SubprocessTransport, pipe: _Pipe, options: BashOptions, clock: Clock) -> None:
+    can_hand_over = True  # what the shell leaves running goes on as a job of its own (core.jobleft.after_shell)
+
+    def __init__(
+        self, transport: asyncio.SubprocessTransport, pipe: _Pipe, options: BashOptions, table: JobTable
+    ) -> None:
         self.transport = transport
         self.pipe = pipe
         self.options = options
-        self.clock = clock
+        self.table = table
+        self.clock = table.clock
         pid = transport.get_pid()
         assert pid is not None
         self.pgid = pid  # start_new_session: the leader's pid is the group's id
         self.sandbox: SandboxGroup | None = None  # a confined job: the group inside the sandbox
+        self.keeper: Keeper | None = None  # a confined job's keeper (a terminal's job has none)
+        self.mark = b""  # the job's EUKHE_JOB_MARK item: an unconfined job's processes carry it
         self.job: Job | None = None
+        self.left_job: Job | None = None  # the job of what the shell left running, once it handed them over
         self.task: asyncio.Task[None] | None = None
         self._kill_timer: Cancellable | None = None
+        self._again_timer: Cancellable | None = None
+        self._shell_done = False  # the shell exited (or, confined, reported its exit)
+        self._seen: dict[int, int] = {}  # the job's processes the last reading found (pid: start), to reap later
         self._terminating = False
+        self._give_up_ms: int | None = None  # once a kill began: when its wait for the end gives up
+        self._kill_begun: asyncio.Future[None] = pipe.loop.create_future()
 
     def kill(self, job: Job) -> None:
-        """SIGTERM to the whole group now, SIGKILL to it after the grace; the end comes when the group is gone."""
+        """SIGTERM to every process of the job now (its group and what left the group), SIGKILL after the grace;
+        the end comes when they are gone. The same for the job of what the shell left."""
         self._terminate()
 
     def _terminate(self) -> None:
@@ -224,16 +245,60 @@ class BashRun:
             return
         self._terminating = True
         if self.sandbox is None:
-            signal_group(self.pgid, signal.SIGTERM)
-        elif not self.sandbox.terminate():
+            self._signal_left(signal.SIGTERM, [self.pgid])
+        elif self.sandbox.terminate():  # it sent the SIGTERM to the group inside
+            self._signal_left(signal.SIGTERM, [], [] if self.sandbox.pgid is None else [self.sandbox.pgid])
+        else:
             kill_group(self.pgid)  # bwrap ended its report without naming the group inside: end all of it now
-        deadline = self.clock.now_ms() + self.options.kill_grace_ms
-        self._kill_timer = self.clock.call_at(deadline, self._kill)
+        now = self.clock.now_ms()
+        self._kill_timer = self.clock.call_at(now + self.options.kill_grace_ms, self._kill)
+        if self.keeper is not None:
+            self._again_timer = self.clock.call_at(now + self.options.drain_ms, self._terminate_shell_again)
+        self._give_up_ms = now + self.options.kill_grace_ms + GIVE_UP_MS
+        if not self._kill_begun.done():
+            self._kill_begun.set_result(None)
 
     def _kill(self) -> None:
-        kill_group(self.pgid)
-        if self.sandbox is not None:
+        if self.sandbox is None:
+            self._signal_left(signal.SIGKILL, [self.pgid])
+        else:
+            kill_group(self.pgid)  # bwrap, whose --die-with-parent takes the namespace along
             self.sandbox.kill()
+
+    def _signal_left(self, signum: int, groups: list[int], sent: list[int] | None = None) -> None:
+        """Send `signum` to `groups` that still hold a process of the job, and to each process of it outside them
+        and outside the groups it was `sent` to already (one that left the group: a daemon's setsid). A group is
+        signalled only while it holds one, so a number an emptied group freed never names another."""
+        procs = self._left_procs()
+        held = {proc.group for proc in procs}
+        for group in groups:
+            if group in held:
+                signal_group(group, signum)
+        covered = {*groups, *(sent or ())}
+        for proc in procs:
+            if proc.group not in covered:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(proc.pid, signum)
+
+    def _terminate_shell_again(self) -> None:
+        """A kill's SIGTERM once more to a confined shell if it still runs a moment later: its EXIT trap (the
+        keeper's) makes it catch SIGTERM, and one that comes as it starts a command is lost while it waits for it."""
+        if self._shell_done or self.sandbox is None:
+            return
+        init = self.sandbox.init()
+        if init is None:
+            return
+        for proc in snapshot(jobleft.Confined(init), mark=self.mark):
+            if proc.parent == init and proc.inner_pid == jobleft.KEEPER_INNER_PID and proc.alive:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(proc.pid, signal.SIGTERM)
+
+    def _terminate_again(self) -> None:
+        """The shell exited during a kill: each process of the job still there hears the SIGTERM once more, since one
+        the shell was forking when it was sent (between its fork and its exec) can have missed it."""
+        for pid in self.left():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
 
     def groups(self) -> list[int]:
         """The process groups a signal to the job goes to: its group (inside its sandbox when confined)."""
@@ -246,38 +311,134 @@ class BashRun:
         for group in self.groups():
             signal_group(group, signum)
 
-    def alive(self) -> bool:
-        """Whether any process of the job is left: its group, and a confined job's group inside the sandbox."""
-        return group_alive(self.pgid) or (self.sandbox is not None and self.sandbox.alive())
+    def kin(self) -> jobleft.Kin | None:
+        """Where the job's processes are found (`core.jobleft`); None for a sandbox that named no pid 1."""
+        if self.sandbox is None:
+            return jobleft.Unconfined(os.getpid(), self.pgid)
+        init = self.sandbox.init()
+        return None if init is None else jobleft.Confined(init, keeper=self.keeper is not None)
+
+    def _left_procs(self) -> list[jobleft.Proc]:
+        """The live processes of the job now (the shell too, while it runs); an unconfined job's host reaps the
+        ended ones that were the job's."""
+        kin = self.kin()
+        if kin is None:
+            return []
+        procs = snapshot(kin, mark=self.mark, others=_LEADERS)
+        if isinstance(kin, jobleft.Unconfined):
+            reap(jobleft.reapable(procs, kin, self.pgid, self._seen), procs)
+        found = jobleft.members(procs, kin)
+        left = [proc for proc in procs if proc.pid in found]
+        present = {proc.pid for proc in procs}  # an ended child of the host stays listed until it is reaped
+        self._seen = {pid: start for pid, start in self._seen.items() if pid in present}
+        self._seen.update((proc.pid, proc.start) for proc in left)
+        return left
+
+    def left(self) -> dict[int, int]:
+        """The live processes of the job now, each with its start (pid: clock ticks)."""
+        return {proc.pid: proc.start for proc in self._left_procs()}
+
+    async def _until_gone(self, deadline_ms: int | None) -> bool:
+        """Wait until no process of the job is left, or `deadline_ms` (None: none) passes; once a kill began, at
+        most until its wait gives up."""
+
+        def deadline() -> int | None:
+            found = [ms for ms in (deadline_ms, self._give_up_ms) if ms is not None]
+            return min(found) if found else None
+
+        return await until_gone(self.left, self.clock, deadline, self._kill_begun)
+
+    async def _shell_exit(self) -> int | None:
+        """Wait for the shell's exit; its code. Confined, the keeper reports it when processes are left (bwrap lives
+        on); else bwrap's own end answers, with the shell's code."""
+        keeper = self.keeper
+        if keeper is None:
+            await self.pipe.exited
+            return self.transport.get_returncode()
+        either: list[asyncio.Future[Any]] = [keeper.code, self.pipe.exited]
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        keeper.read_now()  # bwrap ended: all the keeper wrote is there
+        code = keeper.code.result() if keeper.code.done() else None
+        if code is None or self.pipe.exited.done():  # bwrap's code is the shell's own (a signal's too)
+            await self.pipe.exited
+            return self.transport.get_returncode()
+        return code
+
+    def _hand_over(self, job: Job, code: int | None) -> Job | None:
+        """A new job takes what the shell left: it starts, then the rest of the output goes to it, then the shell's
+        job ends with the shell's code (in that order, all at once: every byte goes to exactly one of them, and the
+        shell's answer names the new job). None when no job can start (the host quits)."""
+        try:
+            taken = self.table.start(replace(job.spec, written=b""), self)
+        except JobTableClosedError:
+            return None
+        self.left_job = taken
+        self.pipe.job = taken
+        job.left_as = taken.id
+        job.finish(jobleft.shell_end(code, kill_asked=False))
+        return taken
+
+    async def _sandbox_gone(self) -> None:
+        """A confined job's last wait: bwrap ends once its keeper did, and pid 1 with it (reaped at the end)."""
+        sandbox = self.sandbox
+        if sandbox is None:
+            return
+        await wait_within(self.clock, self.pipe.exited, GIVE_UP_MS)
+        init = sandbox.init()
+        start = None if init is None else start_ticks(init)
+        if init is not None and start is not None:
+            give_up = self.clock.now_ms() + GIVE_UP_MS
+            await until_gone(lambda: {init: start} if sandbox.alive() else {}, self.clock, lambda: give_up)
 
     async def supervise(self, job: Job) -> None:
-        """Wait for the leader, drain, end the group, close the pipe, report the end."""
+        """Wait for the shell's exit; give what it left the drain to end; hand what is still left over to a new
+        job (or end it, on a kill); wait for the last process; close the pipe; report each end."""
         done = False
         clock, options = self.clock, self.options
+        ended = job
+        code: int | None = None
         try:
-            await self.pipe.exited
-            code = self.transport.get_returncode()
-            await wait_within(clock, self.pipe.eof, options.drain_ms)
-            if self.alive():
+            code = await self._shell_exit()
+            self._shell_done = True
+            _LEADERS.pop(self.pgid, None)
+            gone = await self._until_gone(clock.now_ms() + options.drain_ms)
+            verdict = jobleft.after_shell(
+                kill_asked=job.kill_requested, left=not gone, can_hand_over=self.can_hand_over
+            )
+            taken = self._hand_over(job, code) if verdict is jobleft.AfterShell.HANDS_OVER else None
+            if taken is not None:
+                ended = taken
+                await self._until_gone(None)
+            elif not gone:
+                if self._terminating:
+                    self._terminate_again()
                 self._terminate()
-                give_up = clock.now_ms() + options.kill_grace_ms + GIVE_UP_MS
-                await poll_until(clock, lambda: not self.alive(), give_up)
+                await self._until_gone(None)
+            if self.keeper is not None:
+                self.keeper.release()
+            await self._sandbox_gone()
             await wait_within(clock, self.pipe.eof, max(options.drain_ms, EOF_AFTER_GROUP_MS))
             done = True
         finally:
+            _LEADERS.pop(self.pgid, None)
             if not done:  # cancelled (the loop is closing): leave no process behind
                 self._kill()
+            if self.keeper is not None:
+                self.keeper.release()
             if self.sandbox is not None:
                 self.sandbox.reap()
                 self.sandbox.close()
-            if self._kill_timer is not None:
-                self._kill_timer.cancel()
+            for timer in (self._kill_timer, self._again_timer):
+                if timer is not None:
+                    timer.cancel()
             self.transport.close()
             self.pipe.close_output()
-        if job.kill_requested:
-            job.finish(core.Killed())
+        if ended is job:
+            if self.keeper is not None and self.pipe.exited.done():
+                code = self.transport.get_returncode()  # bwrap's: the shell's own, also when a signal ended it
+            job.finish(jobleft.shell_end(code, job.kill_requested))
         else:
-            job.finish(core.exited(code if code is not None else 0))
+            ended.finish(jobleft.left_end(ended.kill_requested))
 
 
 class TtyRun(BashRun):
@@ -286,6 +447,7 @@ class TtyRun(BashRun):
     group). A kill hangs the session up (SIGHUP, as a terminal closing would) with its SIGTERM, and its SIGKILL
     reaches every process left in the session; its terminal closes with it."""
 
+    can_hand_over = False  # its terminal's session ends with it, as a terminal closing ends it
     terminal: Terminal
     sid: int | None = None  # the session, once the job took its terminal (it outlives the terminal's end)
 
@@ -324,8 +486,13 @@ class TtyRun(BashRun):
             kill_group(group)
         super()._kill()
 
-    def alive(self) -> bool:
-        return super().alive() or bool(self.members())
+    def left(self) -> dict[int, int]:
+        found = super().left()
+        for pid in self.members():
+            start = start_ticks(pid)
+            if start is not None:
+                found.setdefault(pid, start)
+        return found
 
     async def supervise(self, job: Job) -> None:
         try:
@@ -373,18 +540,21 @@ async def start_bash(
     if tty is not None:
         job_env["TERM"] = TTY_TERM
     info: SandboxGroup | None = None
+    keeper: Keeper | None = None
     if confine is not None:
         info = SandboxGroup(loop)
         try:
+            if tty is None:  # bwrap ends its namespace with its command: the keeper holds it for what is left
+                keeper = Keeper(loop)
+                job_env = keeper.env(job_env)
             argv = confine(argv, info.write_end)
-        except BaseException:  # the sandbox could not be set up (sandbox_unavailable): its pipe does not leak
-            info.close()
+        except BaseException:  # the sandbox could not be set up (sandbox_unavailable): its pipes do not leak
+            _close_sandbox(info, keeper)
             raise
     try:
         read_end, write_end = os.pipe() if tty is None else os.openpty()
-    except BaseException:  # out of fds (EMFILE): the sandbox's report pipe does not leak either
-        if info is not None:
-            info.close()
+    except BaseException:  # out of fds (EMFILE): the sandbox's report pipes do not leak either
+        _close_sandbox(info, keeper)
         raise
     try:
         if tty is not None:
@@ -404,31 +574,39 @@ async def start_bash(
                 # its jobs. A tty job is a session of its own: its terminal is its controlling terminal.
                 start_new_session=terminal or tty is not None,
                 process_group=None if terminal or tty is not None else 0,
-                pass_fds=() if info is None else (info.write_end, *filter_fds),
+                pass_fds=_passed(info, keeper, filter_fds),
                 preexec_fn=job_signals_reset(),  # only signal calls, and only when the host ignores or blocks them
             )
     except OSError as error:
         os.close(read_end)
-        if info is not None:
-            info.close()
+        _close_sandbox(info, keeper)
         raise BashStartError(command, cwd, error.strerror or str(error)) from error
     finally:
         os.close(write_end)  # the child holds its copy: the EOF comes when the last writer closes it
         if info is not None:
             info.started()
+        if keeper is not None:
+            keeper.started()
     pipe.read_from(read_end)
-    run = BashRun(transport, pipe, opts, table.clock) if tty is None else TtyRun(transport, pipe, opts, table.clock)
+    run = BashRun(transport, pipe, opts, table) if tty is None else TtyRun(transport, pipe, opts, table)
     run.sandbox = info
+    run.keeper = keeper
+    run.mark = f"{JOB_MARK_ENV}={mark}".encode()
     screen: Terminal | None = None
     if isinstance(run, TtyRun) and tty is not None:
         screen = Terminal(os.dup(read_end), tty.cols, tty.rows, truncation, table.clock.now_ms)
         run.terminal = screen
     leader_start = start_ticks(run.pgid)  # None: the leader has ended already (its group may live on)
     group = None if leader_start is None else GroupMark(run.pgid, leader_start, mark)
+    if leader_start is not None:
+        _LEADERS[run.pgid] = leader_start
     try:
         job = table.start(JobSpec("bash", command, truncation, artifact_dir, group=group), run, job_id=job_id)
     except BaseException:  # a closed table (JobTableClosedError) or a failing listener: leave no process behind
+        _LEADERS.pop(run.pgid, None)
         run._kill()
+        if keeper is not None:
+            keeper.release()
         await wait_within(table.clock, pipe.exited, GIVE_UP_MS)  # reaped before the transport goes
         transport.close()
         pipe.close_output()
@@ -458,6 +636,24 @@ def end_left_group(group: GroupMark, started_boot: str | None, boot: str | None)
 
 
 _RUNS: set[asyncio.Task[None]] = set()  # strong references: a supervising task lives until its job ends
+_LEADERS: dict[int, int] = {}
+"""The shells of this host's running bash jobs (pid: start): children of the host that are no other job's, whose
+environment a job's search for its own processes does not read."""
+
+
+def _passed(info: SandboxGroup | None, keeper: Keeper | None, filter_fds: tuple[int, ...]) -> tuple[int, ...]:
+    """The descriptors a launch passes on: the sandbox's report, the keeper's, the keyring filter's."""
+    if info is None:
+        return ()
+    return (info.write_end, *(() if keeper is None else keeper.fds), *filter_fds)
+
+
+def _close_sandbox(info: SandboxGroup | None, keeper: Keeper | None) -> None:
+    """A launch that failed: the sandbox's and the keeper's descriptors do not leak."""
+    if info is not None:
+        info.close()
+    if keeper is not None:
+        keeper.release()
 
 
 async def bash_and_wait(

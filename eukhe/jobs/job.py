@@ -86,6 +86,7 @@ class Job:
         self.cell: CellEnding | None = None  # set by a cell's owner before it reports the end
         self.stop_reason: StopReason | None = None  # set by its host when a clean stop (which kills it) begins
         self.terminal: Terminal | None = None  # a tty job's (set by its owner before its first output)
+        self.left_as: str | None = None  # the job that took what its shell left running (set before its end)
         if spec.written:
             self.write(spec.written)
 
@@ -227,6 +228,7 @@ class Job:
             displays=[] if cell is None else list(cell.displays),
             displays_notice=None if cell is None else cell.displays_notice,
             displays_dropped=0 if cell is None else cell.displays_dropped,
+            left_running=self.left_as,
         )
 
     def on_end_once(self, wake: Callable[[], None]) -> Callable[[], None]:

@@ -62,6 +62,9 @@ class Settled(Record, tag="settled", tag_field="status"):
     not shown and why, `displays_dropped` how many were past the count an answer saves."""
     displays_notice: str | None = None
     displays_dropped: int = 0
+    left_running: str | None = None
+    """The job that took the processes the shell left running (`cmd &`, `nohup`, a daemon): they go on as it, with
+    the rest of the output; null when none was left."""
     notices: list[str] = msgspec.field(default_factory=list)
     """What the session did or says beside the run, one sentence each: git state a confined command left that
     would have run code on the user's next git command, and how it was undone."""

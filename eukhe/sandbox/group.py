@@ -87,6 +87,11 @@ class SandboxGroup:
         elif self._pending:
             self._kill_now()
 
+    def init(self) -> int | None:
+        """The sandbox's pid 1, once bwrap named it (its report read now if the loop has not yet)."""
+        self._read_report()
+        return self.pgid
+
     def terminate(self) -> bool:
         """SIGTERM to the group inside, now or as soon as bwrap has named it (within ms of the start; the kill's
         SIGKILL after the grace does not wait for it). False once the report is over without naming it."""

@@ -746,15 +746,16 @@ class Session:
         return with_refusal(self.sandbox, answer, cells=self.kernel_transport is None)
 
     async def recorded(self, answer: Settled | Detached) -> Settled | Detached:
-        """A detached answer goes back once its job's node is committed: a caller who holds the job id finds the job
-        in the journal after any crash. Cancelled meanwhile: the job is killed, as a cancelled call's job is. The
-        sandbox's notices go with it."""
+        """An answer that names a running job (detached, or the job of what its shell left running) goes back once
+        that job's node is committed: a caller who holds the job id finds the job in the journal after any crash.
+        Cancelled meanwhile: the job is killed, as a cancelled call's job is. The sandbox's notices go with it."""
         answer = self.with_notices(answer)
-        if isinstance(answer, Detached):
+        running = answer.job if isinstance(answer, Detached) else answer.left_running
+        if running is not None:
             try:
                 await self.writer.idle()
             except asyncio.CancelledError:
-                job = self.job_table.get(answer.job)
+                job = self.job_table.get(running)
                 if job is not None:
                     job.kill()
                 raise

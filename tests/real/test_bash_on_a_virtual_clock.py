@@ -122,12 +122,17 @@ def test_the_drain_after_the_leader_exits_runs_on_the_jobs_clock(tmp_path: Path)
         await until(owner.pipe.exited.done)  # the leader exited; the sleep still holds the pipe
         await settle()
         assert job.running  # the drain waits on the job's clock
-        clock.advance(OPTIONS.drain_ms)  # the drain is over: the group (the sleep) is ended with SIGTERM
-        await until(lambda: not group_members(owner.pgid))
-        clock.advance(2_000)  # the EOF wait after the group is gone, also on the clock, if the pipe lingers
+        clock.advance(OPTIONS.drain_ms)  # the drain is over: the sleep goes on as a job of its own
         await until(lambda: not job.running)
         assert job.end == core.Exited(0)
         assert job.result().text == b"leader done\n"
+        left = table.get(job.left_as or "")
+        assert left is not None and left.running and group_members(owner.pgid) != []
+        left.kill()  # its kill grace runs on the clock too: the SIGTERM ends the sleep at once
+        await until(lambda: not group_members(owner.pgid))
+        clock.advance(2_000)  # the EOF wait after the group is gone, also on the clock, if the pipe lingers
+        await until(lambda: not left.running)
+        assert left.end == core.Killed()
 
     asyncio.run(scenario())
 

@@ -1,5 +1,6 @@
-"""Confined bash jobs keep every property of a job: exact counts, the group's SIGTERM then SIGKILL, detach; and no
-process of a confined job outlives it, not even one that called setsid (its pid namespace ends with it)."""
+"""Confined bash jobs keep every property of a job: exact counts, the group's SIGTERM then SIGKILL, detach; a process
+the shell left running, even one that called setsid, goes on as a job of its own, and no process of it outlives that
+job's kill (its pid namespace ends with it)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ async def confined(tmp_path: Path, **options: int) -> Session:
     )
 
 
-def test_a_confined_jobs_setsid_child_does_not_outlive_it(tmp_path: Path) -> None:
+def test_a_confined_jobs_setsid_child_goes_on_as_a_job_and_does_not_outlive_its_kill(tmp_path: Path) -> None:
     tag = uuid.uuid4().hex
 
     async def scenario() -> None:
@@ -64,6 +65,10 @@ def test_a_confined_jobs_setsid_child_does_not_outlive_it(tmp_path: Path) -> Non
             answer = await session.execute_bash_and_wait(command, 30_000)
             assert isinstance(answer, Settled)
             assert answer.output.text == "started\n"
+            assert answer.left_running is not None
+            assert len(tagged(tag)) == 1  # the sleep runs on, in its sandbox
+            ended = await session.jobs.cancel(answer.left_running)
+            assert isinstance(ended, Settled) and ended.killed
             assert tagged(tag) == []  # the end came after the namespace was gone
         finally:
             await session.close()

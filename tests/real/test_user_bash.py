@@ -181,8 +181,12 @@ def test_a_command_that_exits_while_a_background_child_holds_stdout_returns_prom
         assert isinstance(answer, Settled), answer  # a hang would detach at the budget
         assert (answer.exit_code, answer.killed, answer.output.text) == (0, False, "done\n")
         job = table.get(answer.job)
-        assert job is not None
-        assert group_members(pgid_of(job)) == []  # the group ended with the job: the sleep is gone
+        left = table.get(answer.left_running or "")
+        assert job is not None and left is not None and left.running  # the sleep goes on as a job of its own
+        left.kill()
+        await wait_until(left, table.clock.now_ms() + 10_000)
+        assert left.end == Killed()
+        assert group_members(pgid_of(job)) == []  # the kill ended the group: the sleep is gone
 
     run(body)
 

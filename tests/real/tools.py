@@ -10,6 +10,7 @@ import pytest
 
 PACKAGES = {
     "bwrap": "bubblewrap",
+    "curl": "curl",
     "filefrag": "e2fsprogs",
     "git": "git",
     "mkfs.xfs": "xfsprogs",

@@ -63,6 +63,7 @@ SETTLED = {
     "displays": [],
     "displays_notice": None,
     "displays_dropped": 0,
+    "left_running": None,
     "notices": [],
     "refusal": None,
 }

@@ -124,7 +124,7 @@ class Rule(enum.StrEnum):
 
     OUTSIDE_WRITABLE_ROOTS = "outside_writable_roots"  # a write outside the writable roots
     READ_ONLY = "read_only"  # a write under a read_only policy
-    PROTECTED = "protected"  # a write into a protected path (.git/hooks, .git/config.worktree, .eukhe, .agents, .claude)
+    PROTECTED = "protected"  # a write into a protected path (.git/hooks, .eukhe, .agents, .claude, ...)
     PINNED = "pinned"  # a git directory moved, removed or replaced
     DENY_READ = "deny_read"  # a path under a `deny_read` one
     EUKHE_DIRS = "eukhe_dirs"  # a path under eukhe's own directories, always hidden

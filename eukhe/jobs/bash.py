@@ -324,7 +324,7 @@ class BashRun:
         kin = self.kin()
         if kin is None:
             return []
-        procs = snapshot(kin, mark=self.mark, others=_LEADERS)
+        procs = snapshot(kin, mark=self.mark, others=_LEADERS, ours=self._seen)
         if isinstance(kin, jobleft.Unconfined):
             reap(jobleft.reapable(procs, kin, self.pgid, self._seen), procs)
         found = jobleft.members(procs, kin)

@@ -30,11 +30,15 @@ POLL_MS = (2, 500)
 """Without pidfds: the first pause between reads of the members, and the longest."""
 
 
-def snapshot(kin: core.Kin, *, mark: bytes, others: Mapping[int, int] | None = None) -> list[core.Proc]:
+def snapshot(
+    kin: core.Kin, *, mark: bytes, others: Mapping[int, int] | None = None, ours: Mapping[int, int] | None = None
+) -> list[core.Proc]:
     """The facts `core.members` reads for `kin`, now: `mark` is the job's `NAME=value` environment item; `others`
     (pid: start) are children of the host known not to be the job's (other jobs' shells), whose environment is not
-    read."""
+    read; `ours` (pid: start) are processes an earlier reading found carrying the mark, which keep it without a new
+    read (a process that is exiting has no environment left to read, yet is not a zombie until its exit is done)."""
     known = others or {}
+    kept = ours or {}
     procs: dict[int, core.Proc] = {}
     if isinstance(kin, core.Confined):
         init = _proc(kin.init)
@@ -48,7 +52,8 @@ def snapshot(kin: core.Kin, *, mark: bytes, others: Mapping[int, int] | None = N
             if proc is None:
                 continue
             if core.needs_mark(proc, kin) and known.get(pid) != proc.start:
-                proc = core.Proc(proc.pid, proc.parent, proc.group, proc.alive, _carries(pid, mark), None, proc.start)
+                marked = kept.get(pid) == proc.start or _carries(pid, mark)
+                proc = core.Proc(proc.pid, proc.parent, proc.group, proc.alive, marked, None, proc.start)
             procs[pid] = proc
         if _group_exists(kin.group) and not any(p.group == kin.group and p.alive for p in procs.values()):
             for pid in group_members(kin.group):  # the host inherits no orphan: the group is read where it is

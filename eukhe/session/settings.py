@@ -188,6 +188,17 @@ def model_key_here() -> str | None:
     return None if model is None else os.environ.get(model.api_key_env) or None
 
 
+def model_key_variable() -> str | None:
+    """The variable the user's `model` setting names for a prompt child's API key, which no confined launch gets
+    (None: no such setting, or a settings file that does not decode: then the rule of `eukhe.core.secret_env`
+    alone decides, and it takes every `*_API_KEY`)."""
+    try:
+        model = load_model()
+    except InputError:
+        return None
+    return None if model is None else model.api_key_env
+
+
 def load_model() -> ModelProvider | None:
     """The user's `model` setting (None: unset); a file that does not decode is refused (`bad_setting`)."""
     user = _read(user_settings_path(), UserSettings)

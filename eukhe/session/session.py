@@ -698,7 +698,7 @@ class Session:
         """What a job or kernel of this session gets of the host's environment (`host`, else this process's): under
         a confined policy, no variable that looks like a secret (the model key the daemon holds for prompt children
         included, whatever its name) unless `sandbox.env_passthrough` names it (docs/sandbox.md)."""
-        variable = model_key_variable()
+        variable = model_key_variable() if self.sandbox.confined else None  # unconfined, nothing is held back
         return self.sandbox.environment(
             os.environ if host is None else host, held=() if variable is None else (variable,)
         )

@@ -158,9 +158,13 @@ HARMLESS = [
 ]
 
 
+FALSE_ALARMS = ["MONKEY", "GPG_KEY_ID", "SSH_KEY_PATH", "AWS_REGION", "PASSWORD_STORE_DIR"]
+"""Harmless, and left out all the same: the price docs/sandbox.md names (env_passthrough lets them through)."""
+
+
 def test_secret_env_rule_on_examples_small_scope() -> None:
     """The module's rule on the names its docs (and docs/sandbox.md) give either way."""
-    assert [name for name in SECRET if not core.looks_secret(name)] == []
+    assert [name for name in [*SECRET, *FALSE_ALARMS] if not core.looks_secret(name)] == []
     assert [name for name in HARMLESS if core.looks_secret(name)] == []
 
 

@@ -1,5 +1,5 @@
 """Which environment variables look like secrets, and the environment a launch gets without them (docs/sandbox.md,
-"The environment").
+"The environment: secrets left out").
 
 A confined launch (a bash job, a terminal, the kernel, and so a child's jobs and cells) gets the host's environment
 minus every variable that looks like a secret, unless the policy's `env_passthrough` names it; eukhe's own secrets
@@ -52,6 +52,7 @@ the rule catches most already; these are the ones it must never miss, and the on
 KNOWN_NAMES = frozenset(name for name, _ in KNOWN_SECRETS if not name.endswith("*"))
 KNOWN_PREFIXES = tuple(name[:-1] for name, _ in KNOWN_SECRETS if name.endswith("*"))
 
+_ENDINGS = tuple(stem + plural for stem in SECRET_STEMS for plural in ("", "S"))
 _SEPARATORS = re.compile(r"[^A-Z0-9]+")
 _TRAILING_DIGITS = re.compile(r"[0-9]+$")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -67,8 +68,7 @@ def looks_secret(name: str, held: Collection[str] = ()) -> bool:
     upper = name.upper()
     if upper in KNOWN_NAMES or upper.startswith(KNOWN_PREFIXES) or upper in {other.upper() for other in held}:
         return True
-    endings = tuple(stem + plural for stem in SECRET_STEMS for plural in ("", "S"))
-    return any(word.endswith(endings) or word in SECRET_WORDS for word in words(name))
+    return any(word.endswith(_ENDINGS) or word in SECRET_WORDS for word in words(name))
 
 
 def without_secrets(

@@ -147,7 +147,8 @@ def sandbox_line(policy: SandboxPolicy) -> str:
     if policy.mode == "off":
         return "sandbox: off (commands run with your full rights)"
     roots = ", ".join(policy.writable_roots) or "none"
+    passthrough = ", ".join(policy.env_passthrough) or "none"
     return (
         f"sandbox: {policy.mode}, network {policy.network}, extra writable roots: {roots}, "
-        f"deny_read: {', '.join(policy.deny_read)}"
+        f"deny_read: {', '.join(policy.deny_read)}, env_passthrough: {passthrough}"
     )

@@ -5,9 +5,10 @@ made here; the file tools ask `access` here before they act. Both read the same 
 cannot write is a path the file tools refuse to write.
 
 Theory of operation.
-- A policy is a mode (`workspace_write`, `read_only`, `off`), the network (`on`, `off`), extra writable roots and the
-  `deny_read` paths. `tighten(user, project)` is the one scope rule: a project may only make the user's policy
-  stricter; every looser key is named, and then the user's policy holds whole.
+- A policy is a mode (`workspace_write`, `read_only`, `off`), the network (`on`, `off`), extra writable roots, the
+  `deny_read` paths, and the `env_passthrough` variables (the environment's rule is `eukhe.core.secret_env`).
+  `tighten(user, project)` is the one scope rule: a project may only make the user's policy stricter; every looser
+  key is named, and then the user's policy holds whole.
 - `layers(facts)` turns a policy and what the shell found on disk (real paths that exist) into layers: the root is
   readable, the host's /tmp hidden (the session's private one shows there) except the user's home where it lies
   there (readable, as anywhere else), each writable root writable (under `read_only`, the working directory
@@ -153,12 +154,14 @@ CREDENTIALS: tuple[str, ...] = tuple(path for path, _ in CREDENTIAL_STORES)
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """A sandbox policy: `writable_roots` and `deny_read` as given (the shell expands `~` and resolves them)."""
+    """A sandbox policy: `writable_roots` and `deny_read` as given (the shell expands `~` and resolves them);
+    `env_passthrough`: the variables a confined launch gets although they look like secrets (`core.secret_env`)."""
 
     mode: Mode = Mode.WORKSPACE_WRITE
     network: Network = Network.ON
     writable_roots: tuple[str, ...] = ()
     deny_read: tuple[str, ...] = CREDENTIALS
+    env_passthrough: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +172,7 @@ class ProjectPolicy:
     network: Network | None = None
     writable_roots: tuple[str, ...] | None = None
     deny_read: tuple[str, ...] | None = None
+    env_passthrough: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,12 +192,13 @@ class Tightened:
 
 
 def tighten(user: Policy, project: ProjectPolicy | None) -> Tightened:
-    """The user's policy made stricter by a project's: a stricter mode, the network off, more `deny_read`. Anything
-    looser (a looser mode, the network on over off, any writable root) refuses the project's keys, naming each."""
+    """The user's policy made stricter by a project's: a stricter mode, the network off, more `deny_read`, fewer
+    `env_passthrough` names. Anything looser (a looser mode, the network on over off, any writable root, a variable
+    the user's `env_passthrough` does not name) refuses the project's keys, naming each."""
     if project is None:
         return Tightened(user)
     refused: list[Looser] = []
-    mode, network, deny = user.mode, user.network, user.deny_read
+    mode, network, deny, passthrough = user.mode, user.network, user.deny_read, user.env_passthrough
     if project.mode is not None:
         if STRICTNESS[project.mode] < STRICTNESS[user.mode]:
             refused.append(Looser("sandbox.mode", f"{project.mode} is looser than the user's {user.mode}"))
@@ -212,9 +217,15 @@ def tighten(user: Policy, project: ProjectPolicy | None) -> Tightened:
             refused.append(Looser("sandbox.deny_read", f"it leaves out the user's {', '.join(dropped)}"))
         else:
             deny = tuple(project.deny_read)
+    if project.env_passthrough is not None:
+        added = [name for name in project.env_passthrough if name not in user.env_passthrough]
+        if added:
+            refused.append(Looser("sandbox.env_passthrough", f"it adds {', '.join(added)}, which the user's does not"))
+        else:
+            passthrough = tuple(project.env_passthrough)
     if refused:
         return Tightened(user, tuple(refused))
-    return Tightened(Policy(mode, network, user.writable_roots, deny))
+    return Tightened(Policy(mode, network, user.writable_roots, deny, passthrough))
 
 
 class Kind(enum.IntEnum):
@@ -385,7 +396,9 @@ def composition(policy: Policy, user_transport: bool) -> str | None:
 def chosen(policy: Policy, mode: Mode | None, network: Network | None) -> Policy:
     """The settings files' policy with the mode or network chosen at a session's creation over it (the user's own
     choice, which may loosen it)."""
-    return Policy(mode or policy.mode, network or policy.network, policy.writable_roots, policy.deny_read)
+    return Policy(
+        mode or policy.mode, network or policy.network, policy.writable_roots, policy.deny_read, policy.env_passthrough
+    )
 
 
 def layers(facts: Facts) -> tuple[Layer, ...]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Unpack
 
@@ -90,6 +91,7 @@ class SessionKernel:
         launch = await with_skills(launch, self.session.cwd)
         self.snapshot_path.parent.mkdir(mode=0o700, exist_ok=True)
         launch = with_snapshot(launch, str(self.snapshot_path))
+        launch = replace(launch, env=self.session.launch_environment(launch.env))
         sandbox = self.session.sandbox
         if not sandbox.confined:
             return launch

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from eukhe.core import sandbox as core
+from eukhe.core.secret_env import launch_environment
 from eukhe.errors import EukheError
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport
@@ -100,6 +101,11 @@ class Confinement:
         """One more of eukhe's own paths no confined process sees (a worker's socket directory)."""
         if path not in self.hidden:
             self.hidden.append(path)
+
+    def environment(self, host: Mapping[str, str], *, held: Collection[str] = ()) -> dict[str, str]:
+        """What a launch gets of the host's environment `host`: confined, no variable that looks like a secret
+        (`held`: more names that hold one) unless `env_passthrough` names it; never eukhe's own secrets."""
+        return launch_environment(host, confined=self.confined, passthrough=self.rules.env_passthrough, held=held)
 
     def facts(self, *, sockets: bool = True, readable: Sequence[str] = (), writable: Sequence[str] = ()) -> core.Facts:
         """What a launch or a check reads off the disk now (`sockets`: also the Unix sockets to mask)."""

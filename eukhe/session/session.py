@@ -71,7 +71,7 @@ from eukhe.session.history import (
     reopened_row,
 )
 from eukhe.session.refusals import with_refusal
-from eukhe.session.settings import load_artifact_max_bytes, load_settings
+from eukhe.session.settings import load_artifact_max_bytes, load_settings, model_key_variable
 from eukhe.session.writer import JobWriter
 from eukhe.store import dirs
 from eukhe.store.journal import Journal, JournalError, JournalRead
@@ -694,6 +694,15 @@ class Session:
         sandbox = self.sandbox
         return lambda argv, info_fd: sandbox.wrap(argv, info_fd=info_fd)
 
+    def launch_environment(self, host: Mapping[str, str] | None = None) -> dict[str, str]:
+        """What a job or kernel of this session gets of the host's environment (`host`, else this process's): under
+        a confined policy, no variable that looks like a secret (the model key the daemon holds for prompt children
+        included, whatever its name) unless `sandbox.env_passthrough` names it (docs/sandbox.md)."""
+        variable = model_key_variable() if self.sandbox.confined else None  # unconfined, nothing is held back
+        return self.sandbox.environment(
+            os.environ if host is None else host, held=() if variable is None else (variable,)
+        )
+
     def _sandbox_readable(self) -> list[Path]:
         """What a confined process reads of eukhe's own directories: this session's artifacts, the kernel venv."""
         return [self.artifact_dir, kernel_venv_dir()]
@@ -732,6 +741,7 @@ class Session:
             timeout_ms=budget_ms,
             options=self._bash_options,
             on_start=lambda job: _heard(job, on_start, on_live),
+            env=self.launch_environment(),
             confine=self.bash_confinement(),
             job_id=job_id,
             tty=size,

@@ -180,12 +180,21 @@ def load_mcp_result_max_bytes() -> int | None:
 
 def model_key_here() -> str | None:
     """The API key for a prompt child as this process's environment holds it, in the variable the user's `model`
-    setting names (None: no such setting, or the variable is unset). A client passes it along with its spawn."""
+    setting names (None: no such setting, or the variable is unset). A client passes it along with its spawn (a
+    settings file that does not decode: None too, and the daemon refuses the spawn, naming the setting)."""
+    variable = model_key_variable()
+    return None if variable is None else os.environ.get(variable) or None
+
+
+def model_key_variable() -> str | None:
+    """The variable the user's `model` setting names for a prompt child's API key, which no confined launch gets
+    (None: no such setting, or a settings file that does not decode: then the rule of `eukhe.core.secret_env`
+    alone decides, and it takes every `*_API_KEY`)."""
     try:
         model = load_model()
     except InputError:
-        return None  # the daemon refuses the spawn, naming the setting
-    return None if model is None else os.environ.get(model.api_key_env) or None
+        return None
+    return None if model is None else model.api_key_env
 
 
 def load_model() -> ModelProvider | None:

@@ -47,6 +47,28 @@ def test_sandbox_tighten_deny_read_only_grows(extra: list[str], roots: bool) -> 
     assert dropped.policy == user
 
 
+@given(
+    st.lists(st.sampled_from(["A", "B", "C"]), max_size=3, unique=True),
+    st.none() | st.lists(st.sampled_from(["A", "B", "C", "D"]), max_size=4, unique=True),
+)
+def test_sandbox_tighten_env_passthrough_only_narrows(user_names: list[str], project_names: list[str] | None) -> None:
+    """A project may leave names out of the user's `env_passthrough`, never add one: an added name is refused by
+    key, and then the user's policy holds whole."""
+    user = core.Policy(env_passthrough=tuple(user_names))
+    got = core.tighten(
+        user, core.ProjectPolicy(env_passthrough=None if project_names is None else tuple(project_names))
+    )
+    assert set(got.policy.env_passthrough) <= set(user_names)
+    added = project_names is not None and not set(project_names) <= set(user_names)
+    assert [r.key for r in got.refused] == (["sandbox.env_passthrough"] if added else [])
+    if added:
+        assert got.policy == user
+    elif project_names is not None:
+        assert got.policy.env_passthrough == tuple(project_names)
+    else:
+        assert got.policy == user
+
+
 facts_strategy = st.builds(
     core.Facts,
     mode=st.sampled_from(MODES),
@@ -246,10 +268,10 @@ def test_sandbox_composition_refuses_only_network_off_with_a_user_transport_smal
 
 
 def test_sandbox_chosen_sets_only_what_is_chosen_small_scope() -> None:
-    base = core.Policy(core.Mode.READ_ONLY, core.Network.OFF, ("/w",), ("/d",))
+    base = core.Policy(core.Mode.READ_ONLY, core.Network.OFF, ("/w",), ("/d",), ("V",))
     for mode, network in itertools.product([None, *MODES], [None, *NETWORKS]):
         got = core.chosen(base, mode, network)
-        assert got == core.Policy(mode or base.mode, network or base.network, ("/w",), ("/d",))
+        assert got == core.Policy(mode or base.mode, network or base.network, ("/w",), ("/d",), ("V",))
 
 
 @given(st.lists(paths, max_size=5), st.lists(paths, max_size=2), st.lists(paths, max_size=2))

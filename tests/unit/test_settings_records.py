@@ -66,3 +66,38 @@ def test_a_sandbox_policy_refuses_a_relative_path_by_name() -> None:
     with pytest.raises(InputError):
         decode_json(b'{"sandbox": {"mode": "loose"}}', UserSettings, code="bad_setting", what="s.json")
     assert SandboxPolicy(writable_roots=["~/x", "/abs"]).confined
+
+
+@pytest.mark.parametrize("kind", ["UserSettings", "ProjectSettings"])
+@pytest.mark.parametrize(
+    ("names", "index", "said"),
+    [
+        ('["GOOD", "not-a-name"]', 1, "variable's name"),
+        ('["1ST"]', 0, "variable's name"),
+        ('[""]', 0, "variable's name"),
+        ('["EUKHE_MCP_TOKEN"]', 0, "eukhe's own secret"),
+    ],
+)
+def test_env_passthrough_refuses_a_bad_entry_by_name(kind: str, names: str, index: int, said: str) -> None:
+    from eukhe.records import settings
+
+    document = f'{{"sandbox": {{"env_passthrough": {names}}}}}'.encode()
+    with pytest.raises(InputError) as refused:
+        decode_json(document, getattr(settings, kind), code="bad_setting", what="s.json")
+    assert refused.value.code == "bad_setting"
+    assert refused.value.field == "sandbox"  # where the decoder was; the message names the entry
+    assert f"sandbox.env_passthrough[{index}] " in str(refused.value) and said in str(refused.value)
+
+
+def test_env_passthrough_reaches_the_core_policy_and_back() -> None:
+    from eukhe.records.sandbox import ProjectSandbox, SandboxPolicy
+
+    policy = SandboxPolicy(env_passthrough=["MY_API_KEY"])
+    assert policy.to_core().env_passthrough == ("MY_API_KEY",)
+    assert SandboxPolicy.of(policy.to_core()) == policy
+    assert SandboxPolicy().env_passthrough == []
+    assert ProjectSandbox(env_passthrough=[]).to_core().env_passthrough == ()
+    assert ProjectSandbox().to_core().env_passthrough is None
+    with pytest.raises(InputError) as refused:
+        SandboxPolicy(env_passthrough=["A B"])
+    assert refused.value.field == "sandbox.env_passthrough[0]"

@@ -10,7 +10,8 @@ went out and the time its result came in. A request that is not the conversation
 list) gets a harmless answer and is only logged.
 
 The clients name an MCP server's tools `mcp__SERVER__TOOL`: Claude Code as flat tools (deferred behind its
-`ToolSearch` tool unless tool search is off: the script's first turn then loads them), Codex as the namespace
+`ToolSearch` tool unless tool search is off: the script's first turn then loads them; while the server still
+connects, the search waits a while for it, and is made again until one loads them), Codex as the namespace
 `mcp__SERVER`, or, for a model in code mode, inside one JavaScript tool, `exec`, whose program calls them.
 """
 
@@ -111,15 +112,20 @@ class Answer:
 class Conversation:
     """One request of the conversation: the tool names the client offers (a namespace's as `NAMESPACE__NAME`), the
     results its history holds in order, each (the id of the call it answers, the result as the client sent it,
-    whether the client marked it an error), and whether the server's tools are to be loaded by a tool search first."""
+    whether the client marked it an error), whether the server's tools are to be loaded by a tool search first, and
+    whether the client says the server is still connecting (its tools not listed yet)."""
 
     tools: list[str]
     results: list[tuple[str, Any, bool]] = field(default_factory=list)
     searchable: bool = False
+    connecting: bool = False
 
 
 TOOL_SEARCH = "ToolSearch"
 """Claude Code's tool that loads deferred tools (`select:NAME,...`); for Codex, its client-side `tool_search`."""
+
+CONNECTING = "MCP servers are still connecting"
+"""How Claude Code's request lists the MCP servers that have not connected yet, one name a line."""
 
 CODE_TOOL = "functions__exec"
 """Codex's code-mode tool, as `OpenAI.conversation` lists it."""
@@ -143,8 +149,10 @@ class Anthropic:
         """The conversation a request carries, or None when it offers none of the server's tools (a side request)."""
         tools = [tool.get("name", "") for tool in body.get("tools") or [] if isinstance(tool, dict)]
         found = Conversation(tools)
-        named = prefix in json.dumps([body.get("system"), body.get("messages")])  # deferred tools are listed by name
-        found.searchable = TOOL_SEARCH in tools and named
+        said = json.dumps([body.get("system"), body.get("messages")])
+        named = prefix in said  # deferred tools are listed by name
+        found.connecting = Anthropic.connecting(said, prefix)
+        found.searchable = TOOL_SEARCH in tools and (named or found.connecting)
         if not any(name.startswith(prefix) for name in tools) and not found.searchable:
             return None
         for message in body.get("messages") or []:
@@ -153,6 +161,13 @@ class Anthropic:
                     result = (block.get("tool_use_id", ""), block.get("content"), bool(block.get("is_error")))
                     found.results.append(result)
         return found
+
+    @staticmethod
+    def connecting(said: str, prefix: str) -> bool:
+        """Whether the request says the server is still connecting (an interactive session sends its first turn
+        without waiting for it; its tool search waits a few seconds for the server, then searches its tools)."""
+        server = prefix.removeprefix("mcp__").removesuffix("__")
+        return CONNECTING in said and f"\\n{server}\\n" in said  # a line of its own, in the request's JSON
 
     @staticmethod
     def parts(content: Any) -> tuple[tuple[str, ...], tuple[Image, ...]]:
@@ -394,8 +409,9 @@ class ModelServer:
             if isinstance(turn, Say):
                 return api.answer(body, turn, call_id, None)
             if self.prefix + turn.tool not in conversation.tools and conversation.searchable:
-                # the tool is deferred: the model searches for it first (once: a search that does not load it fails)
-                if turn.tool in self._searched:
+                # the tool is deferred: the model searches for it first (once: a search that does not load it fails,
+                # unless the server was still connecting)
+                if turn.tool in self._searched and not conversation.connecting:
                     raise KeyError(f"a tool search did not load {self.prefix + turn.tool}")
                 self._searched.add(turn.tool)
                 return api.answer(body, Call(self.prefix + turn.tool, {}), call_id, TOOL_SEARCH)

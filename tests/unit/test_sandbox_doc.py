@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from eukhe.core import gitguard
+from eukhe.core import allowlist, gitguard
 from eukhe.core.sandbox import CACHE_DIRS, CREDENTIAL_STORES, PROTECTED_DIRS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "sandbox.md"
@@ -36,3 +36,10 @@ def test_the_sandbox_doc_names_every_git_key_the_guard_unsets_and_no_other() -> 
     guard |= {f"{section}.*" for section in gitguard.ANY_NAME_SECTIONS}
     guard |= {"alias.*", "submodule.*.update"}  # the two whose value decides: a `!` runs a shell
     assert named == guard
+
+
+def test_the_sandbox_doc_lists_the_default_allowlist_with_what_each_is() -> None:
+    section = DOC.read_text().split("## The network allowlist", 1)[1].split("\n## ", 1)[0]
+    table = section.split("**The default.**", 1)[1]
+    rows = re.findall(r"^\| `([^`]+)` \| (.+?) \|$", table, re.M)
+    assert rows == list(allowlist.DEFAULT_ALLOWED)

@@ -14,7 +14,6 @@ token (EUKHE_MCP_TOKEN, else the token file the server names at start); a host t
 from __future__ import annotations
 
 import argparse
-import sys
 
 from eukhe.cli.common import add_sandbox_options, sandbox_args
 from eukhe.daemon.client import socket_path
@@ -25,20 +24,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-NETWORK_HINT = (
-    "eukhe: confined commands reach the whole network unless the settings say otherwise; to let them reach only "
-    "package registries and code hosts, start with --network allowlist (add hosts with --allow-domain NAME), or "
-    'set "network": "allowlist" in the sandbox settings (docs/sandbox.md)\n'
-)
-"""Printed once on stderr by `eukhe mcp` when it makes a session without `--network`."""
-
-
 def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve until the client closes stdin (stdio), or until SIGINT or SIGTERM (--http)."""
     if args.session is not None and (args.sandbox is not None or args.network is not None or args.allow_domain):
         raise UsageError("--sandbox, --network and --allow-domain set the policy of a new session: not with --session")
-    if args.session is None and args.network is None:
-        sys.stderr.write(NETWORK_HINT)
     if args.allow_remote and args.http is None:
         raise UsageError("--allow-remote goes with --http: stdio is local")
     if args.http is not None:

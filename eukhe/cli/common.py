@@ -133,12 +133,25 @@ def add_sandbox_options(parser: argparse.ArgumentParser) -> None:
         choices=SANDBOX_MODES,
         help="confine what the agent runs: workspace_write (the default), read_only, or off (your full rights)",
     )
-    parser.add_argument("--network", choices=("on", "off"), help="whether confined commands reach the network")
+    parser.add_argument(
+        "--network",
+        choices=("on", "allowlist", "off"),
+        help="whether confined commands reach the network: on, off, or allowlist (only the allowed domains, "
+        "through eukhe's proxy)",
+    )
+    parser.add_argument(
+        "--allow-domain",
+        action="append",
+        metavar="NAME",
+        help="with --network allowlist, one more allowed domain (NAME, *.NAME for the names below it, or an IP "
+        "address); repeatable",
+    )
 
 
 def sandbox_args(args: argparse.Namespace) -> dict[str, Any]:
     """The `sandbox` a session.create asks for, from `--sandbox` and `--network` (nothing when neither is given)."""
-    choice = {key: value for key, value in (("mode", args.sandbox), ("network", args.network)) if value is not None}
+    given = (("mode", args.sandbox), ("network", args.network), ("allow_domains", args.allow_domain))
+    choice = {key: value for key, value in given if value is not None}
     return {"sandbox": choice} if choice else {}
 
 
@@ -147,8 +160,12 @@ def sandbox_line(policy: SandboxPolicy) -> str:
     if policy.mode == "off":
         return "sandbox: off (commands run with your full rights)"
     roots = ", ".join(policy.writable_roots) or "none"
+    allowed = ""
+    if policy.network == "allowlist":
+        allowed = f" (allow_domains: {', '.join(policy.allow_domains) or 'none'}; deny_domains: "
+        allowed += f"{', '.join(policy.deny_domains) or 'none'}; ports: {', '.join(map(str, policy.allow_ports))})"
     passthrough = ", ".join(policy.env_passthrough) or "none"
     return (
-        f"sandbox: {policy.mode}, network {policy.network}, extra writable roots: {roots}, "
+        f"sandbox: {policy.mode}, network {policy.network}{allowed}, extra writable roots: {roots}, "
         f"deny_read: {', '.join(policy.deny_read)}, env_passthrough: {passthrough}"
     )

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve until the client closes stdin (stdio), or until SIGINT or SIGTERM (--http)."""
-    if args.session is not None and (args.sandbox is not None or args.network is not None):
-        raise UsageError("--sandbox and --network set the policy of a new session: not with --session")
+    if args.session is not None and (args.sandbox is not None or args.network is not None or args.allow_domain):
+        raise UsageError("--sandbox, --network and --allow-domain set the policy of a new session: not with --session")
     if args.allow_remote and args.http is None:
         raise UsageError("--allow-remote goes with --http: stdio is local")
     if args.http is not None:

@@ -1,8 +1,9 @@
-"""`eukhe session create|list|show|calls|close|delete`: sessions hosted by the daemon.
+"""`eukhe session create|list|show|calls|network|close|delete`: sessions hosted by the daemon.
 
 --json keys scripts rely on: `create` -> `id`; `list` -> `sessions` (each with `id`); `show` -> `entries` (each with
 `id`, `parent`, `kind`) and `leaf`; `calls` -> `calls` (each with `call`, `tool`, `status`) and, with `--call`,
-`settle`; `close` -> `session`, `was_open`; `delete` -> `session`, `was_open`, `removed`.
+`settle`; `network` -> `network`, `attempts` (each with `name`, `port`, `kind`, `verdict`, `sent`, `received`);
+`close` -> `session`, `was_open`; `delete` -> `session`, `was_open`, `removed`.
 """
 
 from __future__ import annotations
@@ -96,6 +97,28 @@ def cmd_calls(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_network(args: argparse.Namespace) -> int:
+    """List the connections a session's network allowlist saw (its proxy's record)."""
+    from eukhe.records.network import NetworkLog  # noqa: PLC0415  (lazy: CLI start-up time)
+
+    result = call(args, "session.network", {"session": args.id}, answer=NetworkLog)
+    if args.json:
+        emit_json(result.to_json())
+        return 0
+    if result.network != "allowlist":
+        emit_text(f"session {args.id}: the network is {result.network}: no proxy, no record of connections\n")
+        return 0
+    if not result.attempts:
+        emit_text(f"session {args.id}: no connection through the proxy yet\n")
+    for row in result.attempts:
+        what = f"{row.kind} {row.method}" if row.method else row.kind
+        where = f"{row.name}:{row.port}" if row.name is not None else "?"
+        line = f"{when(row.started_ms)}  {row.verdict:8} {what:12} {where}  sent {row.sent} received {row.received}"
+        line += f"  {row.duration_ms} ms" + (f"  ({row.detail})" if row.detail else "")
+        emit_text(line + "\n")
+    return 0
+
+
 def when(ms: int | None) -> str:
     """A wall-clock time in ms since the epoch, as the local time of day."""
     if ms is None:
@@ -160,6 +183,9 @@ def register(subparsers: Any) -> None:
     calls.add_argument("id")
     calls.add_argument("--call", metavar="CALL_ID", help="print this call's settle whole (its tool_result entry)")
     calls.set_defaults(handler=cmd_calls)
+    network = commands.add_parser("network", help="list the connections a session's network allowlist saw")
+    network.add_argument("id")
+    network.set_defaults(handler=cmd_network)
     close = commands.add_parser("close", help="stop a session's worker, kernel and jobs (the session stays)")
     close.add_argument("id")
     close.add_argument("--force", action="store_true", help="kill running jobs (else a close is refused)")
@@ -168,5 +194,5 @@ def register(subparsers: Any) -> None:
     delete.add_argument("id")
     delete.add_argument("--force", action="store_true", help="kill running jobs (else a delete is refused)")
     delete.set_defaults(handler=cmd_delete)
-    for parser in (create, listing, show, calls, close, delete):
+    for parser in (create, listing, show, calls, network, close, delete):
         add_daemon_options(parser)

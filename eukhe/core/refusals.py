@@ -21,7 +21,10 @@ Theory of operation.
     a mask): a mount point cannot be renamed, removed or replaced;
   - a path missing under a masked one (`deny_read`, or eukhe's own directories): the mask is empty; or missing in
     the private /tmp while the host's /tmp has it (`private_tmp`);
-  - a failed name resolution or route with the network off (`network_off`).
+  - a failed name resolution or route with the network off (`network_off`), or an allowlist (`network_allowlist`:
+    the sandbox resolves no name and has no route; only the proxy leads out);
+  - with the network an allowlist, a connection the proxy refused while the run ran (`network_refusal`: the
+    proxy's own record, not the output, names the host).
   Everything else (a permission error on a file the job can write, a missing file the host has not either, a
   compiler's error, the network failing while it is on) is not the sandbox's doing: no line.
 
@@ -130,6 +133,7 @@ class Rule(enum.StrEnum):
     EUKHE_DIRS = "eukhe_dirs"  # a path under eukhe's own directories, always hidden
     PRIVATE_TMP = "private_tmp"  # a path of the host's /tmp, which the session's own hides
     NETWORK_OFF = "network_off"  # the network, with the policy's network off
+    NETWORK_ALLOWLIST = "network_allowlist"  # a host the allowlist's proxy refused, or no route with an allowlist
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +204,17 @@ def _words(refusal: Refusal) -> tuple[str, str, str]:
             f"/tmp here is the session's own, so the host's {path} is not seen",
             "put what the run needs in the working directory instead",
             "the user can copy it there, or start a session with --sandbox off",
+        )
+    if rule is Rule.NETWORK_ALLOWLIST:
+        refused = (
+            f", and its proxy refused {root}" if root else " (no name resolves and there is no route but its proxy)"
+        )
+        return (
+            f"the network is an allowlist in this session{refused}",
+            "reach allowed hosts instead, through the proxy HTTP_PROXY and HTTPS_PROXY name (curl, pip, git, npm "
+            "and urllib use it), or work offline",
+            "to allow a host, the user adds it to sandbox.allow_domains, or starts a session with --allow-domain NAME "
+            "(or --network on)",
         )
     return (
         "the network is off in this session (only its own loopback answers)",
@@ -282,7 +297,7 @@ def _cause(
     facts: Facts, all_layers: Sequence[Layer], clue: Clue, seen: Mapping[str, Seen], own: frozenset[str]
 ) -> Refusal | None:
     if clue.symptom is Symptom.OFFLINE:
-        return Refusal(Rule.NETWORK_OFF) if facts.network is Network.OFF else None
+        return OFFLINE_RULES.get(facts.network)
     assert clue.path is not None
     lexical = host_path(facts, clue.path)
     look = seen.get(lexical, Seen(lexical))
@@ -302,6 +317,16 @@ def _cause(
         host = seen.get(absolute, Seen(absolute))
         return Refusal(Rule.PRIVATE_TMP, clue.path, absolute) if host.exists else None
     return _first(_masked(facts, path, clue.path, own) for path in candidates)
+
+
+OFFLINE_RULES = {Network.OFF: Refusal(Rule.NETWORK_OFF), Network.ALLOWLIST: Refusal(Rule.NETWORK_ALLOWLIST)}
+"""What no name resolution or no route means, by the policy's network (with it on, it is not the sandbox's)."""
+
+
+def network_refusal(refused: Sequence[str]) -> Refusal | None:
+    """The line for a failed run while the allowlist's proxy refused `refused` (each `name:port`, in order): the
+    first one names it."""
+    return Refusal(Rule.NETWORK_ALLOWLIST, None, refused[0]) if refused else None
 
 
 def _first(refusals: Iterable[Refusal | None]) -> Refusal | None:

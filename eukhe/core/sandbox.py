@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from eukhe.core.allowlist import DEFAULT_ALLOWED_NAMES, DEFAULT_PORTS
 from eukhe.core.pathmap import is_within, normalize, split
 
 
@@ -45,11 +46,35 @@ class Network(enum.StrEnum):
     """Whether a confined process reaches the network."""
 
     ON = "on"
+    ALLOWLIST = "allowlist"  # its own network namespace; out only through eukhe's proxy, to the allowed names
     OFF = "off"  # its own network namespace: only its own loopback
 
 
 STRICTNESS = {Mode.OFF: 0, Mode.WORKSPACE_WRITE: 1, Mode.READ_ONLY: 2}
 """Modes from the loosest to the strictest: a project may only move up."""
+
+NETWORK_STRICTNESS = {Network.ON: 0, Network.ALLOWLIST: 1, Network.OFF: 2}
+"""The network from the loosest to the strictest: a project may only move up."""
+
+BRIDGE_DIR = "/tmp/.eukhe-net"
+"""Where a sandbox with the network an allowlist sees the directory of eukhe's proxy socket (read-only)."""
+BRIDGE_SOCKET = "proxy.sock"
+"""The proxy's socket in that directory."""
+PROXY_PORT = 3128
+"""The port the sandbox's init listens on, on the sandbox's own loopback, for the proxy."""
+PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"
+NO_PROXY = "localhost,127.0.0.1,::1"
+"""The sandbox's own loopback stays its own: a server a job runs there is reached directly."""
+PROXY_ENV: tuple[tuple[str, str], ...] = (
+    *(
+        (name, PROXY_URL)
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+    ),
+    ("NO_PROXY", NO_PROXY),
+    ("no_proxy", NO_PROXY),
+)
+"""What a sandbox with the network an allowlist has in its environment: every proxy-aware tool (curl, git, pip, uv,
+npm, cargo, go, Python's urllib) goes through the proxy; what ignores them has no route at all."""
 
 PROTECTED_NAMES: tuple[tuple[str, ...], ...] = (
     (".git", "hooks"),
@@ -162,6 +187,9 @@ class Policy:
     writable_roots: tuple[str, ...] = ()
     deny_read: tuple[str, ...] = CREDENTIALS
     env_passthrough: tuple[str, ...] = ()
+    allow_domains: tuple[str, ...] = DEFAULT_ALLOWED_NAMES
+    deny_domains: tuple[str, ...] = ()
+    allow_ports: tuple[int, ...] = DEFAULT_PORTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +201,9 @@ class ProjectPolicy:
     writable_roots: tuple[str, ...] | None = None
     deny_read: tuple[str, ...] | None = None
     env_passthrough: tuple[str, ...] | None = None
+    allow_domains: tuple[str, ...] | None = None
+    deny_domains: tuple[str, ...] | None = None
+    allow_ports: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,23 +223,45 @@ class Tightened:
 
 
 def tighten(user: Policy, project: ProjectPolicy | None) -> Tightened:
-    """The user's policy made stricter by a project's: a stricter mode, the network off, more `deny_read`, fewer
-    `env_passthrough` names. Anything looser (a looser mode, the network on over off, any writable root, a variable
-    the user's `env_passthrough` does not name) refuses the project's keys, naming each."""
+    """The user's policy made stricter by a project's: a stricter mode, a stricter network (`on` < `allowlist` <
+    `off`), more `deny_read`, fewer `env_passthrough` names, fewer allowed domains or ports, more denied domains.
+    Anything looser (a looser mode or network, any writable root, a variable the user's `env_passthrough` does not
+    name, an allowed domain or port the user's list lacks while the user's network is not `on`, a denied domain or
+    `deny_read` path of the user's left out) refuses the project's keys, naming each."""
     if project is None:
         return Tightened(user)
     refused: list[Looser] = []
     mode, network, deny, passthrough = user.mode, user.network, user.deny_read, user.env_passthrough
+    allow_domains, deny_domains, allow_ports = user.allow_domains, user.deny_domains, user.allow_ports
     if project.mode is not None:
         if STRICTNESS[project.mode] < STRICTNESS[user.mode]:
             refused.append(Looser("sandbox.mode", f"{project.mode} is looser than the user's {user.mode}"))
         else:
             mode = project.mode
     if project.network is not None:
-        if project.network is Network.ON and user.network is Network.OFF:
-            refused.append(Looser("sandbox.network", "on is looser than the user's off"))
+        if NETWORK_STRICTNESS[project.network] < NETWORK_STRICTNESS[user.network]:
+            refused.append(Looser("sandbox.network", f"{project.network} is looser than the user's {user.network}"))
         else:
             network = project.network
+    everything = user.network is Network.ON  # then any list is a narrowing of what the user allows
+    if project.allow_domains is not None:
+        added = [name for name in project.allow_domains if name not in user.allow_domains]
+        if added and not everything:
+            refused.append(Looser("sandbox.allow_domains", f"it adds {', '.join(added)} to the user's list"))
+        else:
+            allow_domains = tuple(project.allow_domains)
+    if project.allow_ports is not None:
+        more = [str(port) for port in project.allow_ports if port not in user.allow_ports]
+        if more and not everything:
+            refused.append(Looser("sandbox.allow_ports", f"it adds {', '.join(more)} to the user's ports"))
+        else:
+            allow_ports = tuple(project.allow_ports)
+    if project.deny_domains is not None:
+        dropped_names = [name for name in user.deny_domains if name not in project.deny_domains]
+        if dropped_names:
+            refused.append(Looser("sandbox.deny_domains", f"it leaves out the user's {', '.join(dropped_names)}"))
+        else:
+            deny_domains = tuple(project.deny_domains)
     if project.writable_roots:
         refused.append(Looser("sandbox.writable_roots", "a project cannot add writable roots"))
     if project.deny_read is not None:
@@ -225,7 +278,9 @@ def tighten(user: Policy, project: ProjectPolicy | None) -> Tightened:
             passthrough = tuple(project.env_passthrough)
     if refused:
         return Tightened(user, tuple(refused))
-    return Tightened(Policy(mode, network, user.writable_roots, deny, passthrough))
+    return Tightened(
+        Policy(mode, network, user.writable_roots, deny, passthrough, allow_domains, deny_domains, allow_ports)
+    )
 
 
 class Kind(enum.IntEnum):
@@ -270,7 +325,8 @@ class Facts:
     included, see `git_mounts`); `pinned`: the git directories below the writable roots, kept in place; `sockets`:
     Unix sockets outside the writable roots; `own`: eukhe's own directories this launch writes (the kernel's
     snapshot directory), writable in every confined mode; `home`: the user's home (None: it does not exist), which
-    stays readable where the host's /tmp holds it."""
+    stays readable where the host's /tmp holds it; `bridge`: with the network an allowlist, the way to eukhe's
+    proxy (None: the launch gets no way out at all)."""
 
     mode: Mode
     network: Network
@@ -285,6 +341,18 @@ class Facts:
     caches: tuple[Cache, ...] = ()
     pinned: tuple[str, ...] = ()
     home: str | None = None
+    bridge: Bridge | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Bridge:
+    """A launch's way to eukhe's proxy: the host directory of its socket (bound read-only at `BRIDGE_DIR`), and the
+    interpreter and program of the sandbox's pid 1 (`eukhe.sandbox.netinit`), which listens on `PROXY_PORT` of the
+    sandbox's loopback and hands each connection to the proxy."""
+
+    directory: str
+    python: str
+    program: str
 
 
 SANDBOX_TMP = "/tmp"
@@ -388,17 +456,16 @@ def home_shown(home: str) -> bool:
 def composition(policy: Policy, user_transport: bool) -> str | None:
     """Why a policy cannot hold with the user's own kernel transport, if it cannot: eukhe runs that transport as it
     is, so it cannot cut that kernel's network."""
-    if user_transport and policy.mode is not Mode.OFF and policy.network is Network.OFF:
+    if user_transport and policy.mode is not Mode.OFF and policy.network is not Network.ON:
         return "network_off_with_a_user_transport"
     return None
 
 
-def chosen(policy: Policy, mode: Mode | None, network: Network | None) -> Policy:
-    """The settings files' policy with the mode or network chosen at a session's creation over it (the user's own
-    choice, which may loosen it)."""
-    return Policy(
-        mode or policy.mode, network or policy.network, policy.writable_roots, policy.deny_read, policy.env_passthrough
-    )
+def chosen(policy: Policy, mode: Mode | None, network: Network | None, allow_domains: Sequence[str] = ()) -> Policy:
+    """The settings files' policy with the mode or network chosen at a session's creation over it, and more allowed
+    domains (the user's own choice, which may loosen it)."""
+    allowed = tuple(dict.fromkeys((*policy.allow_domains, *allow_domains)))
+    return replace(policy, mode=mode or policy.mode, network=network or policy.network, allow_domains=allowed)
 
 
 def layers(facts: Facts) -> tuple[Layer, ...]:
@@ -582,10 +649,17 @@ def bwrap_argv(facts: Facts, command: Sequence[str], *, info_fd: int | None = No
     for path in masks:
         argv += ["--remount-ro", path]
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
-    if facts.network is Network.OFF:
+    if facts.network is not Network.ON:
         argv.append("--unshare-net")
     argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     argv += ["--setenv", "TMPDIR", SANDBOX_TMP, "--chdir", facts.cwd]
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
-    return (*argv, "--", *command)
+    bridge = facts.bridge if facts.network is Network.ALLOWLIST and facts.mode is not Mode.OFF else None
+    if bridge is None:
+        return (*argv, "--", *command)
+    argv += ["--ro-bind", bridge.directory, BRIDGE_DIR, "--as-pid-1"]
+    for name, value in PROXY_ENV:
+        argv += ["--setenv", name, value]
+    init = (bridge.python, "-I", "-S", "-c", bridge.program, str(PROXY_PORT), f"{BRIDGE_DIR}/{BRIDGE_SOCKET}")
+    return (*argv, "--", *init, "--", *command)

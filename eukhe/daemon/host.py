@@ -71,6 +71,7 @@ from eukhe.records.daemon import (
     WatchEnded,
 )
 from eukhe.records.jobs import CallAnswer, JobList, Rewound
+from eukhe.records.network import NetworkLog
 from eukhe.records.remote import RemoteCallAnswer, RemoteList
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.tty import Attached, InputTaken, JobAttachArgs, JobInputArgs, JobWriteAnswer, Signalled
@@ -295,6 +296,9 @@ class SessionHost:
     async def session_calls(self, args: CallsArgs, emit: EventSink) -> CallList:
         return calls_of(self.session, args.call)
 
+    async def session_network(self, args: SessionArgs, emit: EventSink) -> NetworkLog:
+        return self.session.network()
+
     async def jobs_list(self, args: SessionArgs, emit: EventSink) -> JobList:
         return JobList(jobs=self.session.jobs.list())
 
@@ -433,6 +437,7 @@ HANDLERS: dict[str, Handler] = {
     "ipython": SessionHost.ipython,
     "tool.call": SessionHost.tool_call,
     "session.calls": SessionHost.session_calls,
+    "session.network": SessionHost.session_network,
     "jobs.list": SessionHost.jobs_list,
     "jobs.wait": SessionHost.jobs_wait,
     "jobs.cancel": SessionHost.jobs_cancel,

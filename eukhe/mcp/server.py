@@ -113,7 +113,21 @@ def open_session(
     created = client.call("session.create", {"cwd": where, **(sandbox or {})})
     for notice in created.get("notices") or []:
         log.warning("%s", notice)
+    if not _hinted:
+        policy = client.call("session.show", {"session": created["id"]}).get("sandbox") or {}
+        if policy.get("mode") != "off" and policy.get("network") == "on":
+            _hinted.append(True)
+            log.warning("%s", NETWORK_HINT)
     return Target(session=str(created["id"]), cwd=str(created["cwd"]))
+
+
+NETWORK_HINT = (
+    "confined commands reach the whole network (sandbox.network on); to let them reach only package registries "
+    "and code hosts, start with --network allowlist (more hosts: --allow-domain NAME), or set "
+    '"network": "allowlist" in the sandbox settings (docs/sandbox.md)'
+)
+"""Said once per process on stderr, when `eukhe mcp` makes a session whose network is on."""
+_hinted: list[bool] = []
 
 
 def instructions(target: Target) -> str:

@@ -38,6 +38,7 @@ from eukhe.records.fs import (
 )
 from eukhe.records.jobs import CallAnswer, JobList, JobRow, Rewound
 from eukhe.records.journal import ForkOrigin
+from eukhe.records.network import NetworkLog
 from eukhe.records.output import OutputWindow
 from eukhe.records.remote import RemoteCallAnswer, RemoteList
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
@@ -716,6 +717,7 @@ OPS: dict[str, Op] = {
         CallBegan | CallStarted,
     ),
     "session.calls": Op(CallsArgs, CallList, "session", "a session's tool calls, or one call's settle whole"),
+    "session.network": Op(SessionArgs, NetworkLog, "session", "the connections the network allowlist's proxy saw"),
     "jobs.list": Op(SessionArgs, JobList, "session", "the session's jobs"),
     "jobs.wait": Op(JobWaitArgs, CallAnswer, "session", "wait for a job's end, at most the timeout and the budget"),
     "jobs.cancel": Op(JobArgs, CallAnswer, "session", "kill a job through its owner and wait for its end"),

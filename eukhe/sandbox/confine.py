@@ -4,18 +4,24 @@ it: `wrap` (the argv of a confined launch) and `check` (the file tools' verdict,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import os
+import sys
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
+from eukhe.core import allowlist
 from eukhe.core import sandbox as core
 from eukhe.core.secret_env import launch_environment
 from eukhe.errors import EukheError
+from eukhe.records.network import NetworkAttempt
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport
 from eukhe.sandbox.bwrap import Bubblewrap, available
 from eukhe.sandbox.facts import ensure_dir, eukhe_dirs, find_git, gather, make_private_dirs, prepare
 from eukhe.sandbox.gitguard import GitGuard
+from eukhe.sandbox.netproxy import LOG_NAME, NetProxy, read_log
 
 TMP_NAME = "tmp"
 """The session's private temp directory, in its own directory: a confined process sees it as /tmp."""
@@ -38,7 +44,7 @@ def choose(policy: SandboxPolicy, choice: SandboxChoice | None) -> SandboxPolicy
         return policy
     mode = None if choice.mode is None else core.Mode(choice.mode)
     network = None if choice.network is None else core.Network(choice.network)
-    return SandboxPolicy.of(core.chosen(policy.to_core(), mode, network))
+    return SandboxPolicy.of(core.chosen(policy.to_core(), mode, network, choice.allow_domains or ()))
 
 
 def check_composition(policy: SandboxPolicy, transport: KernelTransport | None) -> None:
@@ -48,7 +54,7 @@ def check_composition(policy: SandboxPolicy, transport: KernelTransport | None) 
     if core.composition(policy.to_core(), transport is not None) is not None:
         assert transport is not None
         raise SandboxConflictError(
-            "sandbox.network is off, but the kernel runs under the user's kernel_transport "
+            f"sandbox.network is {policy.network}, but the kernel runs under the user's kernel_transport "
             f"({transport.argv_prefix[0]} ...), whose network eukhe cannot cut: cut it in the transport and set "
             "network on, or unset kernel_transport so that the kernel runs in eukhe's sandbox"
         )
@@ -76,6 +82,9 @@ class Confinement:
         self.hidden = list(hidden)
         self.bwrap: Bubblewrap | None = None
         self.git = GitGuard(session_dir / GIT_BASELINE_NAME)
+        self.net_log = session_dir / LOG_NAME
+        self.net: NetProxy | None = None
+        """With the network an allowlist, the session's proxy (started with the sandbox)."""
 
     @property
     def confined(self) -> bool:
@@ -87,12 +96,19 @@ class Confinement:
             return
         self.bwrap = available()
         ensure_dir(self.tmp)
+        if self.rules.network is core.Network.ALLOWLIST and self.net is None:
+            found = allowlist.rules(self.rules.allow_domains, self.rules.deny_domains, self.rules.allow_ports)
+            self.net = NetProxy(found, self.net_log)
+            self.net.start()
 
     def moved(self, session_dir: Path, *, readable: Sequence[Path]) -> Confinement:
         """The same confinement for the session's new directory (a fork continues in it)."""
         moved = Confinement(self.policy, cwd=self.cwd, session_dir=session_dir, readable=readable, hidden=self.hidden)
         moved.git = self.git  # the same watch goes on, with the same baseline
         moved.git.keep(session_dir / GIT_BASELINE_NAME)
+        moved.net = self.net  # the same proxy goes on, recording into the new directory
+        if moved.net is not None:
+            moved.net.log_path = moved.net_log
         if self.bwrap is not None:
             moved.start()
         return moved
@@ -110,7 +126,11 @@ class Confinement:
     def facts(self, *, sockets: bool = True, readable: Sequence[str] = (), writable: Sequence[str] = ()) -> core.Facts:
         """What a launch or a check reads off the disk now (`sockets`: also the Unix sockets to mask)."""
         overlays = self.bwrap is None or self.bwrap.overlays
-        return gather(
+        bridge = None
+        if self.net is not None:
+            bridge = core.Bridge(self.net.directory, init_python(), init_program())
+            readable = [*readable, os.path.dirname(os.path.dirname(bridge.python))]
+        found = gather(
             self.rules.mode,
             self.rules.network,
             cwd=str(self.cwd),
@@ -123,6 +143,7 @@ class Confinement:
             own=writable,
             private_caches=None if overlays else str(self.caches),
         )
+        return found if bridge is None else dataclasses.replace(found, bridge=bridge)
 
     def wrap(
         self,
@@ -158,8 +179,19 @@ class Confinement:
         return self.git.take_notices()
 
     def close(self) -> None:
-        """Stop watching (the session closes)."""
+        """Stop watching, and the proxy (the session closes)."""
         self.git.close()
+        if self.net is not None:
+            self.net.close()
+            self.net = None
+
+    def network_refused(self) -> list[NetworkAttempt]:
+        """The connections the proxy refused since the last call (none without one)."""
+        return [] if self.net is None else self.net.take_refused()
+
+    def network_attempts(self) -> list[NetworkAttempt]:
+        """Every connection attempt the session's proxy recorded, oldest first."""
+        return read_log(self.net_log)
 
     def _make_mount_points(self, facts: core.Facts) -> None:
         """The paths under /tmp that a launch mounts where the private /tmp holds them need a mount point there:
@@ -179,3 +211,15 @@ class Confinement:
                 elif not os.path.lexists(point):
                     make_private_dirs(point.parent)
                     os.close(os.open(point, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def init_python() -> str:
+    """The interpreter of a sandbox's pid 1 (`eukhe.sandbox.netinit`): the host's own, by its real path (run with
+    `-I -S`: its standard library only)."""
+    return os.path.realpath(sys.executable)
+
+
+@functools.cache
+def init_program() -> str:
+    """The program of a sandbox's pid 1, passed with `-c` (nothing of eukhe's need be readable in the sandbox)."""
+    return Path(__file__).with_name("netinit.py").read_text(encoding="utf-8")

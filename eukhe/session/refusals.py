@@ -61,8 +61,12 @@ def refusal_of(sandbox: Confinement, answer: Settled, *, cells: bool = True) -> 
     """The sandbox's refusal that made this run fail, if the policy was the cause. `cells`: whether cells run in
     this sandbox (a user's `kernel_transport` is its own confinement: its errors are not this policy's). What
     cannot be read off the disk now gives no line, never a failed answer."""
+    refused = [f"{attempt.name}:{attempt.port}" for attempt in sandbox.network_refused() if attempt.name is not None]
     if not sandbox.confined or not failed(answer) or (answer.kind == "cell" and not cells):
         return None
+    by_proxy = core.network_refusal(refused)
+    if by_proxy is not None:
+        return SandboxRefusal(rule=str(by_proxy.rule), path=None, hint=by_proxy.line())
     found = core.clues(failure_text(answer))
     if not found:
         return None

@@ -52,6 +52,7 @@ from eukhe.records.journal import (
     LeafRecord,
     SessionHeader,
 )
+from eukhe.records.network import NetworkLog
 from eukhe.records.output import OutputWindow
 from eukhe.records.sandbox import UNCONFINED, SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport, SessionSettings
@@ -622,6 +623,11 @@ class Session:
     def leaf(self) -> str | None:
         """The current leaf entry (None: before every entry)."""
         return self._ledger.trees.leaf
+
+    def network(self) -> NetworkLog:
+        """The connections the session's network allowlist saw (its proxy's record, oldest first: each name, port,
+        verdict, bytes each way and time); none unless the policy's network is `allowlist`."""
+        return NetworkLog(network=self.sandbox.policy.network, attempts=self.sandbox.network_attempts())
 
     def entries(self) -> list[Entry]:
         """Every entry, in commit order."""

@@ -195,10 +195,25 @@ def test_refusals_missing_fires_only_under_a_mask_or_for_the_hosts_tmp(
 
 
 def test_refusals_network_fires_only_with_the_network_off_small_scope() -> None:
+    """No resolution or route is the sandbox's doing only with the network off (`network_off`) or an allowlist
+    (`network_allowlist`), never with it on."""
     for mode, network in itertools.product(sandbox.Mode, sandbox.Network):
         facts = sandbox.Facts(mode, network, cwd="/w", tmp="/t/tmp")
         got = core.decide(facts, [core.Clue(core.Symptom.OFFLINE)], {})
-        assert (got is not None) is (mode is not sandbox.Mode.OFF and network is sandbox.Network.OFF)
+        assert (got is not None) is (mode is not sandbox.Mode.OFF and network is not sandbox.Network.ON)
+        if got is not None:
+            assert got.rule == (
+                core.Rule.NETWORK_OFF if network is sandbox.Network.OFF else core.Rule.NETWORK_ALLOWLIST
+            )
+
+
+def test_refusals_network_allowlist_names_the_refused_host() -> None:
+    assert core.network_refusal([]) is None
+    got = core.network_refusal(["evil.example:443", "other:80"])
+    assert got is not None
+    assert got.rule is core.Rule.NETWORK_ALLOWLIST
+    assert "evil.example:443" in got.line()
+    assert "sandbox.allow_domains" in got.line()
 
 
 @given(facts_strategy, st.lists(st.tuples(st.sampled_from(list(core.Symptom)), named), max_size=6))

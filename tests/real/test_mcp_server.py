@@ -804,3 +804,18 @@ def test_mcp_logs_a_project_setting_that_would_loosen_the_sandbox(world: DaemonE
             only_diagnostics(server.stderr)
 
     run(scenario)
+
+
+def test_mcp_says_once_how_to_tighten_a_network_that_is_on(world: DaemonEnv) -> None:
+    """A session whose network is on: one diagnostic line names `--network allowlist`; with an allowlist, none."""
+    project = workdir(world)
+
+    async def scenario() -> None:
+        async with mcp_server(world, "--cwd", str(project)) as server:
+            said = [line for line in server.stderr.splitlines() if "--network allowlist" in line]
+            assert len(said) == 1, server.stderr
+            only_diagnostics(server.stderr)
+        async with mcp_server(world, "--cwd", str(project), "--network", "allowlist") as server:
+            assert "--network allowlist" not in server.stderr, server.stderr
+
+    run(scenario)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from eukhe.core import gitguard, secret_env
+from eukhe.core import allowlist, gitguard, secret_env
 from eukhe.core.sandbox import CACHE_DIRS, CREDENTIAL_STORES, PROTECTED_DIRS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "sandbox.md"
@@ -46,3 +46,10 @@ def test_the_sandbox_doc_lists_every_known_secret_variable_and_the_rules_stems()
     rule = section.split("The rule, on a variable's name", 1)[1].split("\n\n", 1)[0]
     for stem in (*secret_env.SECRET_STEMS, *secret_env.SECRET_WORDS):
         assert f"`{stem}`" in rule, stem
+
+
+def test_the_sandbox_doc_lists_the_default_allowlist_with_what_each_is() -> None:
+    section = DOC.read_text().split("## The network allowlist", 1)[1].split("\n## ", 1)[0]
+    table = section.split("**The default.**", 1)[1]
+    rows = re.findall(r"^\| `([^`]+)` \| (.+?) \|$", table, re.M)
+    assert rows == list(allowlist.DEFAULT_ALLOWED)

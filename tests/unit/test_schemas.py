@@ -28,6 +28,7 @@ VALID: dict[str, dict[str, Any]] = {
     "ipython": {"session": "s", "code": "1", "budget_ms": None},
     "tool.call": {"session": "s", "tool": "bash", "args": {"command": "true"}},
     "session.calls": {"session": "s"},
+    "session.network": {"session": "s"},
     "jobs.list": {"session": "s"},
     "jobs.wait": {"session": "s", "job": "j", "timeout_ms": 0},
     "jobs.cancel": {"session": "s", "job": "j"},

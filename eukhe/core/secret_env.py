@@ -14,7 +14,9 @@ The rule, on a variable's name, in upper case:
   `GOOGLE_APPLICATION_CREDENTIALS`), or is one of `SECRET_WORDS` (`DB_PASS`);
 - or it is one of the known names of `KNOWN_SECRETS`, or has a known prefix (`AWS_*`), or it is `held` (the
   variable the model key for prompt children is in, whatever its name).
-A word that only starts with a stem is not one: `KEYBOARD`, `KEYMAP`, `TOKENIZERS_PARALLELISM`, `PASSTHROUGH` stay.
+A name of `NOT_SECRETS` never looks secret (`GIT_CONFIG_KEY_0`: git's config given in the environment, which
+git refuses to run without). A word that only starts with a stem is not one: `KEYBOARD`, `KEYMAP`,
+`TOKENIZERS_PARALLELISM`, `PASSTHROUGH` stay.
 Words end-matched and not substrings: the plain substring would take `TOKENIZERS_PARALLELISM` and `KEYTIMEOUT`; a
 word matched whole would miss `APIKEY`, `PGPASSWORD` and every camelCase name. The price is a rare word that ends
 like a stem by chance (`MONKEY`), which `env_passthrough` lets through.
@@ -49,6 +51,10 @@ KNOWN_SECRETS: tuple[tuple[str, str], ...] = (
 """Names known to hold secrets, each with whose (a name ending in `*` is a prefix), whatever the rule says of them:
 the rule catches most already; these are the ones it must never miss, and the ones it would (`MYSQL_PWD`)."""
 
+NOT_SECRETS = re.compile(r"GIT_CONFIG_KEY_[0-9]+")
+"""Names the rule would take that hold no secret and that a program needs whole: git reads `GIT_CONFIG_COUNT`
+entries as `GIT_CONFIG_KEY_<n>` and `GIT_CONFIG_VALUE_<n>`, and stops at a missing one."""
+
 KNOWN_NAMES = frozenset(name for name, _ in KNOWN_SECRETS if not name.endswith("*"))
 KNOWN_PREFIXES = tuple(name[:-1] for name, _ in KNOWN_SECRETS if name.endswith("*"))
 
@@ -68,6 +74,8 @@ def looks_secret(name: str, held: Collection[str] = ()) -> bool:
     upper = name.upper()
     if upper in KNOWN_NAMES or upper.startswith(KNOWN_PREFIXES) or upper in {other.upper() for other in held}:
         return True
+    if NOT_SECRETS.fullmatch(upper):
+        return False
     return any(word.endswith(_ENDINGS) or word in SECRET_WORDS for word in words(name))
 
 

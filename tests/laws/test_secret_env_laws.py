@@ -153,6 +153,8 @@ HARMLESS = [
     "EUKHE_JOB_MARK",
     "EUKHE_KERNEL_OWNER_PID",
     "EUKHE_TEST_HARMLESS",
+    "GIT_CONFIG_KEY_0",
+    "GIT_CONFIG_KEY_12",
     "LANG",
     "",
 ]
@@ -166,6 +168,12 @@ def test_secret_env_rule_on_examples_small_scope() -> None:
     """The module's rule on the names its docs (and docs/sandbox.md) give either way."""
     assert [name for name in [*SECRET, *FALSE_ALARMS] if not core.looks_secret(name)] == []
     assert [name for name in HARMLESS if core.looks_secret(name)] == []
+
+
+def test_secret_env_git_config_keys_are_not_secrets_small_scope() -> None:
+    """git stops at a missing `GIT_CONFIG_KEY_<n>` of its `GIT_CONFIG_COUNT`: each such name passes, every number."""
+    assert [n for n in range(1000) if core.looks_secret(f"GIT_CONFIG_KEY_{n}")] == []
+    assert core.looks_secret("GIT_CONFIG_KEY_X") and core.looks_secret("MY_GIT_CONFIG_KEY_0")
 
 
 def test_secret_env_words() -> None:

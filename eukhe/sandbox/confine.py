@@ -13,7 +13,15 @@ from eukhe.errors import EukheError
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport
 from eukhe.sandbox.bwrap import Bubblewrap, available
-from eukhe.sandbox.facts import ensure_dir, eukhe_dirs, find_git, gather, make_private_dirs, prepare
+from eukhe.sandbox.facts import (
+    ensure_dir,
+    eukhe_dirs,
+    find_git,
+    gather,
+    make_home_cache,
+    make_private_dirs,
+    prepare,
+)
 from eukhe.sandbox.gitguard import GitGuard
 
 TMP_NAME = "tmp"
@@ -135,6 +143,7 @@ class Confinement:
             self.start()
         assert self.bwrap is not None
         if self.rules.mode is core.Mode.WORKSPACE_WRITE:
+            make_home_cache()
             roots = [os.path.realpath(self.cwd), *self.facts(sockets=False).writable]
             prepare(roots)
             _, found = find_git(roots)

@@ -77,8 +77,9 @@ pip's `No matching distribution found` is not here: with the network off it come
 which are; alone (a local index without the package) it is not the sandbox's doing."""
 
 _MESSAGES = tuple((symptom, re.compile(pattern, re.IGNORECASE)) for symptom, pattern in MESSAGES)
-_QUOTED = re.compile(r"'([^'\n]+)'|\u2018([^\u2019\n]+)\u2019|\"([^\"\n]+)\"|`([^`'\n]+)'")
-"""A quoted name: 'x' (coreutils, Python, Node), \u2018x\u2019 (coreutils in a UTF-8 locale), "x", `x'."""
+_QUOTED = re.compile(r"'([^'\n]+)'|\u2018([^\u2019\n]+)\u2019|\"([^\"\n]+)\"|`([^`'\n]+)'|`([^`'\n]+)`")
+"""A quoted name: 'x' (coreutils, Python, Node), \u2018x\u2019 (coreutils in a UTF-8 locale), "x", `x', `x` (Rust's
+tools: uv, cargo)."""
 _BEFORE = re.compile(r"([^\s:'\"\u2018\u2019`]+)\s*:\s*$")
 """The word right before `: MESSAGE` (bash's redirections, git, Go: `open /usr/x: read-only file system`)."""
 

@@ -124,6 +124,11 @@ is copy-on-write for a confined launch: what a job writes there stays in the san
 cache, whose files venvs share by hard link and whose code the user runs later (uv's interpreters and tools, npx
 packages, crates with build scripts, pre-commit environments)."""
 
+HOME_CACHE = ".cache"
+"""The home's own cache (pip's, uv's, most XDG tools'): where the home has none, a `workspace_write` launch makes it
+(empty, the user's alone, as the first of those tools to run would), so that it is copy-on-write like the others and
+a fresh home's first `uv pip install` works. The other caches are each one tool's: only those that exist are used."""
+
 CREDENTIAL_STORES: tuple[tuple[str, str], ...] = (
     ("~/.ssh", "ssh keys"),
     ("~/.gnupg", "GnuPG keys"),

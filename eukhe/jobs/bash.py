@@ -49,6 +49,7 @@ from eukhe.core import job as core
 from eukhe.core import jobleft
 from eukhe.core.bound import Truncation
 from eukhe.core.jobends import GroupMark, group_is_the_jobs
+from eukhe.core.own_launch import without_own_launch
 from eukhe.core.own_secrets import without_own_secrets
 from eukhe.errors import EukheError
 from eukhe.jobs.job import Job, JobSpec
@@ -534,7 +535,9 @@ async def start_bash(
     loop = asyncio.get_running_loop()
     terminal = has_controlling_terminal()
     mark = uuid.uuid4().hex
-    job_env = without_own_secrets(os.environ if env is None else env)
+    job_env = without_own_launch(
+        without_own_secrets(os.environ if env is None else env), (sys.prefix, os.path.realpath(sys.prefix))
+    )
     job_env[JOB_MARK_ENV] = mark  # a reopen after the host died knows the job's processes by it (see GroupMark)
     argv = ["bash", "-c", command] if tty is None else tty_argv(command, confined=confine is not None)
     if tty is not None:

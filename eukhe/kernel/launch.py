@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from eukhe.core.own_launch import without_own_launch
 from eukhe.core.own_secrets import without_own_secrets
 from eukhe_kernel.snapshot import SNAPSHOT_VARIABLE
 
@@ -62,7 +63,7 @@ def kernel_launch(python: str | None = None, *, stub_on_path: bool = True) -> Ke
     `stub_on_path` puts this tree's `eukhe_kernel` first on PYTHONPATH, for an interpreter that does not have the
     stub installed (the project's own, or a user's `EUKHE_KERNEL_PYTHON`); the kernel venv has its own copy.
     """
-    env = without_own_secrets(os.environ)
+    env = without_own_launch(without_own_secrets(os.environ), (sys.prefix, os.path.realpath(sys.prefix)))
     env[OWNER_PID_VARIABLE] = str(os.getpid())
     if stub_on_path:
         package_root = str(Path(__file__).resolve().parents[2])  # where eukhe_kernel lives, for an uninstalled tree

@@ -19,7 +19,15 @@ from eukhe.records.network import NetworkAttempt
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
 from eukhe.records.settings import KernelTransport
 from eukhe.sandbox.bwrap import Bubblewrap, available
-from eukhe.sandbox.facts import ensure_dir, eukhe_dirs, find_git, gather, make_private_dirs, prepare
+from eukhe.sandbox.facts import (
+    ensure_dir,
+    eukhe_dirs,
+    find_git,
+    gather,
+    make_home_cache,
+    make_private_dirs,
+    prepare,
+)
 from eukhe.sandbox.gitguard import GitGuard
 from eukhe.sandbox.netproxy import LOG_NAME, NetProxy, read_log
 
@@ -162,6 +170,7 @@ class Confinement:
             self.start()
         assert self.bwrap is not None
         if self.rules.mode is core.Mode.WORKSPACE_WRITE:
+            make_home_cache()
             roots = [os.path.realpath(self.cwd), *self.facts(sockets=False).writable]
             prepare(roots)
             _, found = find_git(roots)

@@ -139,6 +139,15 @@ def prepare(roots: Sequence[str]) -> None:
             os.mkdir(path)
 
 
+def make_home_cache(home: str | None = None) -> None:
+    """Make the home's cache (`core.HOME_CACHE`, mode 0700) where nothing of that name is there. A home that is
+    missing or cannot be written is left as it is (the cache is then not writable, as before)."""
+    home = home if home is not None else os.path.expanduser("~")
+    if os.path.isdir(home):
+        with contextlib.suppress(OSError):
+            os.mkdir(os.path.join(home, core.HOME_CACHE), 0o700)
+
+
 def private_name(cache: str) -> str:
     """The name of a cache's private directory in a session (`.cargo/registry` is `.cargo_registry`)."""
     return cache.replace("/", "_")

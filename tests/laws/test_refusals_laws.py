@@ -49,6 +49,11 @@ REAL_MESSAGES: list[tuple[str, list[core.Clue]]] = [
     ),
     ("Error: EROFS: read-only file system, open '/usr/n'", [core.Clue(core.Symptom.READ_ONLY, "/usr/n")]),
     ("open /usr/g: read-only file system", [core.Clue(core.Symptom.READ_ONLY, "/usr/g")]),
+    # Rust's tools (uv, cargo): the path in backquotes, then the OS error
+    (
+        "  cause: failed to create directory `/home/u/.cache/uv`: Read-only file system (os error 30)",
+        [core.Clue(core.Symptom.READ_ONLY, "/home/u/.cache/uv")],
+    ),
     # the network
     ("curl: (6) Could not resolve host: pypi.org", [core.Clue(core.Symptom.OFFLINE)]),
     ("curl: (7) Failed to connect to 1.1.1.1 port 80 after 0 ms: Couldn't connect", [core.Clue(core.Symptom.OFFLINE)]),

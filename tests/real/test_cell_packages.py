@@ -125,6 +125,48 @@ def test_a_cell_imports_what_a_confined_uv_pip_install_put_into_the_workspace_ve
     asyncio.run(scenario())
 
 
+def test_under_uv_run_a_jobs_uv_pip_install_goes_to_the_projects_venv_not_eukhes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python3 -m uv run eukhe ...` starts eukhe with `VIRTUAL_ENV` naming eukhe's own environment and uv's
+    `UV_INTERNAL__PARENT_INTERPRETER` naming the Python that ran uv: jobs and cells get neither, so the agent's
+    `uv pip install` goes to the project's `.venv` (not refused as a write into another Python); a `VIRTUAL_ENV` that
+    names another environment is the user's, and stays."""
+    need_tools("bwrap")
+    monkeypatch.setenv("VIRTUAL_ENV", sys.prefix)
+    monkeypatch.setenv("UV_INTERNAL__PARENT_INTERPRETER", BASE_PYTHON)
+    cwd = tmp_path / "work"
+    write_wheel(cwd / "wheels", "launched_pkg")
+    seen = 'echo "${VIRTUAL_ENV-unset} ${UV_INTERNAL__PARENT_INTERPRETER-unset}"'
+
+    async def scenario() -> None:
+        session = await Session.create(cwd, root=tmp_path / "sessions", sandbox=SandboxPolicy(network="off"))
+        try:
+            installed = settled(
+                await session.execute_bash_and_wait(
+                    f"{uv()} venv -q --no-cache --python {BASE_PYTHON} .venv && "
+                    f"{uv()} pip install -q --no-cache --offline --find-links wheels launched_pkg && {seen}",
+                    BUDGET_MS,
+                )
+            )
+            assert (installed.exit_code, installed.output.text) == (0, "unset unset\n"), answer_text(installed)
+            assert (cwd / ".venv" / "lib" / LIB / "site-packages" / "launched_pkg").is_dir()
+            cell = settled(
+                await session.ipython(
+                    "import os\n[os.environ.get(n) for n in ('VIRTUAL_ENV', 'UV_INTERNAL__PARENT_INTERPRETER')]",
+                    BUDGET_MS,
+                )
+            )
+            assert cell.result == "[None, None]", answer_text(cell)
+            monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "users-venv"))
+            users = settled(await session.execute_bash_and_wait(seen, BUDGET_MS))
+            assert users.output.text == f"{tmp_path / 'users-venv'} unset\n", answer_text(users)
+        finally:
+            await session.close()
+
+    asyncio.run(scenario())
+
+
 def test_a_venv_for_another_python_is_not_imported_and_the_answer_says_why(tmp_path: Path) -> None:
     cwd = tmp_path / "work"
     package = cwd / ".venv" / "lib" / "python3.99" / "site-packages" / "other_python_pkg"

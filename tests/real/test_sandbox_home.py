@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -102,6 +103,18 @@ def test_a_cache_in_the_home_is_written_copy_on_write_and_the_host_keeps_its_own
     )
     assert answer["exit_code"] == 0 and "kept" in str(answer["output"]["text"]), answer  # type: ignore[index]
     assert not (fresh.home / ".cache" / "tool" / "made").exists()
+
+
+def test_a_home_without_a_cache_gets_an_empty_one_that_jobs_write_copy_on_write(fresh: Home) -> None:
+    """A fresh home often has no `~/.cache`: a confined launch makes it (empty, the user's alone), so that uv and pip
+    cache there copy-on-write as in any other home instead of failing on a read-only file system."""
+    cache = fresh.home / ".cache"
+    shutil.rmtree(cache)
+    session = fresh.session()
+    answer = fresh.bash(session, "mkdir -p ~/.cache/uv && echo kept > ~/.cache/uv/f && cat ~/.cache/uv/f")
+    assert answer["exit_code"] == 0 and "kept" in str(answer["output"]["text"]), answer  # type: ignore[index]
+    assert cache.is_dir() and list(cache.iterdir()) == []
+    assert stat.S_IMODE(cache.stat().st_mode) & 0o077 == 0
 
 
 def test_the_file_tools_agree_with_the_jobs_on_the_home(fresh: Home) -> None:

@@ -12,12 +12,19 @@ import pytest
 from eukhe.kernel.launch import OWNER_PID_VARIABLE, installed_kernel_launch, kernel_launch
 
 
-def test_the_local_kernel_runs_the_stub_with_the_hosts_environment_and_owner_pid() -> None:
+def test_the_local_kernel_runs_the_stub_with_the_hosts_environment_and_owner_pid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The host's environment but what uv set to run eukhe itself (`uv run`: its own venv, uv's parent Python)."""
+    monkeypatch.setenv("VIRTUAL_ENV", sys.prefix)
+    monkeypatch.setenv("UV_INTERNAL__PARENT_INTERPRETER", sys.executable)
     launch = kernel_launch()
     assert launch.argv == (sys.executable, "-m", "eukhe_kernel")
     assert launch.env[OWNER_PID_VARIABLE] == str(os.getpid())
+    launchers = ("VIRTUAL_ENV", "UV_INTERNAL__PARENT_INTERPRETER")
+    assert not any(key in launch.env for key in launchers)
     for key, value in os.environ.items():
-        if key not in (OWNER_PID_VARIABLE, "PYTHONPATH"):
+        if key not in (OWNER_PID_VARIABLE, "PYTHONPATH", *launchers):
             assert launch.env[key] == value
     first = Path(launch.env["PYTHONPATH"].split(os.pathsep)[0])
     assert (first / "eukhe_kernel" / "__main__.py").is_file()

@@ -8,6 +8,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from eukhe.core import limits as limit_rules
 from eukhe.core import sandbox as core
 from eukhe.errors import EukheError
 from eukhe.records.sandbox import SandboxChoice, SandboxPolicy
@@ -15,6 +16,7 @@ from eukhe.records.settings import KernelTransport
 from eukhe.sandbox.bwrap import Bubblewrap, available
 from eukhe.sandbox.facts import ensure_dir, eukhe_dirs, find_git, gather, make_private_dirs, prepare
 from eukhe.sandbox.gitguard import GitGuard
+from eukhe.sandbox.limits import SessionLimits
 
 TMP_NAME = "tmp"
 """The session's private temp directory, in its own directory: a confined process sees it as /tmp."""
@@ -65,8 +67,11 @@ class Confinement:
         session_dir: Path,
         readable: Sequence[Path] = (),
         hidden: Sequence[str] = (),
+        limits: limit_rules.Settings | None = None,
     ) -> None:
         self.policy = policy
+        self.limits = SessionLimits(limits or limit_rules.Settings(), session_dir)
+        """The session's resource limits: its control groups and rlimits, which every confined launch joins."""
         self.rules = policy.to_core()
         self.cwd = cwd
         self.tmp = session_dir / TMP_NAME
@@ -86,11 +91,13 @@ class Confinement:
             return
         self.bwrap = available()
         ensure_dir(self.tmp)
+        self.limits.start()
 
     def moved(self, session_dir: Path, *, readable: Sequence[Path]) -> Confinement:
         """The same confinement for the session's new directory (a fork continues in it)."""
         moved = Confinement(self.policy, cwd=self.cwd, session_dir=session_dir, readable=readable, hidden=self.hidden)
         moved.git = self.git  # the same watch goes on, with the same baseline
+        moved.limits = self.limits  # and the same groups hold its processes
         moved.git.keep(session_dir / GIT_BASELINE_NAME)
         if self.bwrap is not None:
             moved.start()
@@ -142,7 +149,7 @@ class Confinement:
             self.git.audit()
         facts = self.facts(readable=readable, writable=writable)
         self._make_mount_points(facts)
-        return [self.bwrap.path, *core.bwrap_argv(facts, command, info_fd=info_fd)]
+        return [*self.limits.prelude(), self.bwrap.path, *core.bwrap_argv(facts, command, info_fd=info_fd)]
 
     def notices(self) -> list[str]:
         """What the sandbox undid since the last call (after an audit of the git state now)."""
@@ -152,8 +159,9 @@ class Confinement:
         return self.git.take_notices()
 
     def close(self) -> None:
-        """Stop watching (the session closes)."""
+        """Stop watching, and end what is left in the session's control groups (the session closes)."""
         self.git.close()
+        self.limits.close()
 
     def _make_mount_points(self, facts: core.Facts) -> None:
         """The paths under /tmp that a launch mounts where the private /tmp holds them need a mount point there:

@@ -12,6 +12,8 @@ import msgspec
 
 from eukhe.core.bound import DEFAULT_LIMITS, Keep, Off, On, OutputLimits, Truncation
 from eukhe.core.clients import MIN_ROOM_BYTES
+from eukhe.core.limits import MIN_MEMORY_MB, MIN_PROCESSES
+from eukhe.core.limits import Settings as CoreLimits
 from eukhe.errors import InputError
 from eukhe.records.base import Record, refusal
 from eukhe.records.sandbox import ProjectSandbox, SandboxPolicy
@@ -155,6 +157,32 @@ class ModelProvider(Record):
     max_backoff_ms: NonNegative = 8_000
 
 
+class ResourceLimits(Record):
+    """`limits` in the user settings: what a session's confined processes may take together (docs/sandbox.md
+    "Limits"). `max_processes`: processes and threads at once; `max_memory_mb`: memory in MiB (unset: half of the
+    machine's); `max_tmp_mb`: the private /tmp's size and any one file a confined process writes, in MiB. A missing
+    key keeps its default; 0 is no limit."""
+
+    max_processes: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    max_memory_mb: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    max_tmp_mb: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+    def __post_init__(self) -> None:
+        checked(self)
+        for name, least in (("max_processes", MIN_PROCESSES), ("max_memory_mb", MIN_MEMORY_MB), ("max_tmp_mb", 1)):
+            value = getattr(self, name)
+            if value is not None and 0 < value < least:
+                raise InputError(
+                    "bad_setting",
+                    f"limits.{name} must be 0 (no limit) or at least {least}, got {value}",
+                    field=f"limits.{name}",
+                    expected=f"0 or an int >= {least}",
+                )
+
+    def to_core(self) -> CoreLimits:
+        return CoreLimits(self.max_processes, self.max_memory_mb, self.max_tmp_mb)
+
+
 class UserSettings(Record):
     """`<agent dir>/settings.json`: the user's own settings. Only here may `kernel_transport` and `model` be set,
     the daemon's upkeep (idle culling, artifact retention: `Upkeep`, whose defaults a missing key keeps), the
@@ -176,6 +204,8 @@ class UserSettings(Record):
     """How many bytes of one tool result `eukhe mcp` sends a client, whatever client it is (None: as
     `eukhe.core.clients` knows the client; docs/mcp.md, "Results")."""
     workspace_venv: WorkspaceVenv | None = None
+    limits: ResourceLimits | None = None
+    """What a session's confined processes may take together (processes, memory, /tmp); the user's alone."""
 
 
 DEFAULT_SESSION_IDLE_TIMEOUT_S = 600.0

@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from eukhe.core import allowlist
+from eukhe.core import limits as limit_rules
 from eukhe.core import sandbox as core
 from eukhe.core.secret_env import launch_environment
 from eukhe.errors import EukheError
@@ -29,6 +30,7 @@ from eukhe.sandbox.facts import (
     prepare,
 )
 from eukhe.sandbox.gitguard import GitGuard
+from eukhe.sandbox.limits import SessionLimits
 from eukhe.sandbox.netproxy import LOG_NAME, NetProxy, read_log
 
 TMP_NAME = "tmp"
@@ -80,8 +82,11 @@ class Confinement:
         session_dir: Path,
         readable: Sequence[Path] = (),
         hidden: Sequence[str] = (),
+        limits: limit_rules.Settings | None = None,
     ) -> None:
         self.policy = policy
+        self.limits = SessionLimits(limits or limit_rules.Settings(), session_dir)
+        """The session's resource limits: its control groups and rlimits, which every confined launch joins."""
         self.rules = policy.to_core()
         self.cwd = cwd
         self.tmp = session_dir / TMP_NAME
@@ -108,11 +113,13 @@ class Confinement:
             found = allowlist.rules(self.rules.allow_domains, self.rules.deny_domains, self.rules.allow_ports)
             self.net = NetProxy(found, self.net_log)
             self.net.start()
+        self.limits.start()
 
     def moved(self, session_dir: Path, *, readable: Sequence[Path]) -> Confinement:
         """The same confinement for the session's new directory (a fork continues in it)."""
         moved = Confinement(self.policy, cwd=self.cwd, session_dir=session_dir, readable=readable, hidden=self.hidden)
         moved.git = self.git  # the same watch goes on, with the same baseline
+        moved.limits = self.limits  # and the same groups hold its processes
         moved.git.keep(session_dir / GIT_BASELINE_NAME)
         moved.net = self.net  # the same proxy goes on, recording into the new directory
         if moved.net is not None:
@@ -178,7 +185,7 @@ class Confinement:
             self.git.audit()
         facts = self.facts(readable=readable, writable=writable)
         self._make_mount_points(facts)
-        return [self.bwrap.path, *core.bwrap_argv(facts, command, info_fd=info_fd)]
+        return [*self.limits.prelude(), self.bwrap.path, *core.bwrap_argv(facts, command, info_fd=info_fd)]
 
     def notices(self) -> list[str]:
         """What the sandbox undid since the last call (after an audit of the git state now)."""
@@ -188,8 +195,9 @@ class Confinement:
         return self.git.take_notices()
 
     def close(self) -> None:
-        """Stop watching, and the proxy (the session closes)."""
+        """Stop watching, the proxy, and end what is left in the session's control groups (the session closes)."""
         self.git.close()
+        self.limits.close()
         if self.net is not None:
             self.net.close()
             self.net = None

@@ -18,6 +18,7 @@ import os
 import platform
 from collections.abc import Iterator, Sequence
 
+from eukhe.core.limits import after_prelude
 from eukhe.core.seccomp import keyring_filter
 from eukhe.fsio import write_all
 
@@ -53,8 +54,9 @@ def keyring_filtered(argv: Sequence[str], *, confined: bool) -> Iterator[tuple[l
     one spawn passes; the fd is closed in the parent when the block ends, whether the spawn succeeded or not. An
     unconfined command is given back as it is."""
     fragment, fd = seccomp_args() if confined else ((), None)
+    at = after_prelude(argv) + 1  # bwrap's program: after the limits' prelude, when the launch has one
     try:
-        yield [argv[0], *fragment, *argv[1:]], (() if fd is None else (fd,))
+        yield [*argv[:at], *fragment, *argv[at:]], (() if fd is None else (fd,))
     finally:
         if fd is not None:
             os.close(fd)

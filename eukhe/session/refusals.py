@@ -10,10 +10,12 @@ import os
 
 import msgspec
 
+from eukhe.core import limits as limit_rules
 from eukhe.core import refusals as core
 from eukhe.records.jobs import Detached, SandboxRefusal, Settled
 from eukhe.sandbox.confine import Confinement
 from eukhe.sandbox.facts import eukhe_dirs
+from eukhe.sandbox.limits import tmp_used_mb
 
 
 def failed(answer: Settled) -> bool:
@@ -62,8 +64,11 @@ def refusal_of(sandbox: Confinement, answer: Settled, *, cells: bool = True) -> 
     this sandbox (a user's `kernel_transport` is its own confinement: its errors are not this policy's). What
     cannot be read off the disk now gives no line, never a failed answer."""
     refused = [f"{attempt.name}:{attempt.port}" for attempt in sandbox.network_refused() if attempt.name is not None]
-    if not sandbox.confined or not failed(answer) or (answer.kind == "cell" and not cells):
+    if not sandbox.confined or (answer.kind == "cell" and not cells):
         return None
+    hit = limit_hit(sandbox, answer)
+    if hit is not None or not failed(answer):
+        return hit
     by_proxy = core.network_refusal(refused)
     if by_proxy is not None:
         return SandboxRefusal(rule=str(by_proxy.rule), path=None, hint=by_proxy.line())
@@ -82,9 +87,37 @@ def refusal_of(sandbox: Confinement, answer: Settled, *, cells: bool = True) -> 
     return SandboxRefusal(rule=str(refusal.rule), path=refusal.path, hint=refusal.line())
 
 
+def limit_hit(sandbox: Confinement, answer: Settled) -> SandboxRefusal | None:
+    """The limit that stopped this failed run, if one did (`eukhe.core.limits.verdict`): the session's groups'
+    counters at the job's start and now, its code, its words."""
+    limits = sandbox.limits
+    before = limits.started(answer.job)  # taken once: the job's answer is judged once
+    if limits.plan is None or not failed(answer):
+        return None
+    ended = limit_rules.Ended(before, limits.counters(), answer.exit_code, failure_text(answer))
+    hit = limit_rules.verdict(limits.plan, ended)
+    if hit is None:
+        return None
+    return SandboxRefusal(rule=f"limits.{hit.limit.value}", path=None, hint=hit.line())
+
+
+def tmp_over(sandbox: Confinement, answer: Settled) -> str | None:
+    """After a failed confined run: a notice when the private /tmp holds more than `limits.max_tmp_mb`."""
+    plan = sandbox.limits.plan
+    if plan is None or not sandbox.confined or not failed(answer):
+        return None
+    if plan.of(limit_rules.Limit.TMP).mechanism is limit_rules.Mechanism.OFF:
+        return None
+    return limit_rules.tmp_notice(plan, tmp_used_mb(sandbox.tmp))
+
+
 def with_refusal(sandbox: Confinement, answer: Settled | Detached, *, cells: bool = True) -> Settled | Detached:
-    """A settled answer with the sandbox's refusal that made it fail; any other answer as it is."""
+    """A settled answer with the sandbox's refusal (or the limit) that made it fail, and a notice when the private
+    /tmp is over its limit; any other answer as it is."""
     if not isinstance(answer, Settled):
         return answer
+    over = tmp_over(sandbox, answer)
+    if over is not None:
+        answer = msgspec.structs.replace(answer, notices=[*answer.notices, over])
     refusal = refusal_of(sandbox, answer, cells=cells)
     return answer if refusal is None else msgspec.structs.replace(answer, refusal=refusal)

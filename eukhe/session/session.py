@@ -55,7 +55,7 @@ from eukhe.records.journal import (
 from eukhe.records.network import NetworkLog
 from eukhe.records.output import OutputWindow
 from eukhe.records.sandbox import UNCONFINED, SandboxChoice, SandboxPolicy
-from eukhe.records.settings import KernelTransport, SessionSettings
+from eukhe.records.settings import KernelTransport, ResourceLimits, SessionSettings
 from eukhe.records.tty import Attached, InputTaken, Signalled, TtyOutput, Written
 from eukhe.sandbox.bwrap import available
 from eukhe.sandbox.confine import Confinement, check_composition, choose
@@ -72,7 +72,7 @@ from eukhe.session.history import (
     reopened_row,
 )
 from eukhe.session.refusals import with_refusal
-from eukhe.session.settings import load_artifact_max_bytes, load_settings, model_key_variable
+from eukhe.session.settings import load_artifact_max_bytes, load_limits, load_settings, model_key_variable
 from eukhe.session.writer import JobWriter
 from eukhe.store import dirs
 from eukhe.store.journal import Journal, JournalError, JournalRead
@@ -272,6 +272,14 @@ class SessionJobs:
         return signal_job(self._live(job_id), name)
 
 
+def _user_limits() -> tuple[ResourceLimits, tuple[str, ...]]:
+    """The user's `limits`, and what to say when the settings file cannot give them (the defaults then hold)."""
+    try:
+        return load_limits(), ()
+    except InputError as error:
+        return ResourceLimits(), (f"{error}: the default limits hold",)
+
+
 class Session:
     """An open session. Make one with `await Session.create(...)` or `await Session.open(...)`; `await close()`."""
 
@@ -293,7 +301,10 @@ class Session:
         header = ledger.trees.header
         self.settings = header.settings if header is not None else SessionSettings()
         policy = header.sandbox if header is not None and header.sandbox is not None else UNCONFINED
-        self.sandbox = Confinement(policy, cwd=cwd, session_dir=directory, readable=self._sandbox_readable())
+        limits, limits_said = _user_limits()
+        self.sandbox = Confinement(
+            policy, cwd=cwd, session_dir=directory, readable=self._sandbox_readable(), limits=limits.to_core()
+        )
         self.job_table = JobTable(clock)
         ledger.entry_listeners.append(self.job_table.observe)
         self._bash_options = bash_options or BashOptions()
@@ -311,7 +322,7 @@ class Session:
         self._closed = False
         self.last_read: JournalRead | None = None  # what the reopen read: its commits and skipped lines
         self.boot_id = boot_id()  # this boot of the machine: each job node records it
-        self.notices: tuple[str, ...] = ()
+        self.notices: tuple[str, ...] = limits_said
         """What the settings files said when this session was made (each also a `settings` notice entry)."""
         self.past_jobs: dict[str, PastJob[EndRow]] = {}  # the jobs of earlier lives, by id (read at open)
         self._stop_reason: StopReason | None = None
@@ -676,6 +687,7 @@ class Session:
     def job_started(self, job: Job) -> None:
         """JobListener: a start becomes a node (through the writer; nobody waits)."""
         job.stop_reason = self._stop_reason  # a job started once a stop began is stopped by it too
+        self.sandbox.limits.job_started(job.id)  # its answer is judged by what the session's groups count after
         self.writer.submit(JobStarted(job.id, msgspec.to_builtins(job_document(job, self.boot_id))))
 
     def _start_lost(self, job_id: str) -> None:

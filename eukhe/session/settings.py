@@ -29,6 +29,7 @@ from eukhe.records.settings import (
     KernelTransport,
     ModelProvider,
     ProjectSettings,
+    ResourceLimits,
     SessionSettings,
     Upkeep,
     UserSettings,
@@ -201,3 +202,11 @@ def load_model() -> ModelProvider | None:
     """The user's `model` setting (None: unset); a file that does not decode is refused (`bad_setting`)."""
     user = _read(user_settings_path(), UserSettings)
     return user.model if isinstance(user, UserSettings) else None
+
+
+def load_limits() -> ResourceLimits:
+    """The user's `limits` (the defaults where unset); a file that does not decode is refused (`bad_setting`, naming
+    the file and the key)."""
+    user = _read(user_settings_path(), UserSettings)
+    found = user.limits if isinstance(user, UserSettings) else None
+    return ResourceLimits() if found is None else found

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from eukhe.api import Session
+from eukhe.core.limits import after_prelude
 from eukhe.records.jobs import Settled
 from eukhe.records.sandbox import SandboxPolicy
 from eukhe.sandbox import bwrap, seccomp
@@ -192,8 +193,9 @@ def test_the_filter_holds_under_a_sessions_own_bwrap_plan(key: tuple[str, str], 
     cwd.mkdir()
     confinement = Confinement(SandboxPolicy(), cwd=cwd, session_dir=tmp_path / "session")
     argv = confinement.wrap([sys.executable, "-c", READER, description])
-    split = argv.index("--")
-    options = argv[1:split]
+    program = after_prelude(argv)  # the limits' prelude (joining the groups) is not bwrap's: left out here
+    split = argv.index("--", program)
+    options = argv[program + 1 : split]
     assert read_keys(options, description, filtered=False)["payload"] == payload
     seen = read_keys(options, description, filtered=True)
     assert seen["search"] == "EPERM" and "payload" not in seen, seen

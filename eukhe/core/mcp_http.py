@@ -5,10 +5,18 @@ Rules, all in this file:
   is not loopback (`localhost`, 127.0.0.0/8, ::1) is refused unless `--allow-remote`: the server runs commands as
   its user, so by default only this machine reaches it. A unix socket is local by construction.
 - Admission (`admit`), in this order, before anything else reads the request:
-  1. an `Origin` that is present and not a loopback origin (`http(s)://localhost|127.x|[::1][:port]`) is refused
+  1. on a TCP listener, a `Host` that is missing, malformed, or names a host the listener is not (`host_allowed`)
+     is refused with 403. DNS rebinding: a web page on a name its attacker points at 127.0.0.1 reaches the server
+     with its own name in `Host` (and maybe no `Origin`, for a simple request); the name is what is checked, the
+     port never (it says nothing of rebinding, and a tunnel, a port mapping or a proxy on another port changes
+     it). A loopback listener takes loopback hosts only (`localhost`, 127.0.0.0/8, ::1); one beyond loopback
+     (`--allow-remote`) also any IP address (a page whose address is in the URL is that address's own: nothing
+     rebinds) and the names it was told (the host it binds, the machine's own name). A unix socket listener checks
+     no `Host`: no browser connects to a unix socket;
+  2. an `Origin` that is present and not a loopback origin (`http(s)://localhost|127.x|[::1][:port]`) is refused
      with 403: a web page the user visits must not drive the server through DNS rebinding (MCP's streamable HTTP
      transport, "Security Warning"). No `Origin` is what a non-browser client sends, and is admitted;
-  2. every request carries `Authorization: Bearer TOKEN` with the server's token, compared in constant time; no
+  3. every request carries `Authorization: Bearer TOKEN` with the server's token, compared in constant time; no
      header, another scheme or another token is refused with 401.
 - Routing (`route`): another path than the endpoint's is a 404. Then the era: a request whose `MCP-Protocol-Version`
   header names no revision of the `initialize` handshake (`era_of`: 2026-07-28, or a value no revision has) is of
@@ -139,6 +147,7 @@ class Verdict(enum.Enum):
     """What becomes of a request at the door."""
 
     ADMITTED = "admitted"  # on to the routing
+    BAD_HOST = "bad_host"  # on a TCP listener, a Host header missing, malformed, or not a host of the listener's
     BAD_ORIGIN = "bad_origin"  # an Origin header that is not a loopback origin
     NO_TOKEN = "no_token"  # no Authorization header
     NOT_BEARER = "not_bearer"  # an Authorization header of another scheme, or with no credentials
@@ -147,6 +156,7 @@ class Verdict(enum.Enum):
 
 STATUS: dict[Verdict, int] = {
     Verdict.ADMITTED: 200,
+    Verdict.BAD_HOST: 403,
     Verdict.BAD_ORIGIN: 403,
     Verdict.NO_TOKEN: 401,
     Verdict.NOT_BEARER: 401,
@@ -156,6 +166,10 @@ STATUS: dict[Verdict, int] = {
 
 REASONS: dict[Verdict, str] = {
     Verdict.ADMITTED: "admitted",
+    Verdict.BAD_HOST: (
+        "the Host header does not name this server (a web page may not drive it by DNS rebinding): send the host "
+        "you connect to, e.g. 127.0.0.1 or localhost"
+    ),
     Verdict.BAD_ORIGIN: "the Origin header is not a loopback origin (a web page may not drive this server)",
     Verdict.NO_TOKEN: "no bearer token: send Authorization: Bearer TOKEN (EUKHE_MCP_TOKEN, or the server's token file)",
     Verdict.NOT_BEARER: "the Authorization header is not Bearer TOKEN",
@@ -203,11 +217,87 @@ def token_verdict(authorization: str | None, token: str) -> Verdict:
     return Verdict.ADMITTED
 
 
-def admit(*, origin: str | None, authorization: str | None, token: str) -> Verdict:
-    """The door: the Origin first (a rebinding page learns nothing more), then the token."""
+def admit(
+    *,
+    host: str | None,
+    hosts: HostRule | None,
+    origin: str | None,
+    authorization: str | None,
+    token: str,
+) -> Verdict:
+    """The door: the Host first (`hosts`: the listener's rule, None on a unix socket), then the Origin (a rebinding
+    page learns nothing more), then the token."""
+    if not host_allowed(host, hosts):
+        return Verdict.BAD_HOST
     if not origin_allowed(origin):
         return Verdict.BAD_ORIGIN
     return token_verdict(authorization, token)
+
+
+# ---- the Host header ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HostRule:
+    """Which `Host` headers a TCP listener takes: loopback hosts always; beyond a loopback listener (`remote`),
+    also any IP address and `names` (lower case, without a final dot)."""
+
+    remote: bool
+    names: frozenset[str]
+
+
+def host_rule(plan: TcpListen | UnixListen, machine_names: Collection[str] = ()) -> HostRule | None:
+    """The Host rule of a listener (`machine_names`: this machine's own names, for one beyond loopback); None for a
+    unix socket, which checks no Host."""
+    if isinstance(plan, UnixListen):
+        return None
+    if plan.loopback:
+        return HostRule(remote=False, names=frozenset())
+    named = (name for name in (plan.host, *machine_names) if valid_host(name) and not is_address(name))
+    return HostRule(remote=True, names=frozenset(normal_name(name) for name in named))
+
+
+HOST_HEADER = re.compile(r"(?P<host>\[[^\]]*\]|[^:\[\]]*)(?::(?P<port>[0-9]{1,5}))?")
+"""A Host header's value: host[:port] (RFC 9110 7.2), an IPv6 host in brackets."""
+
+
+def host_of(value: str) -> str | None:
+    """The host a `Host` header names (an IPv6 address without its brackets), None when it is not one."""
+    found = HOST_HEADER.fullmatch(value)
+    if found is None or (found.group("port") is not None and int(found.group("port")) > MAX_PORT):
+        return None
+    host = found.group("host")
+    if host.startswith("["):
+        host = host[1:-1]
+        return host if ":" in host and is_address(host) else None
+    return host if host and valid_host(host) else None
+
+
+def host_allowed(value: str | None, rule: HostRule | None) -> bool:
+    """Whether a request with this `Host` header (None: none) may go on, by its listener's rule (None: a unix
+    socket, where any passes)."""
+    if rule is None:
+        return True
+    host = None if value is None else host_of(value)
+    if host is None:
+        return False
+    if is_loopback_host(host):
+        return True
+    return rule.remote and (is_address(host) or normal_name(host) in rule.names)
+
+
+def is_address(host: str) -> bool:
+    """Whether `host` is an IP address (IPv6 without brackets)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def normal_name(name: str) -> str:
+    """A host name as compared: lower case, without a final dot."""
+    return name.lower().rstrip(".")
 
 
 # ---- routing ------------------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """`eukhe mcp --http ADDRESS`: the same MCP server over MCP's streamable HTTP transport (docs/mcp.md, "HTTP").
 
 The decisions are the core's (`eukhe.core.mcp_http`): where the server may listen, which requests pass the door (the
-Origin, then the bearer token), where each admitted request goes. This module is the shell around them: the token,
-the listening socket, uvicorn, and the connections.
+Host, the Origin, then the bearer token), where each admitted request goes. This module is the shell around them:
+the token, the listening socket, uvicorn, and the connections.
 
 One client connection is one MCP session of the SDK's transport: an `initialize` without a session id opens it, with
 an eukhe session of its own (created in `--cwd`) or the one `--session` names, and an `EukheServer` over that
@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import logging
 import os
 import secrets
@@ -73,6 +74,7 @@ from eukhe.core.mcp_http import (
     STATUS,
     STATUS_OF_ROUTE,
     Body,
+    HostRule,
     ListenRefusal,
     Route,
     SessionFact,
@@ -82,6 +84,7 @@ from eukhe.core.mcp_http import (
     admit,
     body_of,
     era_of,
+    host_rule,
     plan_listen,
     route,
 )
@@ -341,11 +344,19 @@ class Endpoint:
     """The ASGI application: the door, the routing, and the connections."""
 
     def __init__(
-        self, link: DaemonLink, token: str, opener: Opener, group: anyio.abc.TaskGroup, serving: Serving
+        self,
+        link: DaemonLink,
+        token: str,
+        opener: Opener,
+        group: anyio.abc.TaskGroup,
+        serving: Serving,
+        *,
+        hosts: HostRule | None = None,
     ) -> None:
         self.link = link
         self.serving = serving
         self.token = token
+        self.hosts = hosts  # None: a unix socket, where no Host is checked
         self.opener = opener
         self.group = group
         self.connections: dict[str, Connection] = {}
@@ -359,9 +370,16 @@ class Endpoint:
         if scope["type"] != "http":
             return
         headers = first_headers(scope)
-        verdict = admit(origin=headers.get("origin"), authorization=headers.get("authorization"), token=self.token)
+        verdict = admit(
+            host=headers.get("host"),
+            hosts=self.hosts,
+            origin=headers.get("origin"),
+            authorization=headers.get("authorization"),
+            token=self.token,
+        )
         if verdict is not Verdict.ADMITTED:
-            log.info("refused %s %s: %s", scope["method"], scope["path"], verdict.value)
+            given = f" (Host {headers.get('host', '')[:200]!r})" if verdict is Verdict.BAD_HOST else ""
+            log.info("refused %s %s: %s%s", scope["method"], scope["path"], verdict.value, given)
             challenge = [(b"www-authenticate", www_authenticate(verdict))] if STATUS[verdict] == 401 else []
             await respond(send, STATUS[verdict], REASONS[verdict], challenge)
             return
@@ -674,10 +692,18 @@ class Uvicorn(uvicorn.Server):
         yield
 
 
-async def serve_http(link: DaemonLink, sock: socket.socket, token: str, opener: Opener, serving: Serving) -> None:
-    """Serve streamable HTTP on `sock` until SIGINT or SIGTERM."""
+async def serve_http(
+    link: DaemonLink,
+    sock: socket.socket,
+    token: str,
+    opener: Opener,
+    serving: Serving,
+    *,
+    hosts: HostRule | None,
+) -> None:
+    """Serve streamable HTTP on `sock` until SIGINT or SIGTERM (`hosts`: the Host rule of its listener)."""
     async with anyio.create_task_group() as group:
-        endpoint = Endpoint(link, token, opener, group, serving)
+        endpoint = Endpoint(link, token, opener, group, serving, hosts=hosts)
         config = uvicorn.Config(
             endpoint,
             lifespan="off",
@@ -747,7 +773,8 @@ def run_http(
         log.warning("listening beyond this machine (--allow-remote): anyone who has the token runs commands as you")
     log.info("listening on %s (%s); bearer token %s", where, serves, token_source)
     try:
-        anyio.run(serve_http, DaemonLink(socket_path), sock, token, opener, serving)
+        hosts = host_rule(plan, [socket.gethostname()])
+        anyio.run(functools.partial(serve_http, DaemonLink(socket_path), sock, token, opener, serving, hosts=hosts))
     finally:
         sock.close()
         if isinstance(plan, UnixListen):

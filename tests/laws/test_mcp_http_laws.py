@@ -1,4 +1,5 @@
-"""Laws of `eukhe mcp --http`'s decisions (`eukhe.core.mcp_http`): where it listens, the door, the routing.
+"""Laws of `eukhe mcp --http`'s decisions (`eukhe.core.mcp_http`): where it listens, the door (the Host, the Origin,
+the token), the routing.
 
 Each law is checked over a small scope whole (every host, origin, header, method and session fact listed here) and
 with Hypothesis over free input. The references below are written from the rules in the module's docstring, not
@@ -25,6 +26,7 @@ from eukhe.core.mcp_http import (
     STATUS_OF_ROUTE,
     Body,
     Era,
+    HostRule,
     ListenReason,
     ListenRefusal,
     Route,
@@ -35,6 +37,9 @@ from eukhe.core.mcp_http import (
     admit,
     body_of,
     era_of,
+    host_allowed,
+    host_of,
+    host_rule,
     is_initialize,
     is_loopback_host,
     needs_body,
@@ -201,17 +206,122 @@ def test_token_exact_over_free_headers(header: str, token: str) -> None:
 
 ORIGINS = [None, "http://localhost:6274", "http://evil.com", "null"]
 
+# ---- the Host header ----------------------------------------------------------------------------------------
 
-def test_door_origin_before_token_over_every_pair() -> None:
-    """A bad Origin is 403 whatever the token; a good or absent one leaves the token's verdict, 401 unless right."""
-    for origin, header in itertools.product(ORIGINS, HEADERS):
-        verdict = admit(origin=origin, authorization=header, token=TOKEN)
-        if not origin_allowed(origin):
-            assert verdict is Verdict.BAD_ORIGIN
-            assert STATUS[verdict] == 403
-        else:
-            assert verdict is token_verdict(header, TOKEN)
-            assert STATUS[verdict] == (200 if header in ADMITTED_HEADERS else 401)
+LOOPBACK = HostRule(remote=False, names=frozenset())
+REMOTE = HostRule(remote=True, names=frozenset({"devbox.example", "myhost"}))
+HOST_PORTS = ["", ":0", ":1", ":8765", ":65535", ":08765"]
+BAD_HOST_PORTS = [":", ":65536", ":-1", ":80a", ":８０", ":123456", "::80"]
+REMOTE_NAMES = ["example.com", "localhost.evil", "127.example.com", "evil-localhost"]  # in REMOTE_HOSTS
+NAMED = ["devbox.example", "DevBox.Example", "devbox.example.", "myhost", "MYHOST"]
+NOT_NAMED = ["evil.example", "localhost.evil.example", "127.0.0.1.nip.io", "evil-localhost", "devbox.example.evil",
+             "xdevbox.example", "my-host", "localhost1"]  # fmt: skip
+MALFORMED_HOSTS = ["", " ", "[127.0.0.1]", "[::1", "::1", "user@localhost", "localhost/path", "local host", "[]",
+                   "[localhost]", "localhost\x00", "-evil", "a..b", "[fe80::1]x", "host_name"]  # fmt: skip
+
+
+def host_value(host: str, port: str) -> str:
+    return f"{bracketed(host)}{port}"
+
+
+def test_host_checked_over_every_listed_host_port_and_rule() -> None:
+    """A loopback host passes every TCP rule with any port or none; an IP address that is not loopback, and the
+    listener's own names, pass a remote listener's rule only; any other name, a malformed value and no Host pass
+    no TCP rule; a unix socket's (None) takes anything."""
+    for host, port in itertools.product(LOOPBACK_HOSTS, HOST_PORTS):
+        for rule in (LOOPBACK, REMOTE, None):
+            assert host_allowed(host_value(host, port), rule), (host, port, rule)
+    for host, port in itertools.product(REMOTE_HOSTS + NAMED + NOT_NAMED, HOST_PORTS):
+        value = host_value(host, port)
+        assert not host_allowed(value, LOOPBACK), value
+        assert host_allowed(value, REMOTE) is (host not in NOT_NAMED + REMOTE_NAMES), value
+        assert host_allowed(value, None), value
+    for host, port in itertools.product([*LOOPBACK_HOSTS, "10.0.0.1", "devbox.example"], BAD_HOST_PORTS):
+        assert not host_allowed(host_value(host, port), LOOPBACK), (host, port)
+        assert not host_allowed(host_value(host, port), REMOTE), (host, port)
+    for value in [None, *MALFORMED_HOSTS]:
+        assert not host_allowed(value, LOOPBACK), value
+        assert not host_allowed(value, REMOTE), value
+        assert host_allowed(value, None), value
+
+
+@given(st.ip_addresses(), st.none() | st.integers(0, 65535), st.booleans())
+def test_host_checked_over_every_ip_address(address: object, port: int | None, remote: bool) -> None:
+    """An address passes a loopback listener's rule when it is loopback, a remote listener's always."""
+    host = str(address)
+    value = bracketed(host) + ("" if port is None else f":{port}")
+    rule = REMOTE if remote else LOOPBACK
+    assert host_allowed(value, rule) is (remote or is_loopback_host(host)), value
+
+
+names = st.from_regex(r"[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,20}){0,3}", fullmatch=True)
+
+
+@given(names, st.sets(names, max_size=3), st.none() | st.integers(0, 65535))
+def test_host_checked_a_name_passes_when_loopback_or_named(name: str, named: set[str], port: int | None) -> None:
+    value = name + ("" if port is None else f":{port}")
+    assert host_allowed(value, LOOPBACK) is (name == "localhost")
+    rule = HostRule(remote=True, names=frozenset(named))
+    assert host_allowed(value, rule) is (name == "localhost" or name in named)
+    assert host_allowed(value.upper(), rule) is host_allowed(value, rule), "names are compared in any case"
+
+
+@given(st.text(), st.booleans())
+def test_host_checked_over_free_text(value: str, remote: bool) -> None:
+    """Whatever a client sends, an admitted Host names a loopback host, or (remote) an address or a named host;
+    its port, if any, is a port; and the port never changes the verdict."""
+    rule = REMOTE if remote else LOOPBACK
+    if not host_allowed(value, rule):
+        return
+    host = host_of(value)
+    assert host is not None
+    assert is_loopback_host(host) or (remote and (":" in host or host.replace(".", "").isdigit() or
+                                                  host.lower().rstrip(".") in REMOTE.names)), value  # fmt: skip
+    bare = bracketed(host)
+    assert value == bare or (value.startswith(bare + ":") and int(value[len(bare) + 1 :]) <= 65535), value
+    for port in ("", ":1", ":65535"):
+        assert host_allowed(bare + port, rule), (value, port)
+
+
+def test_host_checked_by_each_listeners_rule() -> None:
+    """A unix socket checks no Host; a loopback listener takes loopback hosts; one beyond loopback also its own
+    names (the bound host and the machine's names; an address is taken anyway, as is every address)."""
+    assert host_rule(UnixListen("/tmp/s")) is None
+    assert host_rule(UnixListen("/tmp/s"), ["myhost"]) is None
+    for host in LOOPBACK_HOSTS:
+        assert host_rule(TcpListen(host, 0, loopback=True), ["myhost"]) == LOOPBACK, host
+    assert host_rule(TcpListen("0.0.0.0", 8765, loopback=False), ["MyHost.", "not a name"]) == HostRule(
+        remote=True, names=frozenset({"myhost"})
+    )
+    assert host_rule(TcpListen("DevBox.Example", 1, loopback=False), []) == HostRule(
+        remote=True, names=frozenset({"devbox.example"})
+    )
+    assert host_rule(TcpListen("::", 1, loopback=False), ["10.0.0.1"]) == HostRule(remote=True, names=frozenset())
+
+
+# ---- the door -----------------------------------------------------------------------------------------------
+
+DOOR_HOSTS = [None, "127.0.0.1:8765", "localhost", "evil.example:8765", "10.0.0.1:8765", "devbox.example"]
+
+
+def reference_door(host: str | None, hosts: HostRule | None, origin: str | None, header: str | None) -> Verdict:
+    """The order of the module's docstring, written out."""
+    if not host_allowed(host, hosts):
+        return Verdict.BAD_HOST
+    if not origin_allowed(origin):
+        return Verdict.BAD_ORIGIN
+    return token_verdict(header, TOKEN)
+
+
+def test_door_host_origin_then_token_over_every_combination() -> None:
+    """The Host first (403), then the Origin (403), then the token (401): each judged before the next is looked at,
+    whatever the next would say."""
+    for host, hosts, origin, header in itertools.product(DOOR_HOSTS, [LOOPBACK, REMOTE, None], ORIGINS, HEADERS):
+        verdict = admit(host=host, hosts=hosts, origin=origin, authorization=header, token=TOKEN)
+        assert verdict is reference_door(host, hosts, origin, header), (host, hosts, origin, header)
+        assert STATUS[verdict] == {Verdict.ADMITTED: 200, Verdict.BAD_HOST: 403, Verdict.BAD_ORIGIN: 403}.get(
+            verdict, 401
+        )
 
 
 # ---- routing ------------------------------------------------------------------------------------------------

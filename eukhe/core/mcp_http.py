@@ -5,7 +5,9 @@ Rules, all in this file:
   is not loopback (`localhost`, 127.0.0.0/8, ::1) is refused unless `--allow-remote`: the server runs commands as
   its user, so by default only this machine reaches it. A unix socket is local by construction.
 - Admission (`admit`), in this order, before anything else reads the request:
-  1. on a TCP listener, a `Host` that is missing, malformed, or names a host the listener is not (`host_allowed`)
+  1. a head (request line and header fields) over MAX_HEAD_BYTES bytes, or with over MAX_HEADER_FIELDS fields, is
+     refused with 431 (Request Header Fields Too Large, RFC 6585 5);
+  2. on a TCP listener, a `Host` that is missing, malformed, or names a host the listener is not (`host_allowed`)
      is refused with 403. DNS rebinding: a web page on a name its attacker points at 127.0.0.1 reaches the server
      with its own name in `Host` (and maybe no `Origin`, for a simple request); the name is what is checked, the
      port never (it says nothing of rebinding, and a tunnel, a port mapping or a proxy on another port changes
@@ -13,10 +15,10 @@ Rules, all in this file:
      (`--allow-remote`) also any IP address (a page whose address is in the URL is that address's own: nothing
      rebinds) and the names it was told (the host it binds, the machine's own name). A unix socket listener checks
      no `Host`: no browser connects to a unix socket;
-  2. an `Origin` that is present and not a loopback origin (`http(s)://localhost|127.x|[::1][:port]`) is refused
+  3. an `Origin` that is present and not a loopback origin (`http(s)://localhost|127.x|[::1][:port]`) is refused
      with 403: a web page the user visits must not drive the server through DNS rebinding (MCP's streamable HTTP
      transport, "Security Warning"). No `Origin` is what a non-browser client sends, and is admitted;
-  3. every request carries `Authorization: Bearer TOKEN` with the server's token, compared in constant time; no
+  4. every request carries `Authorization: Bearer TOKEN` with the server's token, compared in constant time; no
      header, another scheme or another token is refused with 401.
 - Routing (`route`): another path than the endpoint's is a 404. Then the era: a request whose `MCP-Protocol-Version`
   header names no revision of the `initialize` handshake (`era_of`: 2026-07-28, or a value no revision has) is of
@@ -36,13 +38,18 @@ import enum
 import hmac
 import ipaddress
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 ENDPOINT = "/mcp"
 """The one path the server answers on."""
 
 MAX_PORT = 65535
+
+MAX_HEAD_BYTES = 16 << 10
+"""Longest head, its request line and header fields as on the wire (h11's default bound, and Node's): 16 KiB."""
+MAX_HEADER_FIELDS = 100
+"""Most header fields in one request (Apache's LimitRequestFields); an MCP client sends about ten."""
 
 
 # ---- listening ----------------------------------------------------------------------------------------------
@@ -147,6 +154,7 @@ class Verdict(enum.Enum):
     """What becomes of a request at the door."""
 
     ADMITTED = "admitted"  # on to the routing
+    HEAD_TOO_LARGE = "head_too_large"  # a request line and header fields over MAX_HEAD_BYTES or MAX_HEADER_FIELDS
     BAD_HOST = "bad_host"  # on a TCP listener, a Host header missing, malformed, or not a host of the listener's
     BAD_ORIGIN = "bad_origin"  # an Origin header that is not a loopback origin
     NO_TOKEN = "no_token"  # no Authorization header
@@ -156,6 +164,7 @@ class Verdict(enum.Enum):
 
 STATUS: dict[Verdict, int] = {
     Verdict.ADMITTED: 200,
+    Verdict.HEAD_TOO_LARGE: 431,
     Verdict.BAD_HOST: 403,
     Verdict.BAD_ORIGIN: 403,
     Verdict.NO_TOKEN: 401,
@@ -166,6 +175,10 @@ STATUS: dict[Verdict, int] = {
 
 REASONS: dict[Verdict, str] = {
     Verdict.ADMITTED: "admitted",
+    Verdict.HEAD_TOO_LARGE: (
+        f"the request's head is over {MAX_HEAD_BYTES} bytes or {MAX_HEADER_FIELDS} header fields (431: Request "
+        "Header Fields Too Large)"
+    ),
     Verdict.BAD_HOST: (
         "the Host header does not name this server (a web page may not drive it by DNS rebinding): send the host "
         "you connect to, e.g. 127.0.0.1 or localhost"
@@ -219,19 +232,44 @@ def token_verdict(authorization: str | None, token: str) -> Verdict:
 
 def admit(
     *,
+    head: Head,
     host: str | None,
     hosts: HostRule | None,
     origin: str | None,
     authorization: str | None,
     token: str,
 ) -> Verdict:
-    """The door: the Host first (`hosts`: the listener's rule, None on a unix socket), then the Origin (a rebinding
-    page learns nothing more), then the token."""
+    """The door: the head's size, then the Host (`hosts`: the listener's rule, None on a unix socket), then the
+    Origin (a rebinding page learns nothing more), then the token."""
+    if not head_fits(head):
+        return Verdict.HEAD_TOO_LARGE
     if not host_allowed(host, hosts):
         return Verdict.BAD_HOST
     if not origin_allowed(origin):
         return Verdict.BAD_ORIGIN
     return token_verdict(authorization, token)
+
+
+# ---- the head -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """How big a request's head is: its header fields, and its bytes as on the wire (`head_of`)."""
+
+    fields: int
+    size: int
+
+
+def head_of(method: bytes, target: bytes, headers: Sequence[tuple[bytes, bytes]]) -> Head:
+    """The head of a request as HTTP/1.1 writes it: `METHOD TARGET HTTP/1.1` CRLF, `name: value` CRLF each, CRLF."""
+    line = len(method) + 1 + len(target) + len(b" HTTP/1.1\r\n")
+    return Head(len(headers), line + sum(len(name) + 2 + len(value) + 2 for name, value in headers) + 2)
+
+
+def head_fits(head: Head) -> bool:
+    """Whether a head is within both bounds."""
+    return head.fields <= MAX_HEADER_FIELDS and head.size <= MAX_HEAD_BYTES
 
 
 # ---- the Host header ----------------------------------------------------------------------------------------

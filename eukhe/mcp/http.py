@@ -1,8 +1,8 @@
 """`eukhe mcp --http ADDRESS`: the same MCP server over MCP's streamable HTTP transport (docs/mcp.md, "HTTP").
 
 The decisions are the core's (`eukhe.core.mcp_http`): where the server may listen, which requests pass the door (the
-Host, the Origin, then the bearer token), where each admitted request goes. This module is the shell around them:
-the token, the listening socket, uvicorn, and the connections.
+head's size, the Host, the Origin, then the bearer token), where each admitted request goes. This module is the
+shell around them: the token, the listening socket, uvicorn, and the connections.
 
 One client connection is one MCP session of the SDK's transport: an `initialize` without a session id opens it, with
 an eukhe session of its own (created in `--cwd`) or the one `--session` names, and an `EukheServer` over that
@@ -22,11 +22,12 @@ such request). In that era a client cancels a call by closing its stream: the do
 call's cancel as the client's (`cancel_on_leave`), so its job is cancelled in the daemon, as on
 `notifications/cancelled`; a stop leaves it to the daemon.
 
-Bounds on what a client sends: every request must arrive whole (its headers and body) within REQUEST_ARRIVAL_S of
-its first byte (of the connection, for its first request), else the connection is closed (uvicorn has a keep-alive
-timeout between requests but none while one arrives: `TimedH11Protocol`); a POST body is at most MAX_BODY_BYTES
-(413); a body without a session id that is not JSON (bad UTF-8, bad syntax, nested or numbered past the SDK's
-parser's bounds) is a JSON-RPC parse error, as the SDK answers one with a session id.
+Bounds on what a client sends (uvicorn keeps none of them but a keep-alive timeout between requests; the shell's
+are in `ServedH11Protocol`, the decisions in the core): a request's head is at most MAX_HEAD_BYTES and
+MAX_HEADER_FIELDS (431); every request must arrive whole (its headers and body) within REQUEST_ARRIVAL_S of its
+first byte (of the connection, for its first request), else the connection is closed; a POST body is at most
+MAX_BODY_BYTES (413); a body without a session id that is not JSON (bad UTF-8, bad syntax, nested or numbered past
+the SDK's parser's bounds) is a JSON-RPC parse error, as the SDK answers one with a session id.
 
 SIGINT and SIGTERM stop the server: no new requests, every connection closed (a call in flight is left to the daemon:
 a shutdown is not a cancel), then uvicorn lets the open HTTP connections end, at most GRACE_S.
@@ -44,7 +45,8 @@ import secrets
 import signal
 import socket
 import stat
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,7 @@ from eukhe.core.mcp_events import EventLog
 from eukhe.core.mcp_http import (
     ERROR_CODES,
     INVALID_REQUEST,
+    MAX_HEAD_BYTES,
     MCP_METHODS,
     MESSAGES,
     REASONS,
@@ -84,6 +87,7 @@ from eukhe.core.mcp_http import (
     admit,
     body_of,
     era_of,
+    head_of,
     host_rule,
     plan_listen,
     route,
@@ -110,6 +114,9 @@ MAX_BODY_BYTES = MAX_LINE_BYTES
 REQUEST_ARRIVAL_S = 15.0
 """How long a request may take to arrive whole, its headers and body, from its first byte (the connection's start,
 for its first request); past it the connection is closed."""
+REFUSAL_LINGER_S = 2.0
+"""How long a connection answered and closed here (a refusal) goes on reading and dropping what its client still
+sends, so the client reads the answer before the connection is reset."""
 GRACE_S = 5.0
 """At a stop, how long the open HTTP connections may take to end once their MCP sessions are closed."""
 MAX_EVENTS = 4096
@@ -370,7 +377,10 @@ class Endpoint:
         if scope["type"] != "http":
             return
         headers = first_headers(scope)
+        query = scope["query_string"]
+        target = scope["raw_path"] + (b"?" + query if query else b"")
         verdict = admit(
+            head=head_of(scope["method"].encode("latin-1"), target, scope["headers"]),
             host=headers.get("host"),
             hosts=self.hosts,
             origin=headers.get("origin"),
@@ -574,12 +584,31 @@ async def respond(
 ) -> None:
     """Answer a request here: the status, and a JSON-RPC error saying why (what MCP clients read); its code is
     `code`, else Invalid Request for a 4xx and Internal Error for a 5xx."""
-    code = code if code is not None else INVALID_REQUEST if status < 500 else types.INTERNAL_ERROR
-    error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
-    body = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    body = error_body(status, message, request_id=request_id, code=code)
     start_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": start_headers + (headers or [])})
     await send({"type": "http.response.body", "body": body})
+
+
+def error_body(status: int, message: str, *, request_id: Any = None, code: int | None = None) -> bytes:
+    """A JSON-RPC error saying why (`code`, else Invalid Request for a 4xx and Internal Error for a 5xx)."""
+    code = code if code is not None else INVALID_REQUEST if status < 500 else types.INTERNAL_ERROR
+    error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+    return error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+def raw_answer(status: int, message: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> bytes:
+    """A whole answer, written as is where no request reached the application (a connection refused, a request
+    that never arrived whole or is not HTTP): the status, `connection: close`, and a JSON-RPC error saying why."""
+    body = error_body(status, message)
+    lines = [
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}".encode(),
+        b"content-type: application/json",
+        b"content-length: %d" % len(body),
+        b"connection: close",
+        *(name + b": " + value for name, value in headers),
+    ]
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
 class ClientGoneError(Exception):
@@ -629,22 +658,50 @@ def replayed(body: bytes, receive: Receive) -> Receive:
 # ---- serving ------------------------------------------------------------------------------------------------
 
 
-class TimedH11Protocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with a deadline for each request to arrive whole (its headers and its body):
-    REQUEST_ARRIVAL_S from the request's first byte, or from the connection's start for its first request. Past it
-    the connection is closed: with a 408 when the headers never came whole (no response was started), else at once
-    (the application reading the body sees the client gone). Between requests uvicorn's own keep-alive timeout
-    holds; a request that arrived whole is never timed, however long its response streams."""
+class HeadBoundConnection(h11.Connection):
+    """h11's server connection, its heads bounded by MAX_HEAD_BYTES, remembering the error that refused the peer
+    (its `error_status_hint` is 431 when a head grew past the bound before it was whole)."""
+
+    def __init__(self) -> None:
+        super().__init__(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        self.refusal: h11.RemoteProtocolError | None = None
+
+    def next_event(self) -> Any:
+        try:
+            return super().next_event()
+        except h11.RemoteProtocolError as error:
+            self.refusal = error
+            raise
+
+
+class ServedH11Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with the bounds uvicorn does not keep.
+
+    - Heads: h11 refuses a head that grows past MAX_HEAD_BYTES before it is whole; that refusal is a 431 here
+      (uvicorn's would be a 400), any other h11 refusal a 400, each with a JSON-RPC error. (A head that arrives
+      whole in one read is measured by the door: `core.mcp_http.admit`.)
+    - Arrival: each request must arrive whole (its headers and its body) within REQUEST_ARRIVAL_S from its first
+      byte, or from the connection's start for its first request. Past it the connection is closed: with a 408
+      when the headers never came whole (no response was started), else at once (the application reading the body
+      sees the client gone). Between requests uvicorn's own keep-alive timeout holds; a request that arrived whole
+      is never timed, however long its response streams.
+
+    Every answer written here says `connection: close`, and the connection then lingers (`refuse`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.conn: HeadBoundConnection = HeadBoundConnection()
         self.arrival: asyncio.TimerHandle | None = None
+        self.linger: asyncio.TimerHandle | None = None
+        self.refused = False  # answered here: what the client sends now is dropped
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self.arm()
 
     def data_received(self, data: bytes) -> None:
+        if self.refused:
+            return
         if self.arriving():  # the first byte of a request (after a keep-alive wait) starts its clock
             self.arm()
         super().data_received(data)
@@ -653,7 +710,39 @@ class TimedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.disarm()
+        if self.linger is not None:
+            self.linger.cancel()
+            self.linger = None
         super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        if self.refused:
+            self.transport.close()
+            return
+        super().shutdown()
+
+    def send_400_response(self, msg: str) -> None:
+        """h11 refused what the client sent: 431 for a head past the bound, else 400 (uvicorn's own answer would be
+        a 400 in plain text for both)."""
+        error = self.conn.refusal
+        status = error.error_status_hint if error is not None else 400
+        if status == STATUS[Verdict.HEAD_TOO_LARGE]:
+            message = REASONS[Verdict.HEAD_TOO_LARGE]
+        else:
+            message = f"the request is not HTTP/1.1 this server reads: {error or msg}"
+        log.info("refused a request from %s: %s", self.client[0] if self.client else "a unix socket peer", message)
+        self.refuse(status, message)
+
+    def refuse(self, status: int, message: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+        """Answer `status` here and close: the answer written, the writing side shut, and what the client still
+        sends read and dropped until it closes, or for REFUSAL_LINGER_S (closed at once, its unread bytes would
+        reset the connection, and the client could lose the answer)."""
+        self.disarm()
+        self.refused = True
+        self.transport.write(raw_answer(status, message, headers))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.linger = self.loop.call_later(REFUSAL_LINGER_S, self.transport.close)
 
     def arriving(self) -> bool:
         """Whether a request is still on its way: its headers (IDLE) or its body (SEND_BODY) not yet whole."""
@@ -669,18 +758,15 @@ class TimedH11Protocol(H11Protocol):
             self.arrival = None
 
     def too_slow(self) -> None:
-        """The request did not arrive in time: close the connection (the 408 says why, when nothing was answered)."""
+        """The request did not arrive in time: close the connection (a 408 says why, when nothing was answered)."""
         self.arrival = None
         if self.transport.is_closing() or not self.arriving():
             return
         log.info("closed a connection whose request did not arrive whole within %.0f s", REQUEST_ARRIVAL_S)
         if self.conn.their_state is h11.IDLE and self.conn.our_state is h11.IDLE:
-            self.transport.write(REQUEST_TIMEOUT)
-        self.transport.close()
-
-
-REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
-"""The answer to a request whose headers did not arrive in time (written as is: no request was parsed)."""
+            self.refuse(408, f"the request did not arrive whole within {REQUEST_ARRIVAL_S:.0f} s")
+        else:
+            self.transport.close()
 
 
 class Uvicorn(uvicorn.Server):
@@ -711,7 +797,7 @@ async def serve_http(
             log_level="warning",
             access_log=False,
             ws="none",
-            http=TimedH11Protocol,
+            http=ServedH11Protocol,
             server_header=False,
             timeout_graceful_shutdown=int(GRACE_S),
         )

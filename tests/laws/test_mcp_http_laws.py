@@ -1,5 +1,5 @@
-"""Laws of `eukhe mcp --http`'s decisions (`eukhe.core.mcp_http`): where it listens, the door (the Host, the Origin,
-the token), the routing.
+"""Laws of `eukhe mcp --http`'s decisions (`eukhe.core.mcp_http`): where it listens, the door (the head's size,
+the Host, the Origin, the token), the routing.
 
 Each law is checked over a small scope whole (every host, origin, header, method and session fact listed here) and
 with Hypothesis over free input. The references below are written from the rules in the module's docstring, not
@@ -20,12 +20,15 @@ from eukhe.core.mcp_http import (
     ENDPOINT,
     ERROR_CODES,
     INVALID_REQUEST,
+    MAX_HEAD_BYTES,
+    MAX_HEADER_FIELDS,
     MCP_METHODS,
     PARSE_ERROR,
     STATUS,
     STATUS_OF_ROUTE,
     Body,
     Era,
+    Head,
     HostRule,
     ListenReason,
     ListenRefusal,
@@ -37,6 +40,8 @@ from eukhe.core.mcp_http import (
     admit,
     body_of,
     era_of,
+    head_fits,
+    head_of,
     host_allowed,
     host_of,
     host_rule,
@@ -206,6 +211,32 @@ def test_token_exact_over_free_headers(header: str, token: str) -> None:
 
 ORIGINS = [None, "http://localhost:6274", "http://evil.com", "null"]
 
+# ---- the head -----------------------------------------------------------------------------------------------
+
+
+def written_head(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    return b"%s %s HTTP/1.1\r\n%s\r\n" % (method, target, b"".join(b"%s: %s\r\n" % field for field in headers))
+
+
+header_fields = st.lists(st.tuples(st.binary(min_size=1, max_size=40), st.binary(max_size=400)), max_size=120)
+
+
+@given(st.binary(min_size=1, max_size=10), st.binary(min_size=1, max_size=300), header_fields)
+def test_head_bound_measures_the_head_as_written(
+    method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
+    head = head_of(method, target, headers)
+    assert head == Head(fields=len(headers), size=len(written_head(method, target, headers)))
+    assert head_fits(head) is (len(headers) <= MAX_HEADER_FIELDS and head.size <= MAX_HEAD_BYTES)
+
+
+def test_head_bound_over_every_size_at_the_edges() -> None:
+    fields = [0, 1, MAX_HEADER_FIELDS - 1, MAX_HEADER_FIELDS, MAX_HEADER_FIELDS + 1, 10**6]
+    sizes = [0, 1, MAX_HEAD_BYTES - 1, MAX_HEAD_BYTES, MAX_HEAD_BYTES + 1, 10**9]
+    for count, size in itertools.product(fields, sizes):
+        assert head_fits(Head(count, size)) is (count <= MAX_HEADER_FIELDS and size <= MAX_HEAD_BYTES), (count, size)
+
+
 # ---- the Host header ----------------------------------------------------------------------------------------
 
 LOOPBACK = HostRule(remote=False, names=frozenset())
@@ -301,11 +332,17 @@ def test_host_checked_by_each_listeners_rule() -> None:
 
 # ---- the door -----------------------------------------------------------------------------------------------
 
+FITS = Head(fields=10, size=500)
+HEADS = [FITS, Head(fields=MAX_HEADER_FIELDS + 1, size=500), Head(fields=10, size=MAX_HEAD_BYTES + 1)]
 DOOR_HOSTS = [None, "127.0.0.1:8765", "localhost", "evil.example:8765", "10.0.0.1:8765", "devbox.example"]
 
 
-def reference_door(host: str | None, hosts: HostRule | None, origin: str | None, header: str | None) -> Verdict:
+def reference_door(
+    head: Head, host: str | None, hosts: HostRule | None, origin: str | None, header: str | None
+) -> Verdict:
     """The order of the module's docstring, written out."""
+    if head.fields > MAX_HEADER_FIELDS or head.size > MAX_HEAD_BYTES:
+        return Verdict.HEAD_TOO_LARGE
     if not host_allowed(host, hosts):
         return Verdict.BAD_HOST
     if not origin_allowed(origin):
@@ -313,15 +350,20 @@ def reference_door(host: str | None, hosts: HostRule | None, origin: str | None,
     return token_verdict(header, TOKEN)
 
 
-def test_door_host_origin_then_token_over_every_combination() -> None:
-    """The Host first (403), then the Origin (403), then the token (401): each judged before the next is looked at,
-    whatever the next would say."""
-    for host, hosts, origin, header in itertools.product(DOOR_HOSTS, [LOOPBACK, REMOTE, None], ORIGINS, HEADERS):
-        verdict = admit(host=host, hosts=hosts, origin=origin, authorization=header, token=TOKEN)
-        assert verdict is reference_door(host, hosts, origin, header), (host, hosts, origin, header)
-        assert STATUS[verdict] == {Verdict.ADMITTED: 200, Verdict.BAD_HOST: 403, Verdict.BAD_ORIGIN: 403}.get(
-            verdict, 401
-        )
+def test_door_head_host_origin_then_token_over_every_combination() -> None:
+    """The head's size first (431), then the Host (403), then the Origin (403), then the token (401): each judged
+    before the next is looked at, whatever the next would say."""
+    for head, host, hosts, origin, header in itertools.product(
+        HEADS, DOOR_HOSTS, [LOOPBACK, REMOTE, None], ORIGINS, HEADERS
+    ):
+        verdict = admit(head=head, host=host, hosts=hosts, origin=origin, authorization=header, token=TOKEN)
+        assert verdict is reference_door(head, host, hosts, origin, header), (head, host, hosts, origin, header)
+        assert STATUS[verdict] == {
+            Verdict.ADMITTED: 200,
+            Verdict.HEAD_TOO_LARGE: 431,
+            Verdict.BAD_HOST: 403,
+            Verdict.BAD_ORIGIN: 403,
+        }.get(verdict, 401)
 
 
 # ---- routing ------------------------------------------------------------------------------------------------

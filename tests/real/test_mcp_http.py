@@ -503,6 +503,7 @@ def test_mcp_http_a_request_that_does_not_arrive_whole_in_time_has_its_connectio
             for sock in sockets.values():
                 sock.close()
         assert answers["headers"].startswith(b"HTTP/1.1 408 "), answers
+        assert b'"code":-32600' in answers["headers"] and b"did not arrive whole" in answers["headers"], answers
         assert answers["body"] == b"", "the body's request was being read: it is closed, not answered"
         assert answers["nothing"].startswith(b"HTTP/1.1 408 "), answers
         assert "did not arrive whole within" in server.stderr

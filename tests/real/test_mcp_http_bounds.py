@@ -1,6 +1,6 @@
-"""`eukhe mcp --http` under clients that misbehave: a rebinding `Host`, refused with its status and a JSON-RPC error.
-Real `eukhe mcp --http` processes (the `http_server` fixture of test_mcp_http.py) and raw sockets, for what an HTTP
-client library would not send.
+"""`eukhe mcp --http` under clients that misbehave: a rebinding `Host`, heads past the bound; each refused with its
+status and a JSON-RPC error, while a well-behaved client is served. Real `eukhe mcp --http` processes (the
+`http_server` fixture of test_mcp_http.py) and raw sockets, for what an HTTP client library would not send.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
+from eukhe.core.mcp_http import MAX_HEAD_BYTES, MAX_HEADER_FIELDS
 from tests.real.conftest import DaemonEnv
 from tests.real.test_mcp_http import (
     ACCEPT,
@@ -20,6 +21,7 @@ from tests.real.test_mcp_http import (
     INITIALIZE,
     HttpServer,
     closed_by_the_server,
+    http_client,
     http_server,
     run,
 )
@@ -120,10 +122,13 @@ def test_mcp_http_a_rebinding_host_is_403_before_the_token_and_a_loopback_host_p
 
     with http_server(world, "--cwd", str(workdir(world))) as server:
         run(lambda: door(server))
-        # HTTP/1.0 may leave the Host out (HTTP/1.1 may not: h11 refuses that with a 400 of its own)
+        # HTTP/1.0 may leave the Host out; HTTP/1.1 may not (h11 refuses that with a 400 of its own)
         status, _, error = parsed(exchange(server, b"POST /mcp HTTP/1.0\r\nContent-Length: 0\r\n\r\n"))
         assert status == 403, error
         assert_jsonrpc_error(error, "Host header")
+        status, _, error = parsed(exchange(server, b"GET /mcp HTTP/1.1\r\n\r\n"))
+        assert status == 400, error
+        assert_jsonrpc_error(error, "not HTTP/1.1", "Host")
         _, port = address(server)
         assert f"refused POST /mcp: bad_host (Host 'evil.example:{port}')" in server.stderr, server.stderr
         assert server.stop() == 0, server.stderr
@@ -136,3 +141,37 @@ def test_mcp_http_a_rebinding_host_is_403_before_the_token_and_a_loopback_host_p
 
     with http_server(world, "--cwd", str(workdir(world)), address=f"unix:{world.root / 'mcp.sock'}") as on_unix:
         run(lambda: unix(on_unix))
+
+
+# ---- heads and bodies -----------------------------------------------------------------------------------------------
+
+
+def test_mcp_http_a_head_past_its_bound_is_431_whether_it_arrives_in_pieces_or_whole(world: DaemonEnv) -> None:
+    with http_server(world, "--cwd", str(workdir(world))) as server:
+        start = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        # still arriving past 16 KiB (no end in sight): h11 stops reading it
+        status, headers, error = parsed(exchange(server, start, b"X-Pad: " + b"a" * MAX_HEAD_BYTES))
+        assert status == 431, error
+        assert headers["connection"] == "close"
+        assert_jsonrpc_error(error, f"over {MAX_HEAD_BYTES} bytes or {MAX_HEADER_FIELDS} header fields")
+        # whole, within the bytes but one field too many: the door counts them
+        fields = [f"X-F{n}: v" for n in range(MAX_HEADER_FIELDS - 2)]  # with Host and Connection, the bound exactly
+        status, _, error = parsed(exchange(server, request(server, "GET", *fields, "Connection: close")))
+        assert status == 401, "a head at the bound is read on: this one has no token"
+        status, _, error = parsed(exchange(server, request(server, "GET", *fields, "Connection: close", "X-1: v")))
+        assert status == 431, error
+        assert_jsonrpc_error(error, "431")
+        # whole and past 16 KiB, however it arrives (in one read: the door measures it; in several: h11 does)
+        padded = request(server, "GET", "Connection: close", "X-Pad: " + "a" * MAX_HEAD_BYTES)
+        status, _, error = parsed(exchange(server, padded))
+        assert status == 431, error
+
+        async def served_on() -> None:
+            async with http_client(server) as client:
+                assert await client.text("bash", {"command": "echo served"}) == "served\n[exit 0]"
+
+        run(served_on)
+        assert "refused a request from 127.0.0.1: the request's head is over" in server.stderr, server.stderr
+        assert "refused GET /mcp: head_too_large" in server.stderr, server.stderr
+        assert server.stop() == 0, server.stderr
+        assert "Traceback" not in server.stderr, server.stderr

@@ -20,6 +20,12 @@ Rules, all in this file:
      transport, "Security Warning"). No `Origin` is what a non-browser client sends, and is admitted;
   4. every request carries `Authorization: Bearer TOKEN` with the server's token, compared in constant time; no
      header, another scheme or another token is refused with 401.
+- Connections (`place`), before a connection's first byte is read: at most MAX_CONNECTIONS_PER_PEER open
+  connections (the transport's, TCP or unix socket: not MCP sessions) from one peer (its IP address, the port
+  never; on a unix socket, its process) and MAX_CONNECTIONS in all. A new connection past either bound takes the
+  place of an idle one (no request in hand: none yet, one whose head is still arriving, or between two) of the
+  same peer, or, past the total, of the peer holding the most connections; with none idle it is refused: 429 past
+  its peer's bound, 503 past the total, each with `Retry-After`.
 - Routing (`route`): another path than the endpoint's is a 404. Then the era: a request whose `MCP-Protocol-Version`
   header names no revision of the `initialize` handshake (`era_of`: 2026-07-28, or a value no revision has) is of
   the per-request era, and goes to the server's one MCP server of that era whatever its method or session id (that
@@ -336,6 +342,92 @@ def is_address(host: str) -> bool:
 def normal_name(name: str) -> str:
     """A host name as compared: lower case, without a final dot."""
     return name.lower().rstrip(".")
+
+
+# ---- connections --------------------------------------------------------------------------------------------
+
+MAX_CONNECTIONS_PER_PEER = 128
+"""Most open connections from one peer. A session holds one for its stream (GET) as long as it lives, and one more
+per request in flight; on a loopback listener every local client is the one peer 127.0.0.1 (the MCP conformance
+runner alone keeps some 30 sessions with their streams open), so the bound is for all of them: high enough for
+several busy clients, low enough that a runaway holds at most this many descriptors."""
+MAX_CONNECTIONS = 512
+"""Most open connections in all (four peers' worth): half of a common descriptor limit of 1024, the rest left to the
+server (connections being refused, the daemon's sockets, files)."""
+RETRY_AFTER_S = 1
+"""The `Retry-After` of a connection refused: by then a call may have ended, or an idle connection appeared."""
+
+
+@dataclass(frozen=True, slots=True)
+class Open:
+    """An open connection, as placing a new one sees it: its peer, and whether it is idle (no request in hand)."""
+
+    peer: str
+    idle: bool
+
+
+class Placement(enum.Enum):
+    """What becomes of a new connection."""
+
+    ACCEPT = "accept"  # within both bounds
+    EVICT = "evict"  # in place of an idle connection, closed first
+    REFUSE_PEER = "refuse_peer"  # 429: its peer holds its bound, none idle
+    REFUSE_FULL = "refuse_full"  # 503: the server holds its bound, none idle
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A new connection's placement; `victim` is the index of the connection it replaces (EVICT only)."""
+
+    placement: Placement
+    victim: int | None = None
+
+
+STATUS_OF_PLACEMENT: dict[Placement, int] = {Placement.REFUSE_PEER: 429, Placement.REFUSE_FULL: 503}
+"""The status of each refusal."""
+
+PLACEMENT_MESSAGES: dict[Placement, str] = {
+    Placement.REFUSE_PEER: (
+        f"too many connections from your address ({MAX_CONNECTIONS_PER_PEER} open, each with a request in hand): "
+        "retry once one ends"
+    ),
+    Placement.REFUSE_FULL: f"the server holds {MAX_CONNECTIONS} connections, each with a request in hand: retry later",
+}
+
+
+def place(
+    peer: str,
+    connections: Sequence[Open],
+    *,
+    per_peer: int = MAX_CONNECTIONS_PER_PEER,
+    total: int = MAX_CONNECTIONS,
+) -> Place:
+    """Where a new connection from `peer` goes, given the open ones (oldest first). Past its peer's bound it
+    replaces that peer's oldest idle connection; past the total, the oldest idle one of the peer with the most
+    connections; with no such connection it is refused."""
+    held: dict[str, int] = {}
+    for connection in connections:
+        held[connection.peer] = held.get(connection.peer, 0) + 1
+    if held.get(peer, 0) >= per_peer:
+        mine = [index for index, connection in enumerate(connections) if connection.peer == peer and connection.idle]
+        return Place(Placement.EVICT, mine[0]) if mine else Place(Placement.REFUSE_PEER)
+    if len(connections) >= total:
+        idle = [index for index, connection in enumerate(connections) if connection.idle]
+        if not idle:
+            return Place(Placement.REFUSE_FULL)
+        return Place(Placement.EVICT, min(idle, key=lambda index: (-held[connections[index].peer], index)))
+    return Place(Placement.ACCEPT)
+
+
+def peer_of_address(address: str) -> str:
+    """The peer a TCP connection is from: its IP address (an IPv4-mapped IPv6 one as IPv4; the port never)."""
+    try:
+        parsed = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)
+    return str(parsed)
 
 
 # ---- routing ------------------------------------------------------------------------------------------------

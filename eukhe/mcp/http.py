@@ -1,8 +1,8 @@
 """`eukhe mcp --http ADDRESS`: the same MCP server over MCP's streamable HTTP transport (docs/mcp.md, "HTTP").
 
-The decisions are the core's (`eukhe.core.mcp_http`): where the server may listen, which requests pass the door (the
-head's size, the Host, the Origin, then the bearer token), where each admitted request goes. This module is the
-shell around them: the token, the listening socket, uvicorn, and the connections.
+The decisions are the core's (`eukhe.core.mcp_http`): where the server may listen, which connections it takes,
+which requests pass the door (the head's size, the Host, the Origin, then the bearer token), where each admitted
+request goes. This module is the shell around them: the token, the listening socket, uvicorn, and the connections.
 
 One client connection is one MCP session of the SDK's transport: an `initialize` without a session id opens it, with
 an eukhe session of its own (created in `--cwd`) or the one `--session` names, and an `EukheServer` over that
@@ -23,11 +23,12 @@ call's cancel as the client's (`cancel_on_leave`), so its job is cancelled in th
 `notifications/cancelled`; a stop leaves it to the daemon.
 
 Bounds on what a client sends (uvicorn keeps none of them but a keep-alive timeout between requests; the shell's
-are in `ServedH11Protocol`, the decisions in the core): a request's head is at most MAX_HEAD_BYTES and
-MAX_HEADER_FIELDS (431); every request must arrive whole (its headers and body) within REQUEST_ARRIVAL_S of its
-first byte (of the connection, for its first request), else the connection is closed; a POST body is at most
-MAX_BODY_BYTES (413); a body without a session id that is not JSON (bad UTF-8, bad syntax, nested or numbered past
-the SDK's parser's bounds) is a JSON-RPC parse error, as the SDK answers one with a session id.
+are in `ServedH11Protocol`, the decisions in the core): a new connection past its peer's bound or the total takes the
+place of an idle one, else is refused (429, 503); a request's head is at most MAX_HEAD_BYTES and MAX_HEADER_FIELDS
+(431); every request must arrive whole (its headers and body) within REQUEST_ARRIVAL_S of its first byte (of the
+connection, for its first request), else the connection is closed; a POST body is at most MAX_BODY_BYTES (413); a
+body without a session id that is not JSON (bad UTF-8, bad syntax, nested or numbered past the SDK's parser's bounds)
+is a JSON-RPC parse error, as the SDK answers one with a session id.
 
 SIGINT and SIGTERM stop the server: no new requests, every connection closed (a call in flight is left to the daemon:
 a shutdown is not a cancel), then uvicorn lets the open HTTP connections end, at most GRACE_S.
@@ -45,6 +46,7 @@ import secrets
 import signal
 import socket
 import stat
+import struct
 from collections.abc import Awaitable, Callable, Sequence
 from http import HTTPStatus
 from pathlib import Path
@@ -73,12 +75,17 @@ from eukhe.core.mcp_http import (
     MAX_HEAD_BYTES,
     MCP_METHODS,
     MESSAGES,
+    PLACEMENT_MESSAGES,
     REASONS,
+    RETRY_AFTER_S,
     STATUS,
+    STATUS_OF_PLACEMENT,
     STATUS_OF_ROUTE,
     Body,
     HostRule,
     ListenRefusal,
+    Open,
+    Placement,
     Route,
     SessionFact,
     TcpListen,
@@ -89,6 +96,8 @@ from eukhe.core.mcp_http import (
     era_of,
     head_of,
     host_rule,
+    peer_of_address,
+    place,
     plan_listen,
     route,
 )
@@ -117,6 +126,8 @@ for its first request); past it the connection is closed."""
 REFUSAL_LINGER_S = 2.0
 """How long a connection answered and closed here (a refusal) goes on reading and dropping what its client still
 sends, so the client reads the answer before the connection is reset."""
+MAX_LINGERING = 64
+"""Most such connections at once; past it a refused connection is closed with no answer (a flood gets none)."""
 GRACE_S = 5.0
 """At a stop, how long the open HTTP connections may take to end once their MCP sessions are closed."""
 MAX_EVENTS = 4096
@@ -658,6 +669,41 @@ def replayed(body: bytes, receive: Receive) -> Receive:
 # ---- serving ------------------------------------------------------------------------------------------------
 
 
+class Connections:
+    """The open connections, oldest first, each with its peer (what `place` decides on), and how many refused
+    ones still linger (`ServedH11Protocol.refuse`)."""
+
+    def __init__(self) -> None:
+        self.open: dict[ServedH11Protocol, str] = {}  # insertion order: the order they opened
+        self.lingering = 0
+
+    def place(self, protocol: ServedH11Protocol, peer: str) -> Placement:
+        """Place a new connection (`core.mcp_http.place`): accepted, in place of an idle one (closed here), or
+        refused (the caller answers it)."""
+        members = list(self.open.items())
+        decided = place(peer, [Open(other, member.idle()) for member, other in members])
+        if decided.placement is Placement.EVICT:
+            assert decided.victim is not None
+            victim, victims_peer = members[decided.victim]
+            log.info("closed an idle connection from %s to make room for one from %s", victims_peer, peer)
+            self.forget(victim)
+            victim.evict()
+        if decided.placement in (Placement.ACCEPT, Placement.EVICT):
+            self.open[protocol] = peer
+        return decided.placement
+
+    def forget(self, protocol: ServedH11Protocol) -> None:
+        self.open.pop(protocol, None)
+
+
+class ServingConfig(uvicorn.Config):
+    """uvicorn's config, with the server's open connections (each new one is placed among them)."""
+
+    def __init__(self, *args: Any, connections: Connections, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.connections = connections
+
+
 class HeadBoundConnection(h11.Connection):
     """h11's server connection, its heads bounded by MAX_HEAD_BYTES, remembering the error that refused the peer
     (its `error_status_hint` is 431 when a head grew past the bound before it was whole)."""
@@ -677,6 +723,8 @@ class HeadBoundConnection(h11.Connection):
 class ServedH11Protocol(H11Protocol):
     """uvicorn's HTTP/1.1 protocol with the bounds uvicorn does not keep.
 
+    - Connections: each new one is placed among the open ones (`Connections.place`); one refused is answered 429 or
+      503 with `Retry-After` before anything of it is read, and closed (`refuse`).
     - Heads: h11 refuses a head that grows past MAX_HEAD_BYTES before it is whole; that refusal is a 431 here
       (uvicorn's would be a 400), any other h11 refusal a 400, each with a JSON-RPC error. (A head that arrives
       whole in one read is measured by the door: `core.mcp_http.admit`.)
@@ -694,9 +742,23 @@ class ServedH11Protocol(H11Protocol):
         self.arrival: asyncio.TimerHandle | None = None
         self.linger: asyncio.TimerHandle | None = None
         self.refused = False  # answered here: what the client sends now is dropped
+        self.peer = ""
+
+    @property
+    def table(self) -> Connections:
+        config = self.config
+        assert isinstance(config, ServingConfig)
+        return config.connections
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.peer = peer_of(transport)
+        placement = self.table.place(self, self.peer)
+        if placement in STATUS_OF_PLACEMENT:
+            log.info("refused a connection from %s: %s", self.peer, placement.value)
+            retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
+            self.refuse(STATUS_OF_PLACEMENT[placement], PLACEMENT_MESSAGES[placement], retry)
+            return
         self.arm()
 
     def data_received(self, data: bytes) -> None:
@@ -710,9 +772,11 @@ class ServedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.disarm()
+        self.table.forget(self)
         if self.linger is not None:
             self.linger.cancel()
             self.linger = None
+            self.table.lingering -= 1
         super().connection_lost(exc)
 
     def shutdown(self) -> None:
@@ -730,18 +794,33 @@ class ServedH11Protocol(H11Protocol):
             message = REASONS[Verdict.HEAD_TOO_LARGE]
         else:
             message = f"the request is not HTTP/1.1 this server reads: {error or msg}"
-        log.info("refused a request from %s: %s", self.client[0] if self.client else "a unix socket peer", message)
+        log.info("refused a request from %s: %s", self.peer, message)
         self.refuse(status, message)
+
+    def idle(self) -> bool:
+        """Whether no request is in hand: none came yet, its head is still arriving, or the last one is answered."""
+        return not self.refused and self.conn.their_state is h11.IDLE and self.conn.our_state is h11.IDLE
+
+    def evict(self) -> None:
+        """Close this idle connection, to make room for a new one."""
+        self.disarm()
+        self.transport.close()
 
     def refuse(self, status: int, message: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
         """Answer `status` here and close: the answer written, the writing side shut, and what the client still
         sends read and dropped until it closes, or for REFUSAL_LINGER_S (closed at once, its unread bytes would
-        reset the connection, and the client could lose the answer)."""
+        reset the connection, and the client could lose the answer). Past MAX_LINGERING such connections, one is
+        closed with no answer."""
         self.disarm()
+        self.table.forget(self)
         self.refused = True
+        if self.table.lingering >= MAX_LINGERING:
+            self.transport.abort()
+            return
         self.transport.write(raw_answer(status, message, headers))
         if self.transport.can_write_eof():
             self.transport.write_eof()
+        self.table.lingering += 1
         self.linger = self.loop.call_later(REFUSAL_LINGER_S, self.transport.close)
 
     def arriving(self) -> bool:
@@ -769,6 +848,20 @@ class ServedH11Protocol(H11Protocol):
             self.transport.close()
 
 
+def peer_of(transport: asyncio.BaseTransport) -> str:
+    """Whom a connection is from, for its bound: the peer's IP address over TCP (`core.mcp_http.peer_of_address`),
+    its process on a unix socket (SO_PEERCRED)."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family == socket.AF_UNIX:
+        try:
+            credentials = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        except OSError:
+            return "a unix socket peer"
+        return f"process {struct.unpack('3i', credentials)[0]}"
+    peer = transport.get_extra_info("peername")
+    return peer_of_address(str(peer[0])) if isinstance(peer, tuple) and peer else "an unknown peer"
+
+
 class Uvicorn(uvicorn.Server):
     """uvicorn, without its own signal handlers: `serve_http` stops it (uvicorn's would raise the signal again once
     it stopped, and the process would die of it instead of exiting)."""
@@ -790,8 +883,9 @@ async def serve_http(
     """Serve streamable HTTP on `sock` until SIGINT or SIGTERM (`hosts`: the Host rule of its listener)."""
     async with anyio.create_task_group() as group:
         endpoint = Endpoint(link, token, opener, group, serving, hosts=hosts)
-        config = uvicorn.Config(
+        config = ServingConfig(
             endpoint,
+            connections=Connections(),
             lifespan="off",
             log_config=None,
             log_level="warning",

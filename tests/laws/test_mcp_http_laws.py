@@ -1,5 +1,5 @@
 """Laws of `eukhe mcp --http`'s decisions (`eukhe.core.mcp_http`): where it listens, the door (the head's size,
-the Host, the Origin, the token), the routing.
+the Host, the Origin, the token), the routing, and where a new connection goes.
 
 Each law is checked over a small scope whole (every host, origin, header, method and session fact listed here) and
 with Hypothesis over free input. The references below are written from the rules in the module's docstring, not
@@ -20,11 +20,15 @@ from eukhe.core.mcp_http import (
     ENDPOINT,
     ERROR_CODES,
     INVALID_REQUEST,
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_PEER,
     MAX_HEAD_BYTES,
     MAX_HEADER_FIELDS,
     MCP_METHODS,
     PARSE_ERROR,
+    PLACEMENT_MESSAGES,
     STATUS,
+    STATUS_OF_PLACEMENT,
     STATUS_OF_ROUTE,
     Body,
     Era,
@@ -32,6 +36,9 @@ from eukhe.core.mcp_http import (
     HostRule,
     ListenReason,
     ListenRefusal,
+    Open,
+    Place,
+    Placement,
     Route,
     SessionFact,
     TcpListen,
@@ -49,6 +56,8 @@ from eukhe.core.mcp_http import (
     is_loopback_host,
     needs_body,
     origin_allowed,
+    peer_of_address,
+    place,
     plan_listen,
     route,
     token_verdict,
@@ -449,3 +458,101 @@ JSON_VALUES = st.recursive(
 @example(json.loads(json.dumps(initialize(7))))
 def test_route_table_any_json_value_is_judged_without_error(message: object) -> None:
     assert body_of(message) in (Body.INITIALIZE, Body.OTHER)
+
+
+# ---- connections --------------------------------------------------------------------------------------------
+
+PEERS = ["a", "b", "c"]
+
+
+def reference_place(peer: str, connections: list[Open], per_peer: int, total: int) -> Place:
+    """The rules of the module's docstring, written out."""
+    mine = [index for index, connection in enumerate(connections) if connection.peer == peer]
+    if len(mine) >= per_peer:
+        idle = [index for index in mine if connections[index].idle]
+        return Place(Placement.EVICT, idle[0]) if idle else Place(Placement.REFUSE_PEER)
+    if len(connections) >= total:
+        held = {other: sum(connection.peer == other for connection in connections) for other in PEERS}
+        idle = [index for index, connection in enumerate(connections) if connection.idle]
+        if not idle:
+            return Place(Placement.REFUSE_FULL)
+        most = max(held[connections[index].peer] for index in idle)
+        return Place(Placement.EVICT, next(index for index in idle if held[connections[index].peer] == most))
+    return Place(Placement.ACCEPT)
+
+
+def after(peer: str, connections: list[Open], decided: Place) -> list[Open]:
+    """The open connections once the decision is carried out (the new one not idle: its request comes)."""
+    if decided.placement is Placement.ACCEPT:
+        return [*connections, Open(peer, idle=False)]
+    if decided.placement is Placement.EVICT:
+        assert decided.victim is not None
+        return [*connections[: decided.victim], *connections[decided.victim + 1 :], Open(peer, idle=False)]
+    return connections
+
+
+def within(connections: list[Open], per_peer: int, total: int) -> bool:
+    return len(connections) <= total and all(
+        sum(connection.peer == peer for connection in connections) <= per_peer for peer in PEERS
+    )
+
+
+def check_place(peer: str, connections: list[Open], per_peer: int, total: int) -> None:
+    decided = place(peer, connections, per_peer=per_peer, total=total)
+    assert decided == reference_place(peer, connections, per_peer, total), (peer, connections, per_peer, total)
+    if decided.placement is Placement.EVICT:
+        assert decided.victim is not None and connections[decided.victim].idle, "only an idle connection is closed"
+    else:
+        assert decided.victim is None
+    refused = decided.placement in (Placement.REFUSE_PEER, Placement.REFUSE_FULL)
+    assert refused is (decided.placement in STATUS_OF_PLACEMENT)
+    if refused:  # refused only when nothing idle could make room
+        mine_idle = any(connection.idle and connection.peer == peer for connection in connections)
+        assert not mine_idle and (decided.placement is Placement.REFUSE_PEER or not any(c.idle for c in connections))
+    assert within(after(peer, connections, decided), per_peer, total), "the bounds hold after every placement"
+
+
+def test_connections_bounded_over_every_small_table() -> None:
+    """Every sequence of up to 5 open connections of 3 peers, idle or not, within bounds of 1 to 3 per peer and
+    up to 5 in all: the placement of a new one from each peer is the reference's, and keeps the bounds."""
+    kinds = [Open(peer, idle) for peer in PEERS for idle in (False, True)]
+    for per_peer in range(1, 4):
+        for total in range(per_peer, 6):
+            for length in range(total + 1):
+                for connections in itertools.product(kinds, repeat=length):
+                    if within(list(connections), per_peer, total):
+                        for peer in PEERS:
+                            check_place(peer, list(connections), per_peer, total)
+
+
+@given(
+    st.sampled_from(PEERS),
+    st.lists(st.builds(Open, st.sampled_from(PEERS), st.booleans()), max_size=40),
+    st.integers(1, 20),
+    st.integers(0, 20),
+)
+def test_connections_bounded_over_random_tables(peer: str, connections: list[Open], per_peer: int, more: int) -> None:
+    total = per_peer + more
+    while not within(connections, per_peer, total):  # only tables within the bounds can happen
+        connections = connections[:-1]
+    check_place(peer, connections, per_peer, total)
+
+
+def test_connections_bounded_by_the_named_numbers() -> None:
+    assert MAX_CONNECTIONS_PER_PEER == 128 and MAX_CONNECTIONS == 512
+    busy = [Open("a", idle=False)] * MAX_CONNECTIONS_PER_PEER
+    assert place("a", busy) == Place(Placement.REFUSE_PEER)
+    assert place("b", busy) == Place(Placement.ACCEPT), "another peer is served"
+    full = [Open(str(n), idle=False) for n in range(MAX_CONNECTIONS)]
+    assert place("x", full) == Place(Placement.REFUSE_FULL)
+    assert STATUS_OF_PLACEMENT == {Placement.REFUSE_PEER: 429, Placement.REFUSE_FULL: 503}
+    assert set(PLACEMENT_MESSAGES) == set(STATUS_OF_PLACEMENT)
+
+
+@given(st.ip_addresses())
+def test_peer_is_the_address_an_ipv4_mapped_one_as_ipv4(address: object) -> None:
+    host = str(address)
+    mapped = getattr(address, "ipv4_mapped", None)
+    assert peer_of_address(host) == (str(mapped) if mapped is not None else host)
+    if ":" not in host:
+        assert peer_of_address(f"::ffff:{host}") == host

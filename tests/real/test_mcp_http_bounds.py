@@ -1,19 +1,29 @@
-"""`eukhe mcp --http` under clients that misbehave: a rebinding `Host`, heads past the bound; each refused with its
-status and a JSON-RPC error, while a well-behaved client is served. Real `eukhe mcp --http` processes (the
-`http_server` fixture of test_mcp_http.py) and raw sockets, for what an HTTP client library would not send.
+"""`eukhe mcp --http` under clients that misbehave: a rebinding `Host`, heads past the bound, and more connections than
+a peer may hold; each refused with its status and a JSON-RPC error, while a well-behaved client is served. Real
+`eukhe mcp --http` processes (the `http_server` fixture of test_mcp_http.py) and raw sockets, for what an HTTP client
+library would not send.
+
+A peer is an IP address: the runaway clients here connect from 127.0.0.2 and up (all of 127.0.0.0/8 is this machine),
+the well-behaved one from 127.0.0.1. Waits are bounded polls of real events, never bare sleeps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import httpx2
 import mcp_types as types
 import pytest
 
-from eukhe.core.mcp_http import MAX_HEAD_BYTES, MAX_HEADER_FIELDS
+from eukhe.core.mcp_http import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, MAX_HEAD_BYTES, MAX_HEADER_FIELDS
+from eukhe.mcp.http import REQUEST_ARRIVAL_S
 from tests.real.conftest import DaemonEnv
 from tests.real.test_mcp_http import (
     ACCEPT,
@@ -25,7 +35,7 @@ from tests.real.test_mcp_http import (
     http_server,
     run,
 )
-from tests.real.test_mcp_server import workdir
+from tests.real.test_mcp_server import eventually, only_diagnostics, workdir
 
 pytestmark = pytest.mark.real
 
@@ -175,3 +185,99 @@ def test_mcp_http_a_head_past_its_bound_is_431_whether_it_arrives_in_pieces_or_w
         assert "refused GET /mcp: head_too_large" in server.stderr, server.stderr
         assert server.stop() == 0, server.stderr
         assert "Traceback" not in server.stderr, server.stderr
+
+
+# ---- connections ----------------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def in_hand(server: HttpServer, source: str, count: int) -> Iterator[list[socket.socket]]:
+    """`count` connections from `source`, each with a request in hand: a POST whose head arrived whole and whose body
+    the server waits for (it said `100 Continue`), as a client in the middle of a call holds them. Closed at the
+    end. (The server closes them itself REQUEST_ARRIVAL_S after they opened: what a test does with them is done
+    well within it.)"""
+    opened: list[socket.socket] = []
+    head = posted(server, "Content-Length: 100", "Expect: 100-continue")
+    try:
+        for _ in range(count):
+            sock = connect(server, source)
+            opened.append(sock)
+            sock.sendall(head)
+            said = b""
+            while b"\r\n\r\n" not in said:
+                piece = sock.recv(1024)
+                assert piece, f"closed before its request was in hand: {said!r}"
+                said += piece
+            assert said.startswith(b"HTTP/1.1 100 "), said
+        yield opened
+    finally:
+        for sock in opened:
+            sock.close()
+
+
+def refusal(server: HttpServer, source: str) -> tuple[int, dict[str, str], Any]:
+    """The answer to a new connection from `source` that sends nothing."""
+    return parsed(exchange(server, source=source))
+
+
+def served(server: HttpServer, source: str) -> int:
+    """The status of a request without a token on a new connection from `source` (401 once it is served)."""
+    return parsed(exchange(server, request(server, "GET", "Connection: close"), source=source))[0]
+
+
+def test_mcp_http_connections_past_a_peers_bound_are_429_while_other_clients_are_served(world: DaemonEnv) -> None:
+    started = 0.0
+
+    async def scenario(server: HttpServer) -> None:
+        nonlocal started
+        # the well-behaved clients, from 127.0.0.1, opened before the runaway starts (each opens a session: slow)
+        async with http_client(server) as client, http_client(server) as other:
+            started = time.monotonic()
+            with in_hand(server, "127.0.0.2", MAX_CONNECTIONS_PER_PEER) as held:
+                status, headers, error = refusal(server, "127.0.0.2")
+                assert status == 429, error
+                assert headers["retry-after"] == "1" and headers["connection"] == "close"
+                assert_jsonrpc_error(error, "too many connections from your address")
+                async with httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(local_address="127.0.0.2")) as http:
+                    answer = await http.post(server.url, json=INITIALIZE, headers={"Accept": ACCEPT})
+                    assert answer.status_code == 429, "what an HTTP client reads, its request sent"
+                    assert answer.headers["retry-after"] == "1"
+
+                # another peer is served meanwhile: its clients, and a new connection of its
+                assert [tool.name for tool in (await client.session.list_tools()).tools]
+                assert await other.text("bash", {"command": "echo other"}) == "other\n[exit 0]"
+                assert served(server, "127.0.0.1") == 401
+
+                # one of the runaway's connections ends: its peer gets a place again
+                held.pop().close()
+                await eventually(lambda: served(server, "127.0.0.2") == 401, "127.0.0.2 served again")
+                # an idle connection makes room for a new one of its peer (h11 would wait on it in vain)
+                with connect(server, "127.0.0.2") as idle:
+                    assert served(server, "127.0.0.2") == 401, "the idle connection gave its place"
+                    assert closed_by_the_server(idle, DEADLINE_S) == b"", "closed with no answer: nothing asked"
+                with in_hand(server, "127.0.0.2", 1):
+                    assert refusal(server, "127.0.0.2")[0] == 429, "all in hand again"
+            assert time.monotonic() - started < REQUEST_ARRIVAL_S, "the connections in hand were not closed meanwhile"
+
+    with http_server(world, "--cwd", str(workdir(world))) as server:
+        run(lambda: scenario(server))
+        assert "refused a connection from 127.0.0.2: refuse_peer" in server.stderr, server.stderr
+        assert "closed an idle connection from 127.0.0.2 to make room for one from 127.0.0.2" in server.stderr
+        assert server.stop() == 0, server.stderr
+        assert "Traceback" not in server.stderr, server.stderr
+        only_diagnostics(server.stderr)
+
+
+def test_mcp_http_connections_past_the_total_are_503(world: DaemonEnv) -> None:
+    peers = [f"127.0.0.{2 + n}" for n in range(MAX_CONNECTIONS // MAX_CONNECTIONS_PER_PEER)]
+    with http_server(world, "--cwd", str(workdir(world))) as server, contextlib.ExitStack() as stack:
+        started = time.monotonic()
+        held = [stack.enter_context(in_hand(server, peer, MAX_CONNECTIONS_PER_PEER)) for peer in peers]
+        status, headers, error = refusal(server, "127.0.0.100")
+        assert status == 503, error
+        assert headers["retry-after"] == "1"
+        assert_jsonrpc_error(error, f"holds {MAX_CONNECTIONS} connections", code=types.INTERNAL_ERROR)  # a 5xx
+        held[0].pop().close()
+        run(lambda: eventually(lambda: served(server, "127.0.0.100") == 401, "a place again"))
+        assert time.monotonic() - started < REQUEST_ARRIVAL_S, "the connections in hand were not closed meanwhile"
+    assert "refused a connection from 127.0.0.100: refuse_full" in server.stderr, server.stderr

@@ -26,9 +26,10 @@ Bounds on what a client sends (uvicorn keeps none of them but a keep-alive timeo
 are in `ServedH11Protocol`, the decisions in the core): a new connection past its peer's bound or the total takes the
 place of an idle one, else is refused (429, 503); a request's head is at most MAX_HEAD_BYTES and MAX_HEADER_FIELDS
 (431); every request must arrive whole (its headers and body) within REQUEST_ARRIVAL_S of its first byte (of the
-connection, for its first request), else the connection is closed; a POST body is at most MAX_BODY_BYTES (413); a
-body without a session id that is not JSON (bad UTF-8, bad syntax, nested or numbered past the SDK's parser's bounds)
-is a JSON-RPC parse error, as the SDK answers one with a session id.
+connection, for its first request), else the connection is closed; a POST body is at most MAX_BODY_BYTES (413),
+counted as it comes when it has no Content-Length; a body without a session id that is not JSON (bad UTF-8, bad
+syntax, nested or numbered past the SDK's parser's bounds) is a JSON-RPC parse error, as the SDK answers one with a
+session id. Every refusal is a JSON-RPC error in the body and a line on stderr.
 
 SIGINT and SIGTERM stop the server: no new requests, every connection closed (a call in flight is left to the daemon:
 a shutdown is not a cancel), then uvicorn lets the open HTTP connections end, at most GRACE_S.
@@ -417,6 +418,7 @@ class Endpoint:
             except ClientGoneError:
                 return
             if read is None:
+                log.info("refused %s %s: the body is over %d bytes", scope["method"], scope["path"], MAX_BODY_BYTES)
                 await respond(send, 413, f"the request body is over {MAX_BODY_BYTES} bytes (64 MiB)")
                 return
             body = read

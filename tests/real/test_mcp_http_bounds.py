@@ -1,7 +1,7 @@
-"""`eukhe mcp --http` under clients that misbehave: a rebinding `Host`, heads past the bound, and more connections than
-a peer may hold; each refused with its status and a JSON-RPC error, while a well-behaved client is served. Real
-`eukhe mcp --http` processes (the `http_server` fixture of test_mcp_http.py) and raw sockets, for what an HTTP client
-library would not send.
+"""`eukhe mcp --http` under clients that misbehave: a rebinding `Host`, heads past the bound, a chunked body past
+the bound, and more connections than a peer may hold; each refused with its status and a JSON-RPC error, while a
+well-behaved client is served. Real `eukhe mcp --http` processes (the `http_server` fixture of test_mcp_http.py) and
+raw sockets, for what an HTTP client library would not send.
 
 A peer is an IP address: the runaway clients here connect from 127.0.0.2 and up (all of 127.0.0.0/8 is this machine),
 the well-behaved one from 127.0.0.1. Waits are bounded polls of real events, never bare sleeps.
@@ -10,9 +10,11 @@ the well-behaved one from 127.0.0.1. Waits are bounded polls of real events, nev
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import re
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +25,7 @@ import mcp_types as types
 import pytest
 
 from eukhe.core.mcp_http import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, MAX_HEAD_BYTES, MAX_HEADER_FIELDS
-from eukhe.mcp.http import REQUEST_ARRIVAL_S
+from eukhe.mcp.http import MAX_BODY_BYTES, REQUEST_ARRIVAL_S
 from tests.real.conftest import DaemonEnv
 from tests.real.test_mcp_http import (
     ACCEPT,
@@ -183,6 +185,54 @@ def test_mcp_http_a_head_past_its_bound_is_431_whether_it_arrives_in_pieces_or_w
         run(served_on)
         assert "refused a request from 127.0.0.1: the request's head is over" in server.stderr, server.stderr
         assert "refused GET /mcp: head_too_large" in server.stderr, server.stderr
+        assert server.stop() == 0, server.stderr
+        assert "Traceback" not in server.stderr, server.stderr
+
+
+def test_mcp_http_a_chunked_body_past_the_bound_is_413_before_its_end(world: DaemonEnv) -> None:
+    """A body without a Content-Length is counted as it comes: the 413 is answered once its bytes pass 64 MiB,
+    while the client is still sending (its last chunk never sent)."""
+    chunk_size = 1 << 20
+    chunk = b"%x\r\n" % chunk_size + b" " * chunk_size + b"\r\n"
+    sent = 0
+    stop = threading.Event()
+
+    with http_server(world, "--cwd", str(workdir(world))) as server:
+        sock = connect(server)
+
+        def send() -> None:
+            nonlocal sent
+            try:
+                while not stop.is_set() and sent <= MAX_BODY_BYTES + 8 * chunk_size:
+                    sock.sendall(chunk)
+                    sent += chunk_size
+            except OSError:  # the server closed the connection, or the test did
+                pass
+
+        sock.sendall(posted(server, "Transfer-Encoding: chunked"))
+        sender = threading.Thread(target=send)
+        sender.start()
+        try:
+            answer = http.client.HTTPResponse(sock)
+            answer.begin()
+            body = answer.read()
+            at_answer = sent
+        finally:
+            stop.set()
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+            sender.join(DEADLINE_S)
+        assert answer.status == 413, body
+        assert_jsonrpc_error(json.loads(body), f"over {MAX_BODY_BYTES} bytes")
+        assert at_answer > MAX_BODY_BYTES, "answered once the bytes passed the bound (the last chunk never came)"
+        assert f"refused POST /mcp: the body is over {MAX_BODY_BYTES} bytes" in server.stderr, server.stderr
+
+        async def served_on() -> None:
+            async with http_client(server) as client:
+                assert await client.text("bash", {"command": "echo served"}) == "served\n[exit 0]"
+
+        run(served_on)
         assert server.stop() == 0, server.stderr
         assert "Traceback" not in server.stderr, server.stderr
 

@@ -5,11 +5,27 @@ Rules, all in this file:
   is not loopback (`localhost`, 127.0.0.0/8, ::1) is refused unless `--allow-remote`: the server runs commands as
   its user, so by default only this machine reaches it. A unix socket is local by construction.
 - Admission (`admit`), in this order, before anything else reads the request:
-  1. an `Origin` that is present and not a loopback origin (`http(s)://localhost|127.x|[::1][:port]`) is refused
+  1. a head (request line and header fields) over MAX_HEAD_BYTES bytes, or with over MAX_HEADER_FIELDS fields, is
+     refused with 431 (Request Header Fields Too Large, RFC 6585 5);
+  2. on a TCP listener, a `Host` that is missing, malformed, or names a host the listener is not (`host_allowed`)
+     is refused with 403. DNS rebinding: a web page on a name its attacker points at 127.0.0.1 reaches the server
+     with its own name in `Host` (and maybe no `Origin`, for a simple request); the name is what is checked, the
+     port never (it says nothing of rebinding, and a tunnel, a port mapping or a proxy on another port changes
+     it). A loopback listener takes loopback hosts only (`localhost`, 127.0.0.0/8, ::1); one beyond loopback
+     (`--allow-remote`) also any IP address (a page whose address is in the URL is that address's own: nothing
+     rebinds) and the names it was told (the host it binds, the machine's own name). A unix socket listener checks
+     no `Host`: no browser connects to a unix socket;
+  3. an `Origin` that is present and not a loopback origin (`http(s)://localhost|127.x|[::1][:port]`) is refused
      with 403: a web page the user visits must not drive the server through DNS rebinding (MCP's streamable HTTP
      transport, "Security Warning"). No `Origin` is what a non-browser client sends, and is admitted;
-  2. every request carries `Authorization: Bearer TOKEN` with the server's token, compared in constant time; no
+  4. every request carries `Authorization: Bearer TOKEN` with the server's token, compared in constant time; no
      header, another scheme or another token is refused with 401.
+- Connections (`place`), before a connection's first byte is read: at most MAX_CONNECTIONS_PER_PEER open
+  connections (the transport's, TCP or unix socket: not MCP sessions) from one peer (its IP address, the port
+  never; on a unix socket, its process) and MAX_CONNECTIONS in all. A new connection past either bound takes the
+  place of an idle one (no request in hand: none yet, one whose head is still arriving, or between two) of the
+  same peer, or, past the total, of the peer holding the most connections; with none idle it is refused: 429 past
+  its peer's bound, 503 past the total, each with `Retry-After`.
 - Routing (`route`): another path than the endpoint's is a 404. Then the era: a request whose `MCP-Protocol-Version`
   header names no revision of the `initialize` handshake (`era_of`: 2026-07-28, or a value no revision has) is of
   the per-request era, and goes to the server's one MCP server of that era whatever its method or session id (that
@@ -28,13 +44,18 @@ import enum
 import hmac
 import ipaddress
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 ENDPOINT = "/mcp"
 """The one path the server answers on."""
 
 MAX_PORT = 65535
+
+MAX_HEAD_BYTES = 16 << 10
+"""Longest head, its request line and header fields as on the wire (h11's default bound, and Node's): 16 KiB."""
+MAX_HEADER_FIELDS = 100
+"""Most header fields in one request (Apache's LimitRequestFields); an MCP client sends about ten."""
 
 
 # ---- listening ----------------------------------------------------------------------------------------------
@@ -139,6 +160,8 @@ class Verdict(enum.Enum):
     """What becomes of a request at the door."""
 
     ADMITTED = "admitted"  # on to the routing
+    HEAD_TOO_LARGE = "head_too_large"  # a request line and header fields over MAX_HEAD_BYTES or MAX_HEADER_FIELDS
+    BAD_HOST = "bad_host"  # on a TCP listener, a Host header missing, malformed, or not a host of the listener's
     BAD_ORIGIN = "bad_origin"  # an Origin header that is not a loopback origin
     NO_TOKEN = "no_token"  # no Authorization header
     NOT_BEARER = "not_bearer"  # an Authorization header of another scheme, or with no credentials
@@ -147,6 +170,8 @@ class Verdict(enum.Enum):
 
 STATUS: dict[Verdict, int] = {
     Verdict.ADMITTED: 200,
+    Verdict.HEAD_TOO_LARGE: 431,
+    Verdict.BAD_HOST: 403,
     Verdict.BAD_ORIGIN: 403,
     Verdict.NO_TOKEN: 401,
     Verdict.NOT_BEARER: 401,
@@ -156,6 +181,14 @@ STATUS: dict[Verdict, int] = {
 
 REASONS: dict[Verdict, str] = {
     Verdict.ADMITTED: "admitted",
+    Verdict.HEAD_TOO_LARGE: (
+        f"the request's head is over {MAX_HEAD_BYTES} bytes or {MAX_HEADER_FIELDS} header fields (431: Request "
+        "Header Fields Too Large)"
+    ),
+    Verdict.BAD_HOST: (
+        "the Host header does not name this server (a web page may not drive it by DNS rebinding): send the host "
+        "you connect to, e.g. 127.0.0.1 or localhost"
+    ),
     Verdict.BAD_ORIGIN: "the Origin header is not a loopback origin (a web page may not drive this server)",
     Verdict.NO_TOKEN: "no bearer token: send Authorization: Bearer TOKEN (EUKHE_MCP_TOKEN, or the server's token file)",
     Verdict.NOT_BEARER: "the Authorization header is not Bearer TOKEN",
@@ -203,11 +236,198 @@ def token_verdict(authorization: str | None, token: str) -> Verdict:
     return Verdict.ADMITTED
 
 
-def admit(*, origin: str | None, authorization: str | None, token: str) -> Verdict:
-    """The door: the Origin first (a rebinding page learns nothing more), then the token."""
+def admit(
+    *,
+    head: Head,
+    host: str | None,
+    hosts: HostRule | None,
+    origin: str | None,
+    authorization: str | None,
+    token: str,
+) -> Verdict:
+    """The door: the head's size, then the Host (`hosts`: the listener's rule, None on a unix socket), then the
+    Origin (a rebinding page learns nothing more), then the token."""
+    if not head_fits(head):
+        return Verdict.HEAD_TOO_LARGE
+    if not host_allowed(host, hosts):
+        return Verdict.BAD_HOST
     if not origin_allowed(origin):
         return Verdict.BAD_ORIGIN
     return token_verdict(authorization, token)
+
+
+# ---- the head -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """How big a request's head is: its header fields, and its bytes as on the wire (`head_of`)."""
+
+    fields: int
+    size: int
+
+
+def head_of(method: bytes, target: bytes, headers: Sequence[tuple[bytes, bytes]]) -> Head:
+    """The head of a request as HTTP/1.1 writes it: `METHOD TARGET HTTP/1.1` CRLF, `name: value` CRLF each, CRLF."""
+    line = len(method) + 1 + len(target) + len(b" HTTP/1.1\r\n")
+    return Head(len(headers), line + sum(len(name) + 2 + len(value) + 2 for name, value in headers) + 2)
+
+
+def head_fits(head: Head) -> bool:
+    """Whether a head is within both bounds."""
+    return head.fields <= MAX_HEADER_FIELDS and head.size <= MAX_HEAD_BYTES
+
+
+# ---- the Host header ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HostRule:
+    """Which `Host` headers a TCP listener takes: loopback hosts always; beyond a loopback listener (`remote`),
+    also any IP address and `names` (lower case, without a final dot)."""
+
+    remote: bool
+    names: frozenset[str]
+
+
+def host_rule(plan: TcpListen | UnixListen, machine_names: Collection[str] = ()) -> HostRule | None:
+    """The Host rule of a listener (`machine_names`: this machine's own names, for one beyond loopback); None for a
+    unix socket, which checks no Host."""
+    if isinstance(plan, UnixListen):
+        return None
+    if plan.loopback:
+        return HostRule(remote=False, names=frozenset())
+    named = (name for name in (plan.host, *machine_names) if valid_host(name) and not is_address(name))
+    return HostRule(remote=True, names=frozenset(normal_name(name) for name in named))
+
+
+HOST_HEADER = re.compile(r"(?P<host>\[[^\]]*\]|[^:\[\]]*)(?::(?P<port>[0-9]{1,5}))?")
+"""A Host header's value: host[:port] (RFC 9110 7.2), an IPv6 host in brackets."""
+
+
+def host_of(value: str) -> str | None:
+    """The host a `Host` header names (an IPv6 address without its brackets), None when it is not one."""
+    found = HOST_HEADER.fullmatch(value)
+    if found is None or (found.group("port") is not None and int(found.group("port")) > MAX_PORT):
+        return None
+    host = found.group("host")
+    if host.startswith("["):
+        host = host[1:-1]
+        return host if ":" in host and is_address(host) else None
+    return host if host and valid_host(host) else None
+
+
+def host_allowed(value: str | None, rule: HostRule | None) -> bool:
+    """Whether a request with this `Host` header (None: none) may go on, by its listener's rule (None: a unix
+    socket, where any passes)."""
+    if rule is None:
+        return True
+    host = None if value is None else host_of(value)
+    if host is None:
+        return False
+    if is_loopback_host(host):
+        return True
+    return rule.remote and (is_address(host) or normal_name(host) in rule.names)
+
+
+def is_address(host: str) -> bool:
+    """Whether `host` is an IP address (IPv6 without brackets)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def normal_name(name: str) -> str:
+    """A host name as compared: lower case, without a final dot."""
+    return name.lower().rstrip(".")
+
+
+# ---- connections --------------------------------------------------------------------------------------------
+
+MAX_CONNECTIONS_PER_PEER = 128
+"""Most open connections from one peer. A session holds one for its stream (GET) as long as it lives, and one more
+per request in flight; on a loopback listener every local client is the one peer 127.0.0.1 (the MCP conformance
+runner alone keeps some 30 sessions with their streams open), so the bound is for all of them: high enough for
+several busy clients, low enough that a runaway holds at most this many descriptors."""
+MAX_CONNECTIONS = 512
+"""Most open connections in all (four peers' worth): half of a common descriptor limit of 1024, the rest left to the
+server (connections being refused, the daemon's sockets, files)."""
+RETRY_AFTER_S = 1
+"""The `Retry-After` of a connection refused: by then a call may have ended, or an idle connection appeared."""
+
+
+@dataclass(frozen=True, slots=True)
+class Open:
+    """An open connection, as placing a new one sees it: its peer, and whether it is idle (no request in hand)."""
+
+    peer: str
+    idle: bool
+
+
+class Placement(enum.Enum):
+    """What becomes of a new connection."""
+
+    ACCEPT = "accept"  # within both bounds
+    EVICT = "evict"  # in place of an idle connection, closed first
+    REFUSE_PEER = "refuse_peer"  # 429: its peer holds its bound, none idle
+    REFUSE_FULL = "refuse_full"  # 503: the server holds its bound, none idle
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A new connection's placement; `victim` is the index of the connection it replaces (EVICT only)."""
+
+    placement: Placement
+    victim: int | None = None
+
+
+STATUS_OF_PLACEMENT: dict[Placement, int] = {Placement.REFUSE_PEER: 429, Placement.REFUSE_FULL: 503}
+"""The status of each refusal."""
+
+PLACEMENT_MESSAGES: dict[Placement, str] = {
+    Placement.REFUSE_PEER: (
+        f"too many connections from your address ({MAX_CONNECTIONS_PER_PEER} open, each with a request in hand): "
+        "retry once one ends"
+    ),
+    Placement.REFUSE_FULL: f"the server holds {MAX_CONNECTIONS} connections, each with a request in hand: retry later",
+}
+
+
+def place(
+    peer: str,
+    connections: Sequence[Open],
+    *,
+    per_peer: int = MAX_CONNECTIONS_PER_PEER,
+    total: int = MAX_CONNECTIONS,
+) -> Place:
+    """Where a new connection from `peer` goes, given the open ones (oldest first). Past its peer's bound it
+    replaces that peer's oldest idle connection; past the total, the oldest idle one of the peer with the most
+    connections; with no such connection it is refused."""
+    held: dict[str, int] = {}
+    for connection in connections:
+        held[connection.peer] = held.get(connection.peer, 0) + 1
+    if held.get(peer, 0) >= per_peer:
+        mine = [index for index, connection in enumerate(connections) if connection.peer == peer and connection.idle]
+        return Place(Placement.EVICT, mine[0]) if mine else Place(Placement.REFUSE_PEER)
+    if len(connections) >= total:
+        idle = [index for index, connection in enumerate(connections) if connection.idle]
+        if not idle:
+            return Place(Placement.REFUSE_FULL)
+        return Place(Placement.EVICT, min(idle, key=lambda index: (-held[connections[index].peer], index)))
+    return Place(Placement.ACCEPT)
+
+
+def peer_of_address(address: str) -> str:
+    """The peer a TCP connection is from: its IP address (an IPv4-mapped IPv6 one as IPv4; the port never)."""
+    try:
+        parsed = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)
+    return str(parsed)
 
 
 # ---- routing ------------------------------------------------------------------------------------------------

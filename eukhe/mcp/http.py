@@ -1,8 +1,8 @@
 """`eukhe mcp --http ADDRESS`: the same MCP server over MCP's streamable HTTP transport (docs/mcp.md, "HTTP").
 
-The decisions are the core's (`eukhe.core.mcp_http`): where the server may listen, which requests pass the door (the
-Origin, then the bearer token), where each admitted request goes. This module is the shell around them: the token,
-the listening socket, uvicorn, and the connections.
+The decisions are the core's (`eukhe.core.mcp_http`): where the server may listen, which connections it takes,
+which requests pass the door (the head's size, the Host, the Origin, then the bearer token), where each admitted
+request goes. This module is the shell around them: the token, the listening socket, uvicorn, and the connections.
 
 One client connection is one MCP session of the SDK's transport: an `initialize` without a session id opens it, with
 an eukhe session of its own (created in `--cwd`) or the one `--session` names, and an `EukheServer` over that
@@ -22,11 +22,14 @@ such request). In that era a client cancels a call by closing its stream: the do
 call's cancel as the client's (`cancel_on_leave`), so its job is cancelled in the daemon, as on
 `notifications/cancelled`; a stop leaves it to the daemon.
 
-Bounds on what a client sends: every request must arrive whole (its headers and body) within REQUEST_ARRIVAL_S of
-its first byte (of the connection, for its first request), else the connection is closed (uvicorn has a keep-alive
-timeout between requests but none while one arrives: `TimedH11Protocol`); a POST body is at most MAX_BODY_BYTES
-(413); a body without a session id that is not JSON (bad UTF-8, bad syntax, nested or numbered past the SDK's
-parser's bounds) is a JSON-RPC parse error, as the SDK answers one with a session id.
+Bounds on what a client sends (uvicorn keeps none of them but a keep-alive timeout between requests; the shell's
+are in `ServedH11Protocol`, the decisions in the core): a new connection past its peer's bound or the total takes the
+place of an idle one, else is refused (429, 503); a request's head is at most MAX_HEAD_BYTES and MAX_HEADER_FIELDS
+(431); every request must arrive whole (its headers and body) within REQUEST_ARRIVAL_S of its first byte (of the
+connection, for its first request), else the connection is closed; a POST body is at most MAX_BODY_BYTES (413),
+counted as it comes when it has no Content-Length; a body without a session id that is not JSON (bad UTF-8, bad
+syntax, nested or numbered past the SDK's parser's bounds) is a JSON-RPC parse error, as the SDK answers one with a
+session id. Every refusal is a JSON-RPC error in the body and a line on stderr.
 
 SIGINT and SIGTERM stop the server: no new requests, every connection closed (a call in flight is left to the daemon:
 a shutdown is not a cancel), then uvicorn lets the open HTTP connections end, at most GRACE_S.
@@ -37,13 +40,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import logging
 import os
 import secrets
 import signal
 import socket
 import stat
-from collections.abc import Awaitable, Callable
+import struct
+from collections.abc import Awaitable, Callable, Sequence
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -67,13 +73,20 @@ from eukhe.core.mcp_events import EventLog
 from eukhe.core.mcp_http import (
     ERROR_CODES,
     INVALID_REQUEST,
+    MAX_HEAD_BYTES,
     MCP_METHODS,
     MESSAGES,
+    PLACEMENT_MESSAGES,
     REASONS,
+    RETRY_AFTER_S,
     STATUS,
+    STATUS_OF_PLACEMENT,
     STATUS_OF_ROUTE,
     Body,
+    HostRule,
     ListenRefusal,
+    Open,
+    Placement,
     Route,
     SessionFact,
     TcpListen,
@@ -82,6 +95,10 @@ from eukhe.core.mcp_http import (
     admit,
     body_of,
     era_of,
+    head_of,
+    host_rule,
+    peer_of_address,
+    place,
     plan_listen,
     route,
 )
@@ -107,6 +124,11 @@ MAX_BODY_BYTES = MAX_LINE_BYTES
 REQUEST_ARRIVAL_S = 15.0
 """How long a request may take to arrive whole, its headers and body, from its first byte (the connection's start,
 for its first request); past it the connection is closed."""
+REFUSAL_LINGER_S = 2.0
+"""How long a connection answered and closed here (a refusal) goes on reading and dropping what its client still
+sends, so the client reads the answer before the connection is reset."""
+MAX_LINGERING = 64
+"""Most such connections at once; past it a refused connection is closed with no answer (a flood gets none)."""
 GRACE_S = 5.0
 """At a stop, how long the open HTTP connections may take to end once their MCP sessions are closed."""
 MAX_EVENTS = 4096
@@ -341,11 +363,19 @@ class Endpoint:
     """The ASGI application: the door, the routing, and the connections."""
 
     def __init__(
-        self, link: DaemonLink, token: str, opener: Opener, group: anyio.abc.TaskGroup, serving: Serving
+        self,
+        link: DaemonLink,
+        token: str,
+        opener: Opener,
+        group: anyio.abc.TaskGroup,
+        serving: Serving,
+        *,
+        hosts: HostRule | None = None,
     ) -> None:
         self.link = link
         self.serving = serving
         self.token = token
+        self.hosts = hosts  # None: a unix socket, where no Host is checked
         self.opener = opener
         self.group = group
         self.connections: dict[str, Connection] = {}
@@ -359,9 +389,19 @@ class Endpoint:
         if scope["type"] != "http":
             return
         headers = first_headers(scope)
-        verdict = admit(origin=headers.get("origin"), authorization=headers.get("authorization"), token=self.token)
+        query = scope["query_string"]
+        target = scope["raw_path"] + (b"?" + query if query else b"")
+        verdict = admit(
+            head=head_of(scope["method"].encode("latin-1"), target, scope["headers"]),
+            host=headers.get("host"),
+            hosts=self.hosts,
+            origin=headers.get("origin"),
+            authorization=headers.get("authorization"),
+            token=self.token,
+        )
         if verdict is not Verdict.ADMITTED:
-            log.info("refused %s %s: %s", scope["method"], scope["path"], verdict.value)
+            given = f" (Host {headers.get('host', '')[:200]!r})" if verdict is Verdict.BAD_HOST else ""
+            log.info("refused %s %s: %s%s", scope["method"], scope["path"], verdict.value, given)
             challenge = [(b"www-authenticate", www_authenticate(verdict))] if STATUS[verdict] == 401 else []
             await respond(send, STATUS[verdict], REASONS[verdict], challenge)
             return
@@ -378,6 +418,7 @@ class Endpoint:
             except ClientGoneError:
                 return
             if read is None:
+                log.info("refused %s %s: the body is over %d bytes", scope["method"], scope["path"], MAX_BODY_BYTES)
                 await respond(send, 413, f"the request body is over {MAX_BODY_BYTES} bytes (64 MiB)")
                 return
             body = read
@@ -556,12 +597,31 @@ async def respond(
 ) -> None:
     """Answer a request here: the status, and a JSON-RPC error saying why (what MCP clients read); its code is
     `code`, else Invalid Request for a 4xx and Internal Error for a 5xx."""
-    code = code if code is not None else INVALID_REQUEST if status < 500 else types.INTERNAL_ERROR
-    error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
-    body = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    body = error_body(status, message, request_id=request_id, code=code)
     start_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": start_headers + (headers or [])})
     await send({"type": "http.response.body", "body": body})
+
+
+def error_body(status: int, message: str, *, request_id: Any = None, code: int | None = None) -> bytes:
+    """A JSON-RPC error saying why (`code`, else Invalid Request for a 4xx and Internal Error for a 5xx)."""
+    code = code if code is not None else INVALID_REQUEST if status < 500 else types.INTERNAL_ERROR
+    error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+    return error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+def raw_answer(status: int, message: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> bytes:
+    """A whole answer, written as is where no request reached the application (a connection refused, a request
+    that never arrived whole or is not HTTP): the status, `connection: close`, and a JSON-RPC error saying why."""
+    body = error_body(status, message)
+    lines = [
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}".encode(),
+        b"content-type: application/json",
+        b"content-length: %d" % len(body),
+        b"connection: close",
+        *(name + b": " + value for name, value in headers),
+    ]
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
 class ClientGoneError(Exception):
@@ -611,22 +671,101 @@ def replayed(body: bytes, receive: Receive) -> Receive:
 # ---- serving ------------------------------------------------------------------------------------------------
 
 
-class TimedH11Protocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with a deadline for each request to arrive whole (its headers and its body):
-    REQUEST_ARRIVAL_S from the request's first byte, or from the connection's start for its first request. Past it
-    the connection is closed: with a 408 when the headers never came whole (no response was started), else at once
-    (the application reading the body sees the client gone). Between requests uvicorn's own keep-alive timeout
-    holds; a request that arrived whole is never timed, however long its response streams."""
+class Connections:
+    """The open connections, oldest first, each with its peer (what `place` decides on), and how many refused
+    ones still linger (`ServedH11Protocol.refuse`)."""
+
+    def __init__(self) -> None:
+        self.open: dict[ServedH11Protocol, str] = {}  # insertion order: the order they opened
+        self.lingering = 0
+
+    def place(self, protocol: ServedH11Protocol, peer: str) -> Placement:
+        """Place a new connection (`core.mcp_http.place`): accepted, in place of an idle one (closed here), or
+        refused (the caller answers it)."""
+        members = list(self.open.items())
+        decided = place(peer, [Open(other, member.idle()) for member, other in members])
+        if decided.placement is Placement.EVICT:
+            assert decided.victim is not None
+            victim, victims_peer = members[decided.victim]
+            log.info("closed an idle connection from %s to make room for one from %s", victims_peer, peer)
+            self.forget(victim)
+            victim.evict()
+        if decided.placement in (Placement.ACCEPT, Placement.EVICT):
+            self.open[protocol] = peer
+        return decided.placement
+
+    def forget(self, protocol: ServedH11Protocol) -> None:
+        self.open.pop(protocol, None)
+
+
+class ServingConfig(uvicorn.Config):
+    """uvicorn's config, with the server's open connections (each new one is placed among them)."""
+
+    def __init__(self, *args: Any, connections: Connections, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.connections = connections
+
+
+class HeadBoundConnection(h11.Connection):
+    """h11's server connection, its heads bounded by MAX_HEAD_BYTES, remembering the error that refused the peer
+    (its `error_status_hint` is 431 when a head grew past the bound before it was whole)."""
+
+    def __init__(self) -> None:
+        super().__init__(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        self.refusal: h11.RemoteProtocolError | None = None
+
+    def next_event(self) -> Any:
+        try:
+            return super().next_event()
+        except h11.RemoteProtocolError as error:
+            self.refusal = error
+            raise
+
+
+class ServedH11Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with the bounds uvicorn does not keep.
+
+    - Connections: each new one is placed among the open ones (`Connections.place`); one refused is answered 429 or
+      503 with `Retry-After` before anything of it is read, and closed (`refuse`).
+    - Heads: h11 refuses a head that grows past MAX_HEAD_BYTES before it is whole; that refusal is a 431 here
+      (uvicorn's would be a 400), any other h11 refusal a 400, each with a JSON-RPC error. (A head that arrives
+      whole in one read is measured by the door: `core.mcp_http.admit`.)
+    - Arrival: each request must arrive whole (its headers and its body) within REQUEST_ARRIVAL_S from its first
+      byte, or from the connection's start for its first request. Past it the connection is closed: with a 408
+      when the headers never came whole (no response was started), else at once (the application reading the body
+      sees the client gone). Between requests uvicorn's own keep-alive timeout holds; a request that arrived whole
+      is never timed, however long its response streams.
+
+    Every answer written here says `connection: close`, and the connection then lingers (`refuse`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.conn: HeadBoundConnection = HeadBoundConnection()
         self.arrival: asyncio.TimerHandle | None = None
+        self.linger: asyncio.TimerHandle | None = None
+        self.refused = False  # answered here: what the client sends now is dropped
+        self.peer = ""
+
+    @property
+    def table(self) -> Connections:
+        config = self.config
+        assert isinstance(config, ServingConfig)
+        return config.connections
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.peer = peer_of(transport)
+        placement = self.table.place(self, self.peer)
+        if placement in STATUS_OF_PLACEMENT:
+            log.info("refused a connection from %s: %s", self.peer, placement.value)
+            retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
+            self.refuse(STATUS_OF_PLACEMENT[placement], PLACEMENT_MESSAGES[placement], retry)
+            return
         self.arm()
 
     def data_received(self, data: bytes) -> None:
+        if self.refused:
+            return
         if self.arriving():  # the first byte of a request (after a keep-alive wait) starts its clock
             self.arm()
         super().data_received(data)
@@ -635,7 +774,56 @@ class TimedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.disarm()
+        self.table.forget(self)
+        if self.linger is not None:
+            self.linger.cancel()
+            self.linger = None
+            self.table.lingering -= 1
         super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        if self.refused:
+            self.transport.close()
+            return
+        super().shutdown()
+
+    def send_400_response(self, msg: str) -> None:
+        """h11 refused what the client sent: 431 for a head past the bound, else 400 (uvicorn's own answer would be
+        a 400 in plain text for both)."""
+        error = self.conn.refusal
+        status = error.error_status_hint if error is not None else 400
+        if status == STATUS[Verdict.HEAD_TOO_LARGE]:
+            message = REASONS[Verdict.HEAD_TOO_LARGE]
+        else:
+            message = f"the request is not HTTP/1.1 this server reads: {error or msg}"
+        log.info("refused a request from %s: %s", self.peer, message)
+        self.refuse(status, message)
+
+    def idle(self) -> bool:
+        """Whether no request is in hand: none came yet, its head is still arriving, or the last one is answered."""
+        return not self.refused and self.conn.their_state is h11.IDLE and self.conn.our_state is h11.IDLE
+
+    def evict(self) -> None:
+        """Close this idle connection, to make room for a new one."""
+        self.disarm()
+        self.transport.close()
+
+    def refuse(self, status: int, message: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+        """Answer `status` here and close: the answer written, the writing side shut, and what the client still
+        sends read and dropped until it closes, or for REFUSAL_LINGER_S (closed at once, its unread bytes would
+        reset the connection, and the client could lose the answer). Past MAX_LINGERING such connections, one is
+        closed with no answer."""
+        self.disarm()
+        self.table.forget(self)
+        self.refused = True
+        if self.table.lingering >= MAX_LINGERING:
+            self.transport.abort()
+            return
+        self.transport.write(raw_answer(status, message, headers))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.table.lingering += 1
+        self.linger = self.loop.call_later(REFUSAL_LINGER_S, self.transport.close)
 
     def arriving(self) -> bool:
         """Whether a request is still on its way: its headers (IDLE) or its body (SEND_BODY) not yet whole."""
@@ -651,18 +839,29 @@ class TimedH11Protocol(H11Protocol):
             self.arrival = None
 
     def too_slow(self) -> None:
-        """The request did not arrive in time: close the connection (the 408 says why, when nothing was answered)."""
+        """The request did not arrive in time: close the connection (a 408 says why, when nothing was answered)."""
         self.arrival = None
         if self.transport.is_closing() or not self.arriving():
             return
         log.info("closed a connection whose request did not arrive whole within %.0f s", REQUEST_ARRIVAL_S)
         if self.conn.their_state is h11.IDLE and self.conn.our_state is h11.IDLE:
-            self.transport.write(REQUEST_TIMEOUT)
-        self.transport.close()
+            self.refuse(408, f"the request did not arrive whole within {REQUEST_ARRIVAL_S:.0f} s")
+        else:
+            self.transport.close()
 
 
-REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
-"""The answer to a request whose headers did not arrive in time (written as is: no request was parsed)."""
+def peer_of(transport: asyncio.BaseTransport) -> str:
+    """Whom a connection is from, for its bound: the peer's IP address over TCP (`core.mcp_http.peer_of_address`),
+    its process on a unix socket (SO_PEERCRED)."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family == socket.AF_UNIX:
+        try:
+            credentials = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        except OSError:
+            return "a unix socket peer"
+        return f"process {struct.unpack('3i', credentials)[0]}"
+    peer = transport.get_extra_info("peername")
+    return peer_of_address(str(peer[0])) if isinstance(peer, tuple) and peer else "an unknown peer"
 
 
 class Uvicorn(uvicorn.Server):
@@ -674,18 +873,27 @@ class Uvicorn(uvicorn.Server):
         yield
 
 
-async def serve_http(link: DaemonLink, sock: socket.socket, token: str, opener: Opener, serving: Serving) -> None:
-    """Serve streamable HTTP on `sock` until SIGINT or SIGTERM."""
+async def serve_http(
+    link: DaemonLink,
+    sock: socket.socket,
+    token: str,
+    opener: Opener,
+    serving: Serving,
+    *,
+    hosts: HostRule | None,
+) -> None:
+    """Serve streamable HTTP on `sock` until SIGINT or SIGTERM (`hosts`: the Host rule of its listener)."""
     async with anyio.create_task_group() as group:
-        endpoint = Endpoint(link, token, opener, group, serving)
-        config = uvicorn.Config(
+        endpoint = Endpoint(link, token, opener, group, serving, hosts=hosts)
+        config = ServingConfig(
             endpoint,
+            connections=Connections(),
             lifespan="off",
             log_config=None,
             log_level="warning",
             access_log=False,
             ws="none",
-            http=TimedH11Protocol,
+            http=ServedH11Protocol,
             server_header=False,
             timeout_graceful_shutdown=int(GRACE_S),
         )
@@ -747,7 +955,8 @@ def run_http(
         log.warning("listening beyond this machine (--allow-remote): anyone who has the token runs commands as you")
     log.info("listening on %s (%s); bearer token %s", where, serves, token_source)
     try:
-        anyio.run(serve_http, DaemonLink(socket_path), sock, token, opener, serving)
+        hosts = host_rule(plan, [socket.gethostname()])
+        anyio.run(functools.partial(serve_http, DaemonLink(socket_path), sock, token, opener, serving, hosts=hosts))
     finally:
         sock.close()
         if isinstance(plan, UnixListen):

@@ -1,4 +1,5 @@
-"""Laws of `eukhe mcp --http`'s decisions (`eukhe.core.mcp_http`): where it listens, the door, the routing.
+"""Laws of `eukhe mcp --http`'s decisions (`eukhe.core.mcp_http`): where it listens, the door (the head's size,
+the Host, the Origin, the token), the routing, and where a new connection goes.
 
 Each law is checked over a small scope whole (every host, origin, header, method and session fact listed here) and
 with Hypothesis over free input. The references below are written from the rules in the module's docstring, not
@@ -19,14 +20,25 @@ from eukhe.core.mcp_http import (
     ENDPOINT,
     ERROR_CODES,
     INVALID_REQUEST,
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_PEER,
+    MAX_HEAD_BYTES,
+    MAX_HEADER_FIELDS,
     MCP_METHODS,
     PARSE_ERROR,
+    PLACEMENT_MESSAGES,
     STATUS,
+    STATUS_OF_PLACEMENT,
     STATUS_OF_ROUTE,
     Body,
     Era,
+    Head,
+    HostRule,
     ListenReason,
     ListenRefusal,
+    Open,
+    Place,
+    Placement,
     Route,
     SessionFact,
     TcpListen,
@@ -35,10 +47,17 @@ from eukhe.core.mcp_http import (
     admit,
     body_of,
     era_of,
+    head_fits,
+    head_of,
+    host_allowed,
+    host_of,
+    host_rule,
     is_initialize,
     is_loopback_host,
     needs_body,
     origin_allowed,
+    peer_of_address,
+    place,
     plan_listen,
     route,
     token_verdict,
@@ -201,17 +220,159 @@ def test_token_exact_over_free_headers(header: str, token: str) -> None:
 
 ORIGINS = [None, "http://localhost:6274", "http://evil.com", "null"]
 
+# ---- the head -----------------------------------------------------------------------------------------------
 
-def test_door_origin_before_token_over_every_pair() -> None:
-    """A bad Origin is 403 whatever the token; a good or absent one leaves the token's verdict, 401 unless right."""
-    for origin, header in itertools.product(ORIGINS, HEADERS):
-        verdict = admit(origin=origin, authorization=header, token=TOKEN)
-        if not origin_allowed(origin):
-            assert verdict is Verdict.BAD_ORIGIN
-            assert STATUS[verdict] == 403
-        else:
-            assert verdict is token_verdict(header, TOKEN)
-            assert STATUS[verdict] == (200 if header in ADMITTED_HEADERS else 401)
+
+def written_head(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    return b"%s %s HTTP/1.1\r\n%s\r\n" % (method, target, b"".join(b"%s: %s\r\n" % field for field in headers))
+
+
+header_fields = st.lists(st.tuples(st.binary(min_size=1, max_size=40), st.binary(max_size=400)), max_size=120)
+
+
+@given(st.binary(min_size=1, max_size=10), st.binary(min_size=1, max_size=300), header_fields)
+def test_head_bound_measures_the_head_as_written(
+    method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
+    head = head_of(method, target, headers)
+    assert head == Head(fields=len(headers), size=len(written_head(method, target, headers)))
+    assert head_fits(head) is (len(headers) <= MAX_HEADER_FIELDS and head.size <= MAX_HEAD_BYTES)
+
+
+def test_head_bound_over_every_size_at_the_edges() -> None:
+    fields = [0, 1, MAX_HEADER_FIELDS - 1, MAX_HEADER_FIELDS, MAX_HEADER_FIELDS + 1, 10**6]
+    sizes = [0, 1, MAX_HEAD_BYTES - 1, MAX_HEAD_BYTES, MAX_HEAD_BYTES + 1, 10**9]
+    for count, size in itertools.product(fields, sizes):
+        assert head_fits(Head(count, size)) is (count <= MAX_HEADER_FIELDS and size <= MAX_HEAD_BYTES), (count, size)
+
+
+# ---- the Host header ----------------------------------------------------------------------------------------
+
+LOOPBACK = HostRule(remote=False, names=frozenset())
+REMOTE = HostRule(remote=True, names=frozenset({"devbox.example", "myhost"}))
+HOST_PORTS = ["", ":0", ":1", ":8765", ":65535", ":08765"]
+BAD_HOST_PORTS = [":", ":65536", ":-1", ":80a", ":８０", ":123456", "::80"]
+REMOTE_NAMES = ["example.com", "localhost.evil", "127.example.com", "evil-localhost"]  # in REMOTE_HOSTS
+NAMED = ["devbox.example", "DevBox.Example", "devbox.example.", "myhost", "MYHOST"]
+NOT_NAMED = ["evil.example", "localhost.evil.example", "127.0.0.1.nip.io", "evil-localhost", "devbox.example.evil",
+             "xdevbox.example", "my-host", "localhost1"]  # fmt: skip
+MALFORMED_HOSTS = ["", " ", "[127.0.0.1]", "[::1", "::1", "user@localhost", "localhost/path", "local host", "[]",
+                   "[localhost]", "localhost\x00", "-evil", "a..b", "[fe80::1]x", "host_name"]  # fmt: skip
+
+
+def host_value(host: str, port: str) -> str:
+    return f"{bracketed(host)}{port}"
+
+
+def test_host_checked_over_every_listed_host_port_and_rule() -> None:
+    """A loopback host passes every TCP rule with any port or none; an IP address that is not loopback, and the
+    listener's own names, pass a remote listener's rule only; any other name, a malformed value and no Host pass
+    no TCP rule; a unix socket's (None) takes anything."""
+    for host, port in itertools.product(LOOPBACK_HOSTS, HOST_PORTS):
+        for rule in (LOOPBACK, REMOTE, None):
+            assert host_allowed(host_value(host, port), rule), (host, port, rule)
+    for host, port in itertools.product(REMOTE_HOSTS + NAMED + NOT_NAMED, HOST_PORTS):
+        value = host_value(host, port)
+        assert not host_allowed(value, LOOPBACK), value
+        assert host_allowed(value, REMOTE) is (host not in NOT_NAMED + REMOTE_NAMES), value
+        assert host_allowed(value, None), value
+    for host, port in itertools.product([*LOOPBACK_HOSTS, "10.0.0.1", "devbox.example"], BAD_HOST_PORTS):
+        assert not host_allowed(host_value(host, port), LOOPBACK), (host, port)
+        assert not host_allowed(host_value(host, port), REMOTE), (host, port)
+    for value in [None, *MALFORMED_HOSTS]:
+        assert not host_allowed(value, LOOPBACK), value
+        assert not host_allowed(value, REMOTE), value
+        assert host_allowed(value, None), value
+
+
+@given(st.ip_addresses(), st.none() | st.integers(0, 65535), st.booleans())
+def test_host_checked_over_every_ip_address(address: object, port: int | None, remote: bool) -> None:
+    """An address passes a loopback listener's rule when it is loopback, a remote listener's always."""
+    host = str(address)
+    value = bracketed(host) + ("" if port is None else f":{port}")
+    rule = REMOTE if remote else LOOPBACK
+    assert host_allowed(value, rule) is (remote or is_loopback_host(host)), value
+
+
+names = st.from_regex(r"[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,20}){0,3}", fullmatch=True)
+
+
+@given(names, st.sets(names, max_size=3), st.none() | st.integers(0, 65535))
+def test_host_checked_a_name_passes_when_loopback_or_named(name: str, named: set[str], port: int | None) -> None:
+    value = name + ("" if port is None else f":{port}")
+    assert host_allowed(value, LOOPBACK) is (name == "localhost")
+    rule = HostRule(remote=True, names=frozenset(named))
+    assert host_allowed(value, rule) is (name == "localhost" or name in named)
+    assert host_allowed(value.upper(), rule) is host_allowed(value, rule), "names are compared in any case"
+
+
+@given(st.text(), st.booleans())
+def test_host_checked_over_free_text(value: str, remote: bool) -> None:
+    """Whatever a client sends, an admitted Host names a loopback host, or (remote) an address or a named host;
+    its port, if any, is a port; and the port never changes the verdict."""
+    rule = REMOTE if remote else LOOPBACK
+    if not host_allowed(value, rule):
+        return
+    host = host_of(value)
+    assert host is not None
+    assert is_loopback_host(host) or (remote and (":" in host or host.replace(".", "").isdigit() or
+                                                  host.lower().rstrip(".") in REMOTE.names)), value  # fmt: skip
+    bare = bracketed(host)
+    assert value == bare or (value.startswith(bare + ":") and int(value[len(bare) + 1 :]) <= 65535), value
+    for port in ("", ":1", ":65535"):
+        assert host_allowed(bare + port, rule), (value, port)
+
+
+def test_host_checked_by_each_listeners_rule() -> None:
+    """A unix socket checks no Host; a loopback listener takes loopback hosts; one beyond loopback also its own
+    names (the bound host and the machine's names; an address is taken anyway, as is every address)."""
+    assert host_rule(UnixListen("/tmp/s")) is None
+    assert host_rule(UnixListen("/tmp/s"), ["myhost"]) is None
+    for host in LOOPBACK_HOSTS:
+        assert host_rule(TcpListen(host, 0, loopback=True), ["myhost"]) == LOOPBACK, host
+    assert host_rule(TcpListen("0.0.0.0", 8765, loopback=False), ["MyHost.", "not a name"]) == HostRule(
+        remote=True, names=frozenset({"myhost"})
+    )
+    assert host_rule(TcpListen("DevBox.Example", 1, loopback=False), []) == HostRule(
+        remote=True, names=frozenset({"devbox.example"})
+    )
+    assert host_rule(TcpListen("::", 1, loopback=False), ["10.0.0.1"]) == HostRule(remote=True, names=frozenset())
+
+
+# ---- the door -----------------------------------------------------------------------------------------------
+
+FITS = Head(fields=10, size=500)
+HEADS = [FITS, Head(fields=MAX_HEADER_FIELDS + 1, size=500), Head(fields=10, size=MAX_HEAD_BYTES + 1)]
+DOOR_HOSTS = [None, "127.0.0.1:8765", "localhost", "evil.example:8765", "10.0.0.1:8765", "devbox.example"]
+
+
+def reference_door(
+    head: Head, host: str | None, hosts: HostRule | None, origin: str | None, header: str | None
+) -> Verdict:
+    """The order of the module's docstring, written out."""
+    if head.fields > MAX_HEADER_FIELDS or head.size > MAX_HEAD_BYTES:
+        return Verdict.HEAD_TOO_LARGE
+    if not host_allowed(host, hosts):
+        return Verdict.BAD_HOST
+    if not origin_allowed(origin):
+        return Verdict.BAD_ORIGIN
+    return token_verdict(header, TOKEN)
+
+
+def test_door_head_host_origin_then_token_over_every_combination() -> None:
+    """The head's size first (431), then the Host (403), then the Origin (403), then the token (401): each judged
+    before the next is looked at, whatever the next would say."""
+    for head, host, hosts, origin, header in itertools.product(
+        HEADS, DOOR_HOSTS, [LOOPBACK, REMOTE, None], ORIGINS, HEADERS
+    ):
+        verdict = admit(head=head, host=host, hosts=hosts, origin=origin, authorization=header, token=TOKEN)
+        assert verdict is reference_door(head, host, hosts, origin, header), (head, host, hosts, origin, header)
+        assert STATUS[verdict] == {
+            Verdict.ADMITTED: 200,
+            Verdict.HEAD_TOO_LARGE: 431,
+            Verdict.BAD_HOST: 403,
+            Verdict.BAD_ORIGIN: 403,
+        }.get(verdict, 401)
 
 
 # ---- routing ------------------------------------------------------------------------------------------------
@@ -297,3 +458,101 @@ JSON_VALUES = st.recursive(
 @example(json.loads(json.dumps(initialize(7))))
 def test_route_table_any_json_value_is_judged_without_error(message: object) -> None:
     assert body_of(message) in (Body.INITIALIZE, Body.OTHER)
+
+
+# ---- connections --------------------------------------------------------------------------------------------
+
+PEERS = ["a", "b", "c"]
+
+
+def reference_place(peer: str, connections: list[Open], per_peer: int, total: int) -> Place:
+    """The rules of the module's docstring, written out."""
+    mine = [index for index, connection in enumerate(connections) if connection.peer == peer]
+    if len(mine) >= per_peer:
+        idle = [index for index in mine if connections[index].idle]
+        return Place(Placement.EVICT, idle[0]) if idle else Place(Placement.REFUSE_PEER)
+    if len(connections) >= total:
+        held = {other: sum(connection.peer == other for connection in connections) for other in PEERS}
+        idle = [index for index, connection in enumerate(connections) if connection.idle]
+        if not idle:
+            return Place(Placement.REFUSE_FULL)
+        most = max(held[connections[index].peer] for index in idle)
+        return Place(Placement.EVICT, next(index for index in idle if held[connections[index].peer] == most))
+    return Place(Placement.ACCEPT)
+
+
+def after(peer: str, connections: list[Open], decided: Place) -> list[Open]:
+    """The open connections once the decision is carried out (the new one not idle: its request comes)."""
+    if decided.placement is Placement.ACCEPT:
+        return [*connections, Open(peer, idle=False)]
+    if decided.placement is Placement.EVICT:
+        assert decided.victim is not None
+        return [*connections[: decided.victim], *connections[decided.victim + 1 :], Open(peer, idle=False)]
+    return connections
+
+
+def within(connections: list[Open], per_peer: int, total: int) -> bool:
+    return len(connections) <= total and all(
+        sum(connection.peer == peer for connection in connections) <= per_peer for peer in PEERS
+    )
+
+
+def check_place(peer: str, connections: list[Open], per_peer: int, total: int) -> None:
+    decided = place(peer, connections, per_peer=per_peer, total=total)
+    assert decided == reference_place(peer, connections, per_peer, total), (peer, connections, per_peer, total)
+    if decided.placement is Placement.EVICT:
+        assert decided.victim is not None and connections[decided.victim].idle, "only an idle connection is closed"
+    else:
+        assert decided.victim is None
+    refused = decided.placement in (Placement.REFUSE_PEER, Placement.REFUSE_FULL)
+    assert refused is (decided.placement in STATUS_OF_PLACEMENT)
+    if refused:  # refused only when nothing idle could make room
+        mine_idle = any(connection.idle and connection.peer == peer for connection in connections)
+        assert not mine_idle and (decided.placement is Placement.REFUSE_PEER or not any(c.idle for c in connections))
+    assert within(after(peer, connections, decided), per_peer, total), "the bounds hold after every placement"
+
+
+def test_connections_bounded_over_every_small_table() -> None:
+    """Every sequence of up to 5 open connections of 3 peers, idle or not, within bounds of 1 to 3 per peer and
+    up to 5 in all: the placement of a new one from each peer is the reference's, and keeps the bounds."""
+    kinds = [Open(peer, idle) for peer in PEERS for idle in (False, True)]
+    for per_peer in range(1, 4):
+        for total in range(per_peer, 6):
+            for length in range(total + 1):
+                for connections in itertools.product(kinds, repeat=length):
+                    if within(list(connections), per_peer, total):
+                        for peer in PEERS:
+                            check_place(peer, list(connections), per_peer, total)
+
+
+@given(
+    st.sampled_from(PEERS),
+    st.lists(st.builds(Open, st.sampled_from(PEERS), st.booleans()), max_size=40),
+    st.integers(1, 20),
+    st.integers(0, 20),
+)
+def test_connections_bounded_over_random_tables(peer: str, connections: list[Open], per_peer: int, more: int) -> None:
+    total = per_peer + more
+    while not within(connections, per_peer, total):  # only tables within the bounds can happen
+        connections = connections[:-1]
+    check_place(peer, connections, per_peer, total)
+
+
+def test_connections_bounded_by_the_named_numbers() -> None:
+    assert MAX_CONNECTIONS_PER_PEER == 128 and MAX_CONNECTIONS == 512
+    busy = [Open("a", idle=False)] * MAX_CONNECTIONS_PER_PEER
+    assert place("a", busy) == Place(Placement.REFUSE_PEER)
+    assert place("b", busy) == Place(Placement.ACCEPT), "another peer is served"
+    full = [Open(str(n), idle=False) for n in range(MAX_CONNECTIONS)]
+    assert place("x", full) == Place(Placement.REFUSE_FULL)
+    assert STATUS_OF_PLACEMENT == {Placement.REFUSE_PEER: 429, Placement.REFUSE_FULL: 503}
+    assert set(PLACEMENT_MESSAGES) == set(STATUS_OF_PLACEMENT)
+
+
+@given(st.ip_addresses())
+def test_peer_is_the_address_an_ipv4_mapped_one_as_ipv4(address: object) -> None:
+    host = str(address)
+    mapped = getattr(address, "ipv4_mapped", None)
+    assert peer_of_address(host) == (str(mapped) if mapped is not None else host)
+    if ":" not in host:
+        assert peer_of_address(f"::ffff:{host}") == host

@@ -483,8 +483,8 @@ def test_mcp_http_a_request_that_does_not_arrive_whole_in_time_has_its_connectio
         host, port = re.fullmatch(r"http://([^:/]+):(\d+)/mcp", server.where).groups()  # type: ignore[union-attr]
         authorization = f"Authorization: Bearer {server.token}\r\n".encode()
         stalled = {
-            "headers": b"POST /mcp HTTP/1.1\r\nHost: x\r\n",
-            "body": b"POST /mcp HTTP/1.1\r\nHost: x\r\n" + authorization + b"Content-Type: application/json\r\n"
+            "headers": b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+            "body": b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + authorization + b"Content-Type: application/json\r\n"
             b"Accept: " + ACCEPT.encode() + b'\r\nContent-Length: 100\r\n\r\n{"jsonrpc"',
             "nothing": b"",
         }
@@ -503,6 +503,7 @@ def test_mcp_http_a_request_that_does_not_arrive_whole_in_time_has_its_connectio
             for sock in sockets.values():
                 sock.close()
         assert answers["headers"].startswith(b"HTTP/1.1 408 "), answers
+        assert b'"code":-32600' in answers["headers"] and b"did not arrive whole" in answers["headers"], answers
         assert answers["body"] == b"", "the body's request was being read: it is closed, not answered"
         assert answers["nothing"].startswith(b"HTTP/1.1 408 "), answers
         assert "did not arrive whole within" in server.stderr

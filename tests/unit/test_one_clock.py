@@ -36,6 +36,18 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "the spawn's copy runs in a worker thread, without the loop: it times its own share to bound its wait for "
         "the copy helper's"
     ),
+    **{
+        ("eukhe.sandbox.netproxy", scope, call): (
+            "the allowlist's proxy runs on a thread and event loop of its own, apart from the session's and its clock:"
+            " its timeouts bound a peer's slowness on real time, and the durations it records are real time"
+        )
+        for scope, call in (
+            ("NetProxy._handle", "asyncio.wait_for"),
+            ("NetProxy._handle", "time.monotonic"),
+            ("NetProxy._serve", "time.monotonic"),
+            ("NetProxy.start.run", "asyncio.sleep"),
+        )
+    },
     ("eukhe.session.writer", "JobWriter._run", "asyncio.wait_for"): (
         "the journal writer's batching window on real time: on a virtual clock it would hold every write"
     ),

@@ -1,9 +1,9 @@
 """The network allowlist (docs/sandbox.md "The network allowlist"): with `network: allowlist` a confined command
-reaches an allowed name through eukhe's proxy (curl, urllib, pip from a local index, git over http), and every other
-way out fails and is recorded: plain HTTP and CONNECT to a name not allowed, an address not named, `--noproxy`, a
-raw socket, UDP to any DNS server. Real bubblewrap, a real daemon, real servers on the host's loopback (named
-`localhost`, which the proxy resolves on the host; `NO_PROXY` is emptied per command, since the sandbox's own
-loopback is otherwise its own)."""
+reaches an allowed name through eukhe's proxy (curl, urllib, pip from a local index, git over http, and by the
+default list pip from PyPI where the machine reaches it), and every other way out fails and is recorded: plain HTTP
+and CONNECT to a name not allowed, an address not named, `--noproxy`, a raw socket, UDP to any DNS server. Real
+bubblewrap, a real daemon, real servers on the host's loopback (named `localhost`, which the proxy resolves on the
+host; `NO_PROXY` is emptied per command, since the sandbox's own loopback is otherwise its own)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import shlex
 import socket
 import subprocess
 import threading
+import urllib.request
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -264,3 +265,44 @@ def test_allowlist_a_project_may_only_narrow_it(world: DaemonEnv, host: Host) ->
     assert not narrowed["notices"], narrowed
     got = bash(world, narrowed["id"], f"{VIA_PROXY}curl -fsS http://localhost:{host.port}/hello.txt")
     assert got["exit_code"] != 0 and got["refusal"]["rule"] == "network_allowlist", got
+
+
+def pypi_reachable() -> bool:
+    """Whether the host reaches PyPI (the package registries are reachable in CI; elsewhere they may not be)."""
+    request = urllib.request.Request("https://pypi.org/simple/six/", method="HEAD")
+    try:
+        with urllib.request.urlopen(request, timeout=10):
+            return True
+    except OSError:
+        return False
+
+
+def test_allowlist_the_default_list_lets_pip_install_from_pypi_and_refuses_another_host(world: DaemonEnv) -> None:
+    """The default `allow_domains` is what a package install needs: a confined `pip install` from PyPI (pypi.org,
+    files.pythonhosted.org) through the proxy works, into a venv of the working directory, and the attempts are
+    recorded; a host off the list is refused with the line."""
+    need_tools("curl")
+    if not pypi_reachable():
+        pytest.skip("PyPI is not reachable from this machine")
+    project = world.root / "project"
+    project.mkdir()
+    session = str(world.json("session", "create", "--cwd", str(project), "--network", "allowlist")["id"])
+    python = "/usr/bin/python3"
+    if subprocess.run([python, "-m", "pip", "--version"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("no python3 with pip at /usr/bin/python3")
+    install = (
+        f"{python} -m venv .v && .v/bin/pip install -q --no-cache-dir six"
+        " && .v/bin/python -c 'import six; print(six.__name__)'"
+    )
+    got = bash(world, session, install)
+    assert got["exit_code"] == 0 and text(got).strip().endswith("six"), text(got)
+    attempts = world.json("session", "network", session)["attempts"]
+    allowed = {a["name"] for a in attempts if a["verdict"] == "allowed"}
+    assert {"pypi.org", "files.pythonhosted.org"} <= allowed, attempts
+    refused = bash(world, session, "curl -fsS https://example.com/")
+    assert refused["exit_code"] != 0
+    assert refused["refusal"]["rule"] == "network_allowlist", refused
+    assert any(
+        a["name"] == "example.com" and a["verdict"] != "allowed"
+        for a in world.json("session", "network", session)["attempts"]
+    )

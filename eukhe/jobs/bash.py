@@ -89,10 +89,13 @@ EOF_AFTER_GROUP_MS = 1_000  # once the group is gone the pipe's EOF is due; only
 
 TTY_TERM = "xterm-256color"
 """$TERM of a tty job: what its screen's emulator (pyte) draws."""
-TTY_PRELUDE = 'exec 0<>/proc/self/fd/0 1>&0 2>&0 && exec bash -c "$1"'
-"""A tty job's first words: bash, the leader of a session without a controlling terminal, opens its terminal again
-(by /proc, which names it in any mount namespace), so that it is the session's controlling terminal whatever bash
-does on its own; then it runs the command as `bash -c` does."""
+TTY_PRELUDE = 'exec 0<>/proc/self/fd/1 1>&0 2>&0 && exec bash -c "$1"'
+"""A tty job's first words: bash, the leader of a session without a controlling terminal, opens its terminal (its
+stdout) again as its stdin (by /proc, which names it in any mount namespace), so that it is the session's
+controlling terminal whatever bash does on its own; then it runs the command as `bash -c` does. A confined tty job's
+stdin is /dev/null until then: every bash that leads a session opens the terminal its stdin names at its start, so
+a bash before the sandbox (the limits' prelude) would take the terminal for the outer session, and the job's own
+session could not have it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -566,7 +569,7 @@ async def start_bash(
             transport, pipe = await loop.subprocess_exec(
                 _Pipe,
                 *launched,
-                stdin=subprocess.DEVNULL if tty is None else write_end,
+                stdin=subprocess.DEVNULL if tty is None or info is not None else write_end,
                 stdout=write_end,
                 stderr=write_end,
                 cwd=cwd,

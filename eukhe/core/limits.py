@@ -11,7 +11,8 @@ Theory of operation.
   (`MECHANISMS` is the table): a control group the session's confined processes are all in (v2, else v1: it bounds
   them together), else a resource limit of each process (`rlimit`: per process, or per user for processes), else
   nothing (`none`: the limit does not hold here, and `docs/sandbox.md` says where that is). The file size limit is
-  always an rlimit (`RLIMIT_FSIZE`: per file, nothing bounds the total).
+  always an rlimit (`RLIMIT_FSIZE`: per file); where eukhe may mount (`may_mount`: CAP_SYS_ADMIN, which root has),
+  the private /tmp is also a tmpfs of that size (`tmpfs`: its total is bounded, a write past it fails with ENOSPC).
 - `prelude(plan, procs_files)` is the argv put before bwrap's: a bash that joins the session's groups and sets the
   rlimits, then execs bwrap. So every process of a launch starts inside, and none can leave (the groups are
   read-only in the sandbox; the hard rlimits cannot be raised without a capability).
@@ -44,6 +45,7 @@ class Mechanism(enum.StrEnum):
     CGROUP_V2 = "cgroup_v2"  # a control group of the session's (pids.max, memory.max): all its processes together
     CGROUP_V1 = "cgroup_v1"  # the same on a v1 hierarchy (pids.max, memory.limit_in_bytes)
     RLIMIT = "rlimit"  # a resource limit of each process (RLIMIT_DATA, RLIMIT_NPROC per user, RLIMIT_FSIZE)
+    TMPFS = "tmpfs"  # the private /tmp is a tmpfs of that size (and RLIMIT_FSIZE bounds each file as well)
     NONE = "none"  # nothing holds it here (no control group, and root is not bound by RLIMIT_NPROC)
     OFF = "off"  # the setting is 0: no limit asked
 
@@ -113,13 +115,15 @@ class Group:
 @dataclass(frozen=True, slots=True)
 class Machine:
     """What the shell found: whether eukhe runs as root (RLIMIT_NPROC does not bind root), the machine's memory,
-    the groups it could make for the session (none where no hierarchy is writable), and how many tasks the user
-    runs now (RLIMIT_NPROC counts every task of the user's, not only the session's)."""
+    the groups it could make for the session (none where no hierarchy is writable), how many tasks the user
+    runs now (RLIMIT_NPROC counts every task of the user's, not only the session's), and whether the private /tmp
+    can be a tmpfs of its own."""
 
     root: bool
     memory_total_mb: int
     groups: tuple[Group, ...] = ()
     user_tasks: int = 0
+    tmpfs: bool = False  # eukhe may mount a tmpfs on the private /tmp (`may_mount`), and did
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,12 +152,25 @@ class Plan:
 MECHANISMS: tuple[tuple[Limit, tuple[Mechanism, ...]], ...] = (
     (Limit.PROCESSES, (Mechanism.CGROUP_V2, Mechanism.CGROUP_V1, Mechanism.RLIMIT)),
     (Limit.MEMORY, (Mechanism.CGROUP_V2, Mechanism.CGROUP_V1, Mechanism.RLIMIT)),
-    (Limit.TMP, (Mechanism.RLIMIT,)),
+    (Limit.TMP, (Mechanism.TMPFS, Mechanism.RLIMIT)),
 )
 """Each limit's mechanisms, the strongest first: the first the machine offers holds it."""
 
 _CONTROLLER = {Limit.PROCESSES: Controller.PIDS, Limit.MEMORY: Controller.MEMORY}
 MIB = 1 << 20
+CAP_SYS_ADMIN = 21
+"""The capability mount(2) asks for (its bit in /proc/self/status' `CapEff`)."""
+
+
+def may_mount(cap_eff: int) -> bool:
+    """Whether a process with these effective capabilities may mount a tmpfs (root has them all, unless dropped)."""
+    return bool(cap_eff >> CAP_SYS_ADMIN & 1)
+
+
+def tmpfs_size_mb(plan: Plan) -> int | None:
+    """The size of the tmpfs to mount on the private /tmp, in MiB (None: no mount: not allowed here, or 0)."""
+    tmp = plan.of(Limit.TMP)
+    return tmp.value if tmp.mechanism is Mechanism.TMPFS else None
 
 
 def _group(groups: Sequence[Group], controller: Controller) -> Group | None:
@@ -187,7 +204,8 @@ def plan(settings: Settings, machine: Machine) -> Plan:
             enforced.append(Enforced(limit, value, Mechanism.RLIMIT))
         else:
             rlimits.append(("-d" if limit is Limit.MEMORY else "-f", value * 1024))  # bash counts KiB
-            enforced.append(Enforced(limit, value, Mechanism.RLIMIT))
+            tmpfs = limit is Limit.TMP and machine.tmpfs  # the tmpfs bounds the total, the rlimit each file still
+            enforced.append(Enforced(limit, value, Mechanism.TMPFS if tmpfs else Mechanism.RLIMIT))
     return Plan(tuple(enforced), tuple(groups), tuple(writes), tuple(rlimits))
 
 
@@ -288,6 +306,11 @@ FILE_MESSAGES = (
     r"file too large",  # strerror(EFBIG), what RLIMIT_FSIZE gives a write past it
     r"file size limit exceeded",  # bash, for a command SIGXFSZ ended
 )
+SPACE_MESSAGES = (
+    r"no space left on device",  # strerror(ENOSPC), what a full tmpfs gives a write
+    r"\[errno 28\]",  # Python's OSError of it
+)
+"""Only read where the private /tmp is a bounded tmpfs (elsewhere a full disk is not a limit of eukhe's)."""
 SIGXFSZ_EXIT = 128 + 25
 """A process ended by SIGXFSZ (a write past RLIMIT_FSIZE, unhandled) exits 153 through bash or bwrap."""
 SIGKILL_EXIT = 128 + 9
@@ -338,6 +361,7 @@ MECHANISM_WORDS: Mapping[Mechanism, str] = {
     Mechanism.CGROUP_V2: "the session's cgroup",
     Mechanism.CGROUP_V1: "the session's cgroup (v1)",
     Mechanism.RLIMIT: "a per-process rlimit",
+    Mechanism.TMPFS: "the private /tmp is a tmpfs of that size, and each file is bounded by a per-process rlimit",
     Mechanism.NONE: "not enforced here",
     Mechanism.OFF: "off",
 }
@@ -372,19 +396,22 @@ def verdict(plan: Plan, ended: Ended) -> Hit | None:
         found: str | None = None
         if enforced.mechanism in GROUP_MECHANISMS:
             found = _counted(ended, limit)
-        elif enforced.mechanism is Mechanism.RLIMIT:
+        elif enforced.mechanism in (Mechanism.RLIMIT, Mechanism.TMPFS):
             code = limit is Limit.TMP and ended.exit_code == SIGXFSZ_EXIT
-            found = evidence if code or _said(ended.text, messages) else None
+            if enforced.mechanism is Mechanism.TMPFS and _said(ended.text, SPACE_MESSAGES):
+                found = "a write found no space left"
+            else:
+                found = evidence if code or _said(ended.text, messages) else None
         if found is not None:
             return Hit(limit, enforced.mechanism, enforced.value, found)
     return None
 
 
 def tmp_notice(plan: Plan, used_mb: int) -> str | None:
-    """What an answer says when the private /tmp holds more than `limits.max_tmp_mb` (counted, not refused: no file
-    system bounds the session's own directory; one file is bounded by RLIMIT_FSIZE)."""
+    """What an answer says when the private /tmp holds more than `limits.max_tmp_mb` (counted, not refused where it
+    is no tmpfs of its own; one file is bounded by RLIMIT_FSIZE)."""
     tmp = plan.of(Limit.TMP)
-    if tmp.mechanism is Mechanism.OFF or used_mb <= tmp.value:
+    if tmp.mechanism in (Mechanism.OFF, Mechanism.TMPFS) or used_mb <= tmp.value:  # a tmpfs refuses, never holds more
         return None
     return (
         f"the session's private /tmp holds {used_mb} MiB, more than limits.max_tmp_mb = {tmp.value}: delete what "

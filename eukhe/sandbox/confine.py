@@ -85,8 +85,9 @@ class Confinement:
         limits: limit_rules.Settings | None = None,
     ) -> None:
         self.policy = policy
-        self.limits = SessionLimits(limits or limit_rules.Settings(), session_dir)
-        """The session's resource limits: its control groups and rlimits, which every confined launch joins."""
+        self.limits = SessionLimits(limits or limit_rules.Settings(), session_dir, session_dir / TMP_NAME)
+        """The session's resource limits: its control groups and rlimits, which every confined launch joins, and the
+        tmpfs its private /tmp is (mounted at `start`, before the first launch, where eukhe may)."""
         self.rules = policy.to_core()
         self.cwd = cwd
         self.tmp = session_dir / TMP_NAME
@@ -126,6 +127,11 @@ class Confinement:
             moved.net.log_path = moved.net_log
         if self.bwrap is not None:
             moved.start()
+            # The new directory's /tmp gets its own tmpfs (empty, as a fork's /tmp starts); the old one's content is
+            # kept in the old directory. Jobs that go on in the fork keep the old tmpfs they were started with.
+            moved.limits.move_tmp(moved.tmp)
+        else:
+            moved.limits.tmp = moved.tmp
         return moved
 
     def hide(self, path: str) -> None:
@@ -195,7 +201,8 @@ class Confinement:
         return self.git.take_notices()
 
     def close(self) -> None:
-        """Stop watching, the proxy, and end what is left in the session's control groups (the session closes)."""
+        """Stop watching, the proxy, end what is left in the session's control groups, and release the private
+        /tmp's tmpfs, its content kept in the directory (the session closes)."""
         self.git.close()
         self.limits.close()
         if self.net is not None:

@@ -17,7 +17,9 @@ import os
 import signal
 from pathlib import Path
 
+from eukhe import mounts
 from eukhe.core import limits as core
+from eukhe.sandbox import tmpfs
 
 log = logging.getLogger("eukhe.limits")
 PROC_CGROUP = "/proc/self/cgroup"
@@ -109,10 +111,17 @@ def tmp_used_mb(tmp: Path) -> int:
 
 
 class SessionLimits:
-    """One session's limits: its groups (made at `start`), the plan, and the counters a run is judged by."""
+    """One session's limits: its groups (made at `start`), the tmpfs on its private /tmp (mounted at `start`, where
+    eukhe may), the plan, and the counters a run is judged by."""
 
-    def __init__(self, settings: core.Settings, session_dir: Path) -> None:
+    def __init__(self, settings: core.Settings, session_dir: Path, tmp: Path | None = None) -> None:
         self.settings = settings
+        self.tmp = tmp
+        """The private /tmp's directory on the host (None: none to bound)."""
+        self.tmp_mount: int | None = None
+        """The id of the tmpfs mounted on it (None: none)."""
+        self.may_mount = False
+        """Whether eukhe may mount a tmpfs here (found at `start`)."""
         self.name = f"{GROUP_PREFIX}{os.getpid()}-{session_dir.name}"
         self.groups: list[core.Group] = []
         self.plan: core.Plan | None = None
@@ -141,7 +150,9 @@ class SessionLimits:
             memory_total_mb=memory_total_mb(),
             groups=tuple(sorted(made, key=lambda group: -group.version)),
             user_tasks=0 if os.geteuid() == 0 else user_tasks(os.geteuid()),
+            tmpfs=self.tmp is not None and core.may_mount(tmpfs.cap_eff()),
         )
+        self.may_mount = machine.tmpfs
         chosen = core.plan(self.settings, machine)
         for path, content in chosen.writes:
             try:
@@ -153,13 +164,57 @@ class SessionLimits:
                     failed = next(group for group in made if path.startswith(group.path + "/"))
                     made.remove(failed)
                     _remove(failed.path)
-                    chosen = core.plan(self.settings, dataclasses.replace(machine, groups=tuple(made)))
+                    machine = dataclasses.replace(machine, groups=tuple(made))
+                    chosen = core.plan(self.settings, machine)
         self.groups = [group for group in made if group in chosen.groups]
         for group in made:
             if group not in chosen.groups:
                 _remove(group.path)
         self.plan = chosen
-        return chosen
+        self._mount_tmp()
+        return self.plan
+
+    def _mount_tmp(self) -> None:
+        """Mount the private /tmp's tmpfs if the plan asks for one; if it cannot be, the plan is made again
+        without (the limit then holds per file)."""
+        size = None if self.plan is None else core.tmpfs_size_mb(self.plan)
+        if self.tmp is None:
+            return
+        if size is None:
+            if self.may_mount and mounts.at(self.tmp):  # a dead worker's, with the limit since set to 0
+                with contextlib.suppress(OSError):
+                    tmpfs.release(self.tmp, None)
+            return
+        try:
+            self.tmp_mount = tmpfs.mount(self.tmp, size)
+        except OSError as error:
+            log.warning("limits: no tmpfs on %s (%s)", self.tmp, error)
+            self.tmp_mount = None
+        if self.tmp_mount is None:
+            self.plan = core.plan(self.settings, self._machine(tmpfs=False))
+
+    def _machine(self, *, tmpfs: bool) -> core.Machine:
+        """The machine as found at `start` (its groups those kept), with or without the tmpfs."""
+        groups = tuple(sorted(self.groups, key=lambda group: -group.version))
+        root = os.geteuid() == 0
+        return core.Machine(root, memory_total_mb(), groups, 0 if root else user_tasks(os.geteuid()), tmpfs=tmpfs)
+
+    def move_tmp(self, tmp: Path) -> None:
+        """The session continues in another directory (a fork): the old private /tmp's tmpfs is released (its
+        content kept in the old directory, which the old session reopens with), the new one gets its own."""
+        self._release_tmp()
+        self.tmp = tmp
+        if self.plan is not None:
+            self.plan = core.plan(self.settings, self._machine(tmpfs=self.may_mount))
+            self._mount_tmp()
+
+    def _release_tmp(self) -> None:
+        if self.tmp is not None and self.tmp_mount is not None:
+            try:
+                tmpfs.release(self.tmp, self.tmp_mount)
+            except OSError as error:
+                log.warning("limits: cannot release the tmpfs on %s (%s)", self.tmp, error)
+        self.tmp_mount = None
 
     def prelude(self) -> tuple[str, ...]:
         """The argv a launch puts before bwrap's (joining the groups, setting the rlimits); made again each launch
@@ -193,10 +248,12 @@ class SessionLimits:
         return self._started.pop(job_id, core.Counters()) if job_id is not None else core.Counters()
 
     def close(self) -> None:
-        """End what is left in the session's groups and remove them."""
+        """End what is left in the session's groups and remove them; release the private /tmp's tmpfs (its content
+        kept in the directory)."""
         for group in self.groups:
             _remove(group.path, kill=True)
         self.groups = []
+        self._release_tmp()
 
 
 def _remove(path: str, *, kill: bool = False) -> None:

@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from eukhe import paths
+from eukhe import mounts, paths
 from eukhe.core.fsmode import PRIVATE_DIR_MODE
 from eukhe.errors import EukheError, InputError, resource_shortage
 from eukhe.fsio import fsync_dir, write_all
@@ -167,6 +167,7 @@ def remove_session(root: Path, session_id: str) -> list[str]:
     directory = root / check_session_id(session_id, root)
     removed: list[str] = []
     if directory.is_dir():
+        mounts.release_below(directory)  # a private /tmp's tmpfs a worker that died left mounted
         doomed = root / f"{DELETING_PREFIX}{session_id}-{secrets.token_hex(4)}"
         os.rename(directory, doomed)
         fsync_dir(root)  # the session is gone once this returns
@@ -186,6 +187,7 @@ def remove_leftovers(root: Path) -> list[str]:
         return removed
     for entry in root.iterdir():
         if entry.name.startswith(DELETING_PREFIX) and entry.is_dir() and not entry.is_symlink():
+            mounts.release_below(entry)
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(str(entry))
     return removed

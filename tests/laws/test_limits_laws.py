@@ -22,13 +22,19 @@ SETTINGS = [Settings(p, m, t) for p in (None, 0, 100) for m in (None, 0, 256) fo
 
 
 def machines() -> list[Machine]:
-    return [Machine(root, 4096, groups, 50) for root in (True, False) for groups in ALL_GROUP_SETS]
+    return [
+        Machine(root, 4096, groups, 50, tmpfs)
+        for root in (True, False)
+        for groups in ALL_GROUP_SETS
+        for tmpfs in (True, False)
+    ]
 
 
 def test_each_limit_holds_by_the_strongest_mechanism_the_machine_offers() -> None:
     """Over every machine and setting: a group bounds the session together (v2 over v1); without one, processes
     are an rlimit unless eukhe is root (the kernel never applies RLIMIT_NPROC to root: `none`, said so), memory is
-    an rlimit; the file size is always an rlimit; a 0 is `off`."""
+    an rlimit; the private /tmp is a tmpfs where eukhe may mount one, else the file size is an rlimit; a 0 is
+    `off` (and no mount)."""
     for machine, settings in itertools.product(machines(), SETTINGS):
         plan = core.plan(settings, machine)
         for limit in Limit:
@@ -36,6 +42,7 @@ def test_each_limit_holds_by_the_strongest_mechanism_the_machine_offers() -> Non
             value = core.resolved(settings, machine.memory_total_mb).of(limit)
             if value == 0:
                 assert enforced.mechanism is Mechanism.OFF
+                assert limit is not Limit.TMP or core.tmpfs_size_mb(plan) is None
                 continue
             controller = {Limit.PROCESSES: Controller.PIDS, Limit.MEMORY: Controller.MEMORY}.get(limit)
             versions = {group.version for group in machine.groups if group.controller is controller}
@@ -43,6 +50,8 @@ def test_each_limit_holds_by_the_strongest_mechanism_the_machine_offers() -> Non
                 expected = Mechanism.CGROUP_V2 if 2 in versions else Mechanism.CGROUP_V1
             elif limit is Limit.PROCESSES and machine.root:
                 expected = Mechanism.NONE
+            elif limit is Limit.TMP and machine.tmpfs:
+                expected = Mechanism.TMPFS
             else:
                 expected = Mechanism.RLIMIT
             assert enforced.mechanism is expected, (machine, settings, limit)
@@ -174,3 +183,43 @@ def test_the_tmp_notice_comes_only_past_the_limit() -> None:
     assert notice is not None and "limits.max_tmp_mb = 10" in notice
     off = core.plan(Settings(max_tmp_mb=0), Machine(True, 4096))
     assert core.tmp_notice(off, 10**6) is None
+
+
+def test_the_tmpfs_is_mounted_exactly_when_eukhe_may_and_a_limit_is_set() -> None:
+    """Over every machine and setting: a tmpfs of the limit's size where the machine allows one and the limit is
+    not 0; each file stays bounded by RLIMIT_FSIZE either way."""
+    for machine, settings in itertools.product(machines(), SETTINGS):
+        plan = core.plan(settings, machine)
+        value = core.resolved(settings, machine.memory_total_mb).max_tmp_mb
+        assert core.tmpfs_size_mb(plan) == (value if machine.tmpfs and value > 0 else None)
+        assert (("-f", value * 1024) in plan.rlimits) is (value > 0)
+
+
+def test_only_cap_sys_admin_may_mount() -> None:
+    for bit in range(64):
+        assert core.may_mount(1 << bit) is (bit == core.CAP_SYS_ADMIN)
+    assert core.may_mount((1 << 41) - 1)  # root's full set
+    assert not core.may_mount(0)
+
+
+TMPFS_PLAN = core.plan(Settings(max_tmp_mb=10), Machine(True, 4096, tmpfs=True))
+SPACE_SAID = (
+    "head: error writing 'standard output': No space left on device",
+    "OSError: [Errno 28] No space left on device: '/tmp/x'",
+)
+
+
+def test_a_full_tmpfs_is_named_and_a_full_disk_elsewhere_is_not_eukhes() -> None:
+    """ENOSPC words name `limits.max_tmp_mb` only while the private /tmp is a bounded tmpfs; the file size words
+    and SIGXFSZ name it either way; the notice of a counted total never comes with a tmpfs (it refuses instead)."""
+    none = Counters()
+    for text in SPACE_SAID:
+        hit = core.verdict(TMPFS_PLAN, Ended(none, none, 1, text))
+        assert hit is not None and hit.limit is Limit.TMP and hit.mechanism is Mechanism.TMPFS, text
+        assert hit.line().startswith("limit reached (limits.max_tmp_mb = 10, the private /tmp is a tmpfs")
+        assert core.verdict(RLIMIT_PLAN, Ended(none, none, 1, text)) is None, text
+    for code, text in ((core.SIGXFSZ_EXIT, ""), (1, "File too large")):
+        hit = core.verdict(TMPFS_PLAN, Ended(none, none, code, text))
+        assert hit is not None and hit.limit is Limit.TMP
+    assert core.verdict(TMPFS_PLAN, Ended(none, none, 1, "No such file or directory")) is None
+    assert core.tmp_notice(TMPFS_PLAN, 10**6) is None

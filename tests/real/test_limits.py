@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from eukhe.core import limits as core
+from eukhe.sandbox import tmpfs
 from eukhe.sandbox.limits import hierarchies
 from tests.real.conftest import DaemonEnv
 from tests.real.test_sandbox_jobs import tagged
@@ -146,4 +147,8 @@ def test_one_file_past_max_tmp_mb_is_cut_and_named(world: DaemonEnv, tmp_path: P
     size = world.json("bash", "--session", session, "--", "stat -c %s /tmp/big")["output"]["text"]
     assert int(size) == 2 << 20
     failed = world.json("bash", "--session", session, "--", "head -c 1M /dev/zero > /tmp/more; false")
-    assert any("limits.max_tmp_mb = 2" in notice for notice in failed["notices"]), failed
+    if core.may_mount(tmpfs.cap_eff()):  # the private /tmp is a tmpfs of 2 MiB, full: refused, and named
+        assert "No space left on device" in failed["output"]["text"], failed
+        assert failed["refusal"]["rule"] == "limits.max_tmp_mb", failed
+    else:  # counted, not refused
+        assert any("limits.max_tmp_mb = 2" in notice for notice in failed["notices"]), failed

@@ -477,8 +477,11 @@ def layers(facts: Facts) -> tuple[Layer, ...]:
     """Every layer of a launch, shallow first; at one path, by kind (so a later layer always decides). A cache is
     copy-on-write under `workspace_write` only; a pin is kept only where a writable layer holds it. A home that
     only the host's /tmp would hide is readable, as it would be anywhere else (its caches and denied paths, deeper,
-    still decide for themselves); one a writable root or a denied path holds stays as that decides."""
-    found = [Layer("/", Kind.READ), Layer(SANDBOX_TMP, Kind.DENY)]  # the host's /tmp: the private one shows there
+    still decide for themselves); one a writable root or a denied path holds stays as that decides. A denial beats
+    that grant too: one at the home or above it (up to /tmp itself) keeps it masked, although the plan has no layer
+    for it (the mask of /tmp does the same there). A denial of /tmp itself is that mask: the private /tmp."""
+    hidden = Layer(SANDBOX_TMP, Kind.DENY)  # the host's /tmp: the private one shows there
+    found = [Layer("/", Kind.READ), hidden]
     found += [Layer(path, Kind.WRITE) for path in writable_roots(facts)]
     if facts.mode is Mode.READ_ONLY:  # the working directory shows wherever it lies (under /tmp, in a child's copy)
         found.append(Layer(facts.cwd, Kind.READ))
@@ -487,12 +490,18 @@ def layers(facts: Facts) -> tuple[Layer, ...]:
     found += [Layer(path, Kind.READ) for path in facts.readable]
     found += [Layer(path, Kind.PIN) for path in facts.pinned]
     found += [Layer(path, Kind.PROTECT, is_dir) for path, is_dir in facts.protected]
-    found += [Layer(path, Kind.DENY, is_dir) for path, is_dir in facts.denied]
-    found += [Layer(path, Kind.DENY, False) for path in facts.sockets]
+    masks = [Layer(path, Kind.DENY, is_dir) for path, is_dir in facts.denied]
+    masks += [Layer(path, Kind.DENY, False) for path in facts.sockets]
+    found += [hidden if mask.path == SANDBOX_TMP else mask for mask in masks]  # /tmp's mask is the private /tmp
     plan = _plan(found)
-    hidden = Layer(SANDBOX_TMP, Kind.DENY)
-    if facts.home is not None and home_shown(facts.home) and deciding(plan, facts.home) == hidden:
-        plan = _plan([*found, Layer(facts.home, Kind.READ)])
+    home = facts.home
+    if (
+        home is not None
+        and home_shown(home)
+        and deciding(plan, home) == hidden
+        and not any(is_within(home, mask.path) for mask in masks)  # the plan drops those the mask of /tmp covers
+    ):
+        plan = _plan([*found, Layer(home, Kind.READ)])
     return plan
 
 

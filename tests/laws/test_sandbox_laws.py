@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eukhe.core import sandbox as core
-from eukhe.core.pathmap import is_within, normalize
+from eukhe.core.pathmap import is_within, normalize, split
 
 MODES = list(core.Mode)
 NETWORKS = list(core.Network)
@@ -90,6 +90,7 @@ facts_strategy = st.builds(
 def test_sandbox_layers_shallow_first_and_deciding_is_the_deepest(facts: core.Facts) -> None:
     layers = core.layers(facts)
     assert layers[0] == core.Layer("/", core.Kind.READ)
+    assert [layer for layer in layers if layer.path == "/tmp"] == [HIDDEN]  # the private /tmp, whatever is denied
     depths = [len([p for p in layer.path.split("/") if p]) for layer in layers]
     assert depths == sorted(depths)
     for index in range(1, len(layers)):  # no layer is redundant: each changes what holds it already does
@@ -213,32 +214,79 @@ def test_sandbox_a_pin_holds_only_where_a_confined_process_may_write(facts: core
 HIDDEN = core.Layer("/tmp", core.Kind.DENY)
 
 
-@given(facts_strategy, st.one_of(st.just(""), paths))
+@given(
+    facts_strategy,
+    st.one_of(st.just(""), paths),
+    st.lists(st.tuples(paths, st.booleans()), max_size=2),
+    st.none() | st.tuples(st.integers(min_value=0, max_value=4), st.booleans()),
+)
 def test_sandbox_a_home_only_the_hosts_tmp_hides_is_readable_and_nothing_else_changes(
-    facts: core.Facts, below: str
+    facts: core.Facts, below: str, stores: list[tuple[str, bool]], up: tuple[int, bool] | None
 ) -> None:
     """Where a home lies in the host's /tmp and nothing but that /tmp holds it, it reads as the root does: readable,
     not writable, its deeper layers (caches, denied stores, a working directory in it) deciding for themselves. A
-    path outside it, or a home anything else holds (a writable root, a denied directory), has the verdict it would
-    have with no home at all."""
+    path outside it, or a home anything else holds (a writable root, a denied path at it or above it, /tmp itself
+    denied: a denial beats a grant), has the verdict it would have with no home at all. (`stores` are denied
+    below the home, `up` denies the home or a directory above it, up to /tmp: free facts seldom hold either.)"""
     if facts.home is None or facts.mode is core.Mode.OFF:
         return
+    home = facts.home
+    extra = [(normalize(home + store), is_dir) for store, is_dir in stores]
+    if up is not None:
+        names = split(home)
+        extra.append(("/" + "/".join(names[: max(len(names) - up[0], 1)]), up[1]))
+    facts = dataclasses.replace(facts, denied=(*facts.denied, *extra))
     without = dataclasses.replace(facts, home=None)
-    path = normalize(facts.home + below)
+    path = normalize(home + below)
     plain = core.layers(without)
-    shown = core.home_shown(facts.home) and core.deciding(plain, facts.home) == HIDDEN
+    masks = [denied for denied, _ in facts.denied] + list(facts.sockets)
+    denied_at = any(is_within(home, mask) for mask in masks)  # no layer in `plain`: the /tmp mask covers it
+    shown = core.home_shown(home) and core.deciding(plain, home) == HIDDEN and not denied_at
     for want in core.Want:
-        for probe in (path, "/tmp/elsewhere" + below, "/a" + below):
+        for probe in (
+            path,
+            *(normalize(home + store + below) for store, _ in stores),
+            "/tmp/elsewhere" + below,
+            "/a" + below,
+        ):
             verdict, bare = core.access(facts, probe, want), core.access(without, probe, want)
-            if shown and is_within(probe, facts.home) and core.deciding(plain, probe) == HIDDEN:
+            if shown and is_within(probe, home) and core.deciding(plain, probe) == HIDDEN:
                 expected: core.Allowed | core.Denied = core.ALLOWED
-                if want is core.Want.WRITE:
+                holding = sorted((mask for mask in masks if is_within(probe, mask)), key=len)
+                if holding:  # a denied store in the home: the outermost one masks it
+                    expected = core.Denied("deny_read", holding[0])
+                elif want is core.Want.WRITE:
                     rule = "read_only" if facts.mode is core.Mode.READ_ONLY else "outside_writable_roots"
                     expected = core.Denied(rule, "/" if rule == "read_only" else probe)
                 assert verdict == expected, (probe, want)
             else:
                 assert verdict == bare, (probe, want)
-    assert (core.Layer(facts.home, core.Kind.READ) in core.layers(facts)) is shown
+    if shown:
+        assert core.Layer(home, core.Kind.READ) in core.layers(facts)
+    else:
+        assert core.layers(facts) == plain
+
+
+def test_sandbox_a_denial_at_or_above_a_home_under_tmp_keeps_it_masked_small_scope() -> None:
+    """A home in the host's /tmp is shown unless a denial holds it (at the home, above it, or /tmp itself, as a
+    directory or not): a denial beats that grant as any other; one below it masks only what it holds."""
+    home = "/tmp/ci/home"
+    for denied, is_dir in itertools.product([None, home, "/tmp/ci", "/tmp", home + "/.ssh"], [True, False]):
+        facts = core.Facts(
+            core.Mode.WORKSPACE_WRITE,
+            core.Network.ON,
+            cwd="/w",
+            tmp="/t/tmp",
+            denied=() if denied is None else ((denied, is_dir),),
+            home=home,
+        )
+        all_layers = core.layers(facts)
+        shown = denied in (None, home + "/.ssh")
+        assert [layer for layer in all_layers if layer.path == "/tmp"] == [HIDDEN]
+        assert (core.access(facts, home + "/.gitconfig", core.Want.READ) == core.ALLOWED) is shown
+        assert isinstance(core.access(facts, home + "/.ssh/id", core.Want.READ), core.Denied) is (denied is not None)
+        assert (("--ro-bind", home, home) in triples(core.bwrap_argv(facts, ["true"]))) is shown
+        assert [layer.path for layer in core.tmp_mount_points(all_layers)] == ([home] if shown else [])
 
 
 @given(facts_strategy)

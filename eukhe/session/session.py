@@ -448,7 +448,8 @@ class Session:
 
     def _start_or_close(self, *steps: Callable[[], object]) -> None:
         """Start the sandbox (sandbox_unavailable: the session does not open), then `steps` in order; if any fails
-        (a commit on a full disk), nothing runs yet, so only the journal is open: it is closed, the error raised."""
+        (a commit on a full disk), nothing runs yet, so only the journal and the sandbox are open: both are closed
+        (the sandbox's groups removed, its tmpfs released with its content kept), the error raised."""
         try:
             self.sandbox.start()
             for step in steps:
@@ -456,6 +457,8 @@ class Session:
         except BaseException:
             self._unsubscribe()
             self._ledger.close()
+            with contextlib.suppress(Exception):  # the first error is the one to raise
+                self.sandbox.close()
             raise
 
     def _end_leftover_jobs(self) -> None:

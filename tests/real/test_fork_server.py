@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from eukhe import mounts
 from eukhe.daemon.spawning import ForkServer
 from eukhe.procs import group_alive
 from eukhe.records.daemon import WorkerReady
@@ -160,4 +161,7 @@ def test_a_fork_cancelled_mid_exchange_leaves_no_answer_for_the_next(
                     os.kill(pid, signal.SIGKILL)
             await server.stop()
 
-    asyncio.run(asyncio.wait_for(scenario(), 120))
+    try:
+        asyncio.run(asyncio.wait_for(scenario(), 120))
+    finally:  # a killed worker leaves its session's /tmp tmpfs for a reopen or a delete, which this test has not
+        mounts.release_below(tmp_path)

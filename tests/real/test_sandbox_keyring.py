@@ -192,7 +192,10 @@ def test_the_filter_holds_under_a_sessions_own_bwrap_plan(key: tuple[str, str], 
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     confinement = Confinement(SandboxPolicy(), cwd=cwd, session_dir=tmp_path / "session")
-    argv = confinement.wrap([sys.executable, "-c", READER, description])
+    try:
+        argv = confinement.wrap([sys.executable, "-c", READER, description])
+    finally:
+        confinement.close()  # its groups and its tmpfs: the plan is all this test needs
     program = after_prelude(argv)  # the limits' prelude (joining the groups) is not bwrap's: left out here
     split = argv.index("--", program)
     options = argv[program + 1 : split]

@@ -35,6 +35,8 @@ from typing import Any, Protocol
 import anyio
 import anyio.abc
 import mcp_types as types
+import pydantic
+import pydantic.alias_generators
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
@@ -280,7 +282,7 @@ class Tasks:
             log.warning("no room for a task (%d still work): %s answers without one", self.bound, prepared.tool.name)
             return outcome.result
         self.start(running, outcome)
-        return {"resultType": "task", **self.wire(running, running.facts.created_ms)}
+        return {**on_the_wire(CreatedTask()), **self.wire(running, running.facts.created_ms)}
 
     def make(
         self, ctx: Context, revision: core.Revision, tool: str, prepared: Prepared | None, ttl_ms: int
@@ -402,7 +404,10 @@ class Tasks:
             text = running.facts.message or error_text("cancelled", "the task was cancelled")
             result = types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
         wire = result_wire(result, running.version)
-        wire["_meta"] = {**(wire.get("_meta") or {}), RELATED_TASK: {"taskId": running.facts.id}}
+        wire["_meta"] = {
+            **(wire.get("_meta") or {}),
+            RELATED_TASK: on_the_wire(types.RelatedTaskMetadata(task_id=running.facts.id)),
+        }
         return wire
 
     async def task_list(self, ctx: Context, params: types.PaginatedRequestParams) -> dict[str, Any]:
@@ -486,7 +491,7 @@ class Tasks:
             raise MCPError(
                 code=MISSING_REQUIRED_CLIENT_CAPABILITY,
                 message="Missing required client capability",
-                data={"requiredCapabilities": {"extensions": {core.EXTENSION_ID: {}}}},
+                data=on_the_wire(MissingCapabilities(required_capabilities={"extensions": {core.EXTENSION_ID: {}}})),
             )
         return revision
 
@@ -509,20 +514,56 @@ class Tasks:
         """The task as its revision shows it at `now_ms` (default: now): `Task`, with `ttl` and `pollInterval`, or
         with `ttlMs` and `pollIntervalMs`."""
         facts = running.facts
-        wire: dict[str, Any] = {
-            "taskId": facts.id,
-            "status": facts.status.value,
-            "createdAt": self.clock.iso(facts.created_ms),
-            "lastUpdatedAt": self.clock.iso(facts.updated_ms),
-        }
-        if facts.message is not None:
-            wire["statusMessage"] = facts.message
         ttl = core.reported_ttl(facts, self.clock.now_ms() if now_ms is None else now_ms)
+        fields: dict[str, Any] = {
+            "task_id": facts.id,
+            "status": facts.status.value,
+            "status_message": facts.message,
+            "created_at": self.clock.iso(facts.created_ms),
+            "last_updated_at": self.clock.iso(facts.updated_ms),
+        }
         if facts.revision is core.Revision.UTILITY:
-            wire.update(ttl=ttl, pollInterval=core.POLL_INTERVAL_MS)
+            task: pydantic.BaseModel = types.Task(**fields, ttl=ttl, poll_interval=core.POLL_INTERVAL_MS)
         else:
-            wire.update(ttlMs=ttl, pollIntervalMs=core.POLL_INTERVAL_MS)
-        return wire
+            task = ExtensionTask(**fields, ttl_ms=ttl, poll_interval_ms=core.POLL_INTERVAL_MS)
+        return on_the_wire(task)
+
+
+def on_the_wire(record: pydantic.BaseModel) -> dict[str, Any]:
+    """A record as the protocol spells it: camelCase keys (the aliases), absent fields left out."""
+    wire: dict[str, Any] = record.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return wire
+
+
+class WireRecord(pydantic.BaseModel):
+    """A record of the protocol that the SDK does not have: snake_case fields, camelCase on the wire (as the SDK's
+    own records)."""
+
+    model_config = pydantic.ConfigDict(alias_generator=pydantic.alias_generators.to_camel, populate_by_name=True)
+
+
+class ExtensionTask(WireRecord):
+    """A task as the 2026-07-28 extension shows it: its TTL and poll interval in `ttlMs` and `pollIntervalMs`."""
+
+    task_id: str
+    status: str
+    status_message: str | None = None
+    created_at: str
+    last_updated_at: str
+    ttl_ms: int | None
+    poll_interval_ms: int
+
+
+class MissingCapabilities(WireRecord):
+    """The data of `-32021` (Missing required client capability): the capabilities the method needs."""
+
+    required_capabilities: dict[str, Any]
+
+
+class CreatedTask(WireRecord):
+    """The extension's answer to a call that goes on as a task: `resultType` "task"."""
+
+    result_type: str = "task"
 
 
 class UpdateTaskRequestParams(types.RequestParams):
